@@ -1,0 +1,297 @@
+"""Proxy overhead benchmark: direct to the echo backend vs through the proxy, publishing off and on.
+
+    python -m bench.proxy                     # ~2 min on 2 cores
+    python -m bench.proxy --rounds 1          # quicker, noisier
+
+One run starts a LocalBroker (Tansu), the echo backend (``infra.echo_backend``) and three ``sluice proxy``
+processes: publishing off, publishing on (the config's broker profile, ``tansu``: one record per produce
+request), and publishing on with ``broker.profile: kafka`` (batching allowed, as on a real cluster; a
+what-if, not a target). Each is driven by a load generator in its own process (aiohttp, loopback,
+64 concurrent clients, non-streaming chat completions, a new trajectory per call):
+
+- latency at a fixed offered load (``--rate`` requests/s spread over the 64 clients): p50/p99 direct and
+  through the proxy; the difference is the latency the proxy adds (targets: p50 <= 2 ms, p99 <= 10 ms);
+- throughput with the 64 clients closed-loop (each sends its next request when the last one returns):
+  requests/s through the proxy with publishing on vs off (target: >= 90%), and the CPU each request
+  costs the proxy process (all its threads, librdkafka's included) and the broker.
+
+Rounds interleave the targets so that noise from other processes hits all of them alike; medians over the
+rounds are reported. Everything shares the same cores (load generator, backend, proxy, broker), so
+closed-loop latency is mostly queueing and closed-loop throughput is bounded by the machine, not the proxy.
+The final line is one JSON object with the figures and the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-bench-0000"
+PACED = ("direct", "nopub", "pub")
+CLOSED = ("nopub", "pub", "pub_batched")
+TARGETS = {"added_p50_ms_max": 2.0, "added_p99_ms_max": 10.0, "publish_throughput_ratio_min": 0.9}
+
+
+# ----------------------------------------------------------------------------- load generator (own process)
+
+
+async def _load(
+    url: str, mode: str, concurrency: int, duration: float, rate: float, warmup: float
+) -> dict[str, Any]:
+    import aiohttp
+
+    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+    lat: list[float] = []
+    errors = 0
+    counter = 0
+    t_start = time.perf_counter()
+    t_measure = t_start + warmup
+    t_end = t_measure + duration
+    interval = concurrency / rate if mode == "paced" else 0.0
+
+    async def worker(w: int, session: aiohttp.ClientSession) -> None:
+        nonlocal errors, counter
+        next_at = t_start + (w / concurrency) * interval
+        while True:
+            now = time.perf_counter()
+            if now >= t_end:
+                return
+            if interval:
+                if next_at > now:
+                    await asyncio.sleep(next_at - now)
+                next_at += interval
+            counter += 1
+            body = {
+                "model": "bench-model",
+                "messages": [
+                    {"role": "system", "content": "You are a benchmark agent. Answer briefly."},
+                    {"role": "user", "content": f"request {w}-{counter}: what is the weather like today?"},
+                ],
+                "max_tokens": 64,
+            }
+            data = json.dumps(body).encode()
+            t0 = time.perf_counter()
+            try:
+                async with session.post(url, data=data, headers=headers) as resp:
+                    await resp.read()
+                    ok = resp.status == 200
+            except aiohttp.ClientError:
+                ok = False
+            t1 = time.perf_counter()
+            if t0 >= t_measure and t1 <= t_end:
+                if ok:
+                    lat.append(t1 - t0)
+                else:
+                    errors += 1
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.gather(*(worker(w, session) for w in range(concurrency)))
+    lat.sort()
+    n = len(lat)
+    return {
+        "requests": n,
+        "errors": errors,
+        "rps": n / duration,
+        "p50_ms": 1000 * statistics.median(lat) if n else None,
+        "p99_ms": 1000 * lat[min(n - 1, int(0.99 * n))] if n else None,
+    }
+
+
+def run_load(
+    url: str, mode: str, concurrency: int, duration: float, rate: float, warmup: float
+) -> dict[str, Any]:
+    """The load generator in a separate process (never the proxy's)."""
+    args = [sys.executable, "-m", "bench.proxy", "--loadgen", url, "--mode", mode, "--concurrency", str(concurrency),
+            "--duration", str(duration), "--rate", str(rate), "--warmup", str(warmup)]  # fmt: skip
+    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- services
+
+
+def wait_http(url: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(url)
+
+
+def start_proxy(
+    tmp: Path, broker: str, echo_port: int, publish: bool, profile: str = "tansu"
+) -> tuple[subprocess.Popen[bytes], int]:
+    from infra.broker import free_port
+
+    port = free_port()
+    cfg = {
+        "broker": {"bootstrap_servers": broker, "profile": profile, "embedded": False},
+        "topics": {"prefix": "bench."},
+        "up": {"local_model_backend": None},
+        "proxy": {
+            "port": port,
+            "publish": publish,
+            "spool_dir": str(tmp / f"spool-{uuid.uuid4().hex[:6]}"),
+            "backends": [{"name": "echo", "base_url": f"http://127.0.0.1:{echo_port}/v1"}],
+            "api_keys": [{"key": KEY, "tenant": "bench", "consent_training": True}],
+        },
+    }
+    path = tmp / f"proxy-{port}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    log = open(tmp / f"proxy-{port}.log", "wb")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen([sys.executable, "-m", "sluice.cli", "--log-level", "WARNING", "proxy", "--config", str(path)],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    wait_http(f"http://127.0.0.1:{port}/healthz")
+    return proc, port
+
+
+def health(port: int) -> dict[str, Any]:
+    return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read())
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU of a process, all its threads (Linux /proc)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", type=float, default=4.0, help="Seconds measured per run.")
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3, help="Interleaved rounds; medians are reported.")
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument(
+        "--rate", type=float, default=300.0, help="Offered load of the latency runs (requests/s)."
+    )
+    ap.add_argument("--loadgen", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default="closed", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.loadgen:
+        import uvloop
+
+        result = uvloop.run(
+            _load(args.loadgen, args.mode, args.concurrency, args.duration, args.rate, args.warmup)
+        )
+        print(json.dumps(result))
+        return
+
+    from infra.broker import LocalBroker, free_port
+    from pipeline.topics import create_topics
+    from sluice.config import BrokerConfig, TopicsConfig
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    procs: list[subprocess.Popen[bytes]] = []
+    broker = LocalBroker(log_path=tmp / "tansu.log").start()
+    paced: dict[str, list[dict[str, Any]]] = {k: [] for k in PACED}
+    closed: dict[str, list[dict[str, Any]]] = {k: [] for k in CLOSED}
+    publisher: dict[str, Any] = {}
+    try:
+        create_topics(
+            BrokerConfig(bootstrap_servers=broker.bootstrap_servers, embedded=False),
+            TopicsConfig(prefix="bench."),
+        )
+        echo_port = free_port()
+        procs.append(subprocess.Popen([sys.executable, "-m", "infra.echo_backend", "--port", str(echo_port)],
+                                      cwd=ROOT, stdout=subprocess.DEVNULL))  # fmt: skip
+        wait_http(f"http://127.0.0.1:{echo_port}/health")
+        urls = {"direct": f"http://127.0.0.1:{echo_port}/v1/chat/completions"}
+        ports: dict[str, int] = {}
+        pids = {"direct": procs[0].pid}
+        for name, publish, profile in (
+            ("nopub", False, "tansu"),
+            ("pub", True, "tansu"),
+            ("pub_batched", True, "kafka"),
+        ):
+            proc, ports[name] = start_proxy(tmp, broker.bootstrap_servers, echo_port, publish, profile)
+            procs.append(proc)
+            urls[name], pids[name] = f"http://127.0.0.1:{ports[name]}/v1/chat/completions", proc.pid
+        # rounds interleave the targets, so a noisy neighbour hits all of them alike; medians are reported
+        for r in range(args.rounds):
+            for name in PACED[r % 3 :] + PACED[: r % 3]:  # rotate the order too
+                paced[name].append(
+                    run_load(urls[name], "paced", args.concurrency, args.duration, args.rate, args.warmup)
+                )
+            for name in CLOSED[r % 3 :] + CLOSED[: r % 3]:
+                watched = {"proxy": pids[name], "broker": broker._proc.pid}  # noqa: SLF001
+                before = {k: cpu_seconds(p) for k, p in watched.items()}
+                res = run_load(urls[name], "closed", args.concurrency, args.duration, 0, args.warmup)
+                sent = res["requests"] * (args.duration + args.warmup) / args.duration  # warmup costs CPU too
+                res["cpu_us"] = {k: 1e6 * (cpu_seconds(p) - before[k]) / sent for k, p in watched.items()}
+                closed[name].append(res)
+            print(
+                f"round {r + 1}: " + json.dumps({k: round(v[-1]["p99_ms"], 2) for k, v in paced.items()}),
+                flush=True,
+            )
+        time.sleep(1.0)
+        publisher = {k: health(ports[k])["publisher"] for k in ("pub", "pub_batched")}
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(30)
+        broker.stop()
+
+    def med(runs: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(run[key] for run in runs)
+
+    def cpu(name: str, who: str) -> float:
+        return round(statistics.median(run["cpu_us"][who] for run in closed[name]), 1)
+
+    p50 = {k: med(v, "p50_ms") for k, v in paced.items()}
+    p99 = {k: med(v, "p99_ms") for k, v in paced.items()}
+    rps = {k: med(v, "rps") for k, v in closed.items()}
+    added_p50, added_p99 = p50["pub"] - p50["direct"], p99["pub"] - p99["direct"]
+    ratio = rps["pub"] / rps["nopub"]
+    summary = {
+        "bench": "proxy",
+        "concurrency": args.concurrency,
+        "rate_rps": args.rate,
+        "rounds": args.rounds,
+        "added_p50_ms": round(added_p50, 3),
+        "added_p99_ms": round(added_p99, 3),
+        "added_p50_ms_nopublish": round(p50["nopub"] - p50["direct"], 3),
+        "added_p99_ms_nopublish": round(p99["nopub"] - p99["direct"], 3),
+        "p50_ms": {k: round(v, 3) for k, v in p50.items()},
+        "p99_ms": {k: round(v, 3) for k, v in p99.items()},
+        "closed_rps": {k: round(v, 1) for k, v in rps.items()},
+        "closed_p50_ms": {k: round(med(v, "p50_ms"), 2) for k, v in closed.items()},
+        "closed_p99_ms": {k: round(med(v, "p99_ms"), 2) for k, v in closed.items()},
+        "publish_throughput_ratio": round(ratio, 3),
+        "publish_throughput_ratio_batched": round(rps["pub_batched"] / rps["nopub"], 3),
+        "proxy_cpu_us_per_request": {k: cpu(k, "proxy") for k in ("nopub", "pub", "pub_batched")},
+        "broker_cpu_us_per_request": {k: cpu(k, "broker") for k in ("pub", "pub_batched")},
+        "events_delivered": {k: v["delivered"] for k, v in publisher.items()},
+        "spool_depth_after": {k: v["spool_depth"] for k, v in publisher.items()},
+        "errors": sum(run["errors"] for runs in (*paced.values(), *closed.values()) for run in runs),
+        "targets": TARGETS,
+        "met": {
+            "added_p50": added_p50 <= TARGETS["added_p50_ms_max"],
+            "added_p99": added_p99 <= TARGETS["added_p99_ms_max"],
+            "publish_throughput_ratio": ratio >= TARGETS["publish_throughput_ratio_min"],
+        },
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

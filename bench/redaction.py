@@ -1,0 +1,282 @@
+"""Redaction benchmark: precision/recall per entity type on the labelled eval set, and throughput.
+
+Accuracy: the Sluice analyzer (JSON payloads walked value by value with the key as context) on the
+seeded eval set of bench/data (prose and JSON tool payloads; clean near-miss texts must yield nothing),
+an end-to-end leak check through ``Redactor`` (does any labelled value survive?), and stock Presidio
+(pattern-only, raw JSON strings) on the same set for comparison.
+
+Throughput, single process, CPU time (``time.process_time``): 20-turn agent trajectories redacted
+(a) by ``Redactor`` on delta steps as the proxy sends them (state round-tripped through JSON each
+step, as the Faust table does), (b) by ``Redactor`` when an unlinked agent re-sends its whole
+history every step (the content-hash cache keeps the cost flat), and (c) by the naive baseline measured
+in the same run: a plain stock ``AnalyzerEngine`` + ``AnonymizerEngine`` re-analysing the full history
+every step. Stock Presidio's email recognizer gets an offline tldextract shim (it would download).
+
+    python -m bench.redaction            # ~1-2 min on one core
+    python -m bench.redaction --quick    # smaller set, for a smoke run
+    python -m bench.redaction --ner      # also time the NER (spaCy) configuration
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+from bench.data.agent_trajectories import as_resent, build_trajectories, history_texts, step_texts
+from bench.data.redaction_eval_set import EvalCase, build_eval_set
+from governance.config import RedactionConfig
+from governance.redaction import PlaceholderState, Redactor
+from governance.redaction.recognizers import PII_ENTITIES, SECRET_ENTITIES
+
+STRUCTURED = (*PII_ENTITIES, *SECRET_ENTITIES)
+Analyze = Callable[[str, list[str] | None], list[tuple[str, int, int]]]
+TARGETS = {"structured_recall_min": 0.99, "clean_false_positives": 0, "speedup_vs_naive": 5.0,
+           "pattern_steps_per_s_per_core": 1000.0}  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+
+def iter_leaves(obj: object, path: str = "", key: str | None = None):
+    """(pointer, key, text) of every string leaf and long integer, as RedactionPass walks them."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from iter_leaves(v, f"{path}/{k}", k)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from iter_leaves(v, f"{path}/{i}", key)
+    elif isinstance(obj, str):
+        yield path, key, obj
+    elif isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= 10**6:
+        yield path, key, str(obj)
+
+
+def score(cases: list[EvalCase], analyze: Analyze, walk_json: bool, entities: tuple[str, ...]) -> dict:
+    """Per-entity tp/fp/fn (span overlap, same type), per-variant recall, clean false positives."""
+    tp: dict[str, int] = defaultdict(int)
+    fp: dict[str, int] = defaultdict(int)
+    fn: dict[str, int] = defaultdict(int)
+    var_hit: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    clean_fp = 0
+    for c in cases:
+        units: list[tuple[str, str, list[str] | None]] = [("", c.text, None)]
+        gold = [(s.path, s.entity, s.start, s.end, s.variant) for s in c.spans]
+        if c.kind == "json" and walk_json:
+            units = [(p, t, [k] if k else None) for p, k, t in iter_leaves(json.loads(c.text))]
+        elif c.kind == "json":  # raw string: relocate leaf spans into the serialised text
+            gold = []
+            for s in c.spans:
+                leaf = dict((p, t) for p, _, t in iter_leaves(json.loads(c.text)))[s.path]
+                at = c.text.find(leaf[s.start : s.end])
+                gold.append(("", s.entity, at, at + s.end - s.start, s.variant))
+        matched: set[int] = set()
+        for path, text, ctx in units:
+            for entity, start, end in analyze(text, ctx):
+                if entity not in entities:
+                    continue
+                hit = next((i for i, g in enumerate(gold) if g[0] == path and g[1] == entity
+                            and start < g[3] and end > g[2]), None)  # fmt: skip
+                if hit is None:
+                    fp[entity] += 1
+                    clean_fp += c.clean
+                elif hit not in matched:
+                    matched.add(hit)
+                    tp[entity] += 1
+        for i, g in enumerate(gold):
+            var_hit[g[4]][1] += 1
+            if i in matched:
+                var_hit[g[4]][0] += 1
+            else:
+                fn[g[1]] += 1
+    per = {}
+    for e in entities:
+        support = tp[e] + fn[e]
+        if support or fp[e]:
+            per[e] = {"precision": round(tp[e] / (tp[e] + fp[e]), 4) if tp[e] + fp[e] else 1.0,
+                      "recall": round(tp[e] / support, 4) if support else None, "support": support, "fp": fp[e]}  # fmt: skip
+    variants = {v: round(h / n, 4) for v, (h, n) in sorted(var_hit.items())}
+    return {"per_entity": per, "variant_recall": variants, "clean_false_positives": clean_fp}
+
+
+def leak_check(cases: list[EvalCase], redactor: Redactor) -> int:
+    """Labelled values still present after ``Redactor`` (every operator in effect)."""
+    leaks = 0
+    for c in cases:
+        if c.clean:
+            continue
+        out, _, _ = redactor.redact_payload(c.text) if c.kind == "json" else redactor.redact_text(c.text)
+        for s in c.spans:
+            if c.kind == "json":
+                leaf = dict((p, t) for p, _, t in iter_leaves(json.loads(c.text)))[s.path]
+                value = leaf[s.start : s.end]
+            else:
+                value = c.text[s.start : s.end]
+            leaks += value in out
+    return leaks
+
+
+def stock_analyzer():
+    """A plain stock Presidio AnalyzerEngine, pattern-only (no_op NLP), all predefined recognizers."""
+    import types
+
+    import presidio_analyzer.predefined_recognizers.generic.email_recognizer as email_mod
+    import tldextract
+    from presidio_analyzer import AnalyzerEngine
+    from presidio_analyzer.nlp_engine import NlpEngineProvider
+
+    email_mod.tldextract = types.SimpleNamespace(
+        extract=tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
+    )
+    nlp = NlpEngineProvider(
+        nlp_configuration={"nlp_engine_name": "no_op", "models": [{"lang_code": "en", "model_name": "no_op"}]}
+    ).create_engine()
+    return AnalyzerEngine(nlp_engine=nlp, supported_languages=["en"])
+
+
+# ----------------------------------------------------------------------------- throughput
+
+
+def growth(per_index: dict[int, float]) -> float:
+    """CPU per step in the last 5 turns over the first 5 (1.0 = flat as the trajectory grows)."""
+    idx = sorted(per_index)
+    return round(sum(per_index[i] for i in idx[-5:]) / sum(per_index[i] for i in idx[:5]), 2)
+
+
+def run_redactor(trajectories, cfg: RedactionConfig) -> tuple[float, int, Redactor, float]:
+    redactor = Redactor.from_config(cfg)
+    per_index: dict[int, float] = defaultdict(float)
+    steps = 0
+    t0 = time.process_time()
+    for traj in trajectories:
+        state_json = None
+        for step in traj:
+            ts = time.process_time()
+            state = PlaceholderState.model_validate(state_json) if state_json else None
+            _, new_state = redactor.redact_event(step, state)
+            state_json = new_state.model_dump(mode="json")
+            per_index[step.step_index] += time.process_time() - ts
+            steps += 1
+    return time.process_time() - t0, steps, redactor, growth(per_index)
+
+
+def run_stock_delta(trajectories, analyzer) -> float:
+    """Stock Presidio on delta steps only: separates the engine's cost from the quadratic re-analysis."""
+    from presidio_anonymizer import AnonymizerEngine
+
+    anonymizer = AnonymizerEngine()
+    steps = 0
+    t0 = time.process_time()
+    for traj in trajectories:
+        for step in traj:
+            for text in step_texts(step):
+                anonymizer.anonymize(text, analyzer.analyze(text, language="en"))
+            steps += 1
+    return steps / (time.process_time() - t0)
+
+
+def run_naive(trajectories, analyzer) -> tuple[float, int, float]:
+    from presidio_anonymizer import AnonymizerEngine
+
+    anonymizer = AnonymizerEngine()
+    per_index: dict[int, float] = defaultdict(float)
+    steps = 0
+    t0 = time.process_time()
+    for traj in trajectories:
+        for k in range(len(traj)):
+            ts = time.process_time()
+            for text in history_texts(traj, k):
+                results = analyzer.analyze(text, language="en")
+                anonymizer.anonymize(text, results)
+            per_index[k] += time.process_time() - ts
+            steps += 1
+    return time.process_time() - t0, steps, growth(per_index)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller eval set and fewer trajectories")
+    ap.add_argument("--seed", type=int, default=20251102)
+    ap.add_argument("--ner", action="store_true", help="also time the NER (spaCy) configuration")
+    args = ap.parse_args()
+    n_traj, n_naive = (10, 2) if args.quick else (50, 6)
+    cases = build_eval_set(args.seed, *((30, 10, 150) if args.quick else (120, 40, 600)))
+    cfg = RedactionConfig(
+        operators={"SECRET": "drop", "CREDIT_CARD": "mask", "US_SSN": "hash"}, hash_key="bench-key"
+    )
+    redactor = Redactor.from_config(cfg)
+
+    def sluice(text: str, ctx: list[str] | None) -> list[tuple[str, int, int]]:
+        found, _ = redactor.analyzer.analyze(text, ctx)
+        return [(f.entity_type, f.start, f.end) for f in found if f.score >= cfg.score_threshold]
+
+    stock = stock_analyzer()
+
+    def presidio(text: str, ctx: list[str] | None) -> list[tuple[str, int, int]]:
+        found = stock.analyze(text, language="en", context=ctx, score_threshold=cfg.score_threshold)
+        return [(r.entity_type, r.start, r.end) for r in found]
+
+    acc = score(cases, sluice, walk_json=True, entities=STRUCTURED)
+    acc_raw = score(cases, sluice, walk_json=False, entities=STRUCTURED)
+    acc_stock = score(cases, presidio, walk_json=False, entities=PII_ENTITIES)
+    leaks = leak_check(cases, redactor)
+    print("accuracy (sluice, JSON walked with key context):")
+    for e, m in acc["per_entity"].items():
+        stock_m = acc_stock["per_entity"].get(e, {})
+        print(f"  {e:22s} P={m['precision']:.4f} R={m['recall']}  n={m['support']:4d}  "
+              f"| raw-JSON R={acc_raw['per_entity'].get(e, {}).get('recall')}  "
+              f"| stock Presidio P={stock_m.get('precision')} R={stock_m.get('recall')}")  # fmt: skip
+    print(f"  variant recall: {acc['variant_recall']}")
+    print(f"  clean false positives: sluice={acc['clean_false_positives']} stock={acc_stock['clean_false_positives']}; "
+          f"leaked values end-to-end: {leaks}")  # fmt: skip
+
+    trajectories = build_trajectories(args.seed, n_traj)
+    cpu, steps, _, grow = run_redactor(trajectories, cfg)
+    cpu_resend, steps_resend, r2, grow_resend = run_redactor([as_resent(t) for t in trajectories], cfg)
+    cpu_naive, steps_naive, grow_naive = run_naive(trajectories[:n_naive], stock)
+    rate_stock_delta = run_stock_delta(trajectories[:n_naive], stock)
+    rate, rate_resend, rate_naive = steps / cpu, steps_resend / cpu_resend, steps_naive / cpu_naive
+    print(f"throughput (steps/s per core, CPU time): sluice delta={rate:.0f}  sluice resend+cache={rate_resend:.0f} "
+          f"(cache hit rate {r2.analyzer.cache.hits / max(1, r2.analyzer.cache.hits + r2.analyzer.cache.misses):.2f})  "
+          f"naive stock={rate_naive:.1f}  (stock engine on delta steps={rate_stock_delta:.0f})")  # fmt: skip
+    print(f"cost per step, last 5 turns / first 5: sluice delta={grow}  sluice resend+cache={grow_resend}  "
+          f"naive={grow_naive}")  # fmt: skip
+
+    if args.ner:
+        ner_cfg = cfg.model_copy(update={"ner": True})
+        cpu_ner, steps_ner, _, _ = run_redactor(trajectories[:n_naive], ner_cfg)
+        print(f"NER (spaCy {ner_cfg.ner_model}) on delta steps: {steps_ner / cpu_ner:.0f} steps/s per core")
+
+    recalls = {e: m["recall"] for e, m in acc["per_entity"].items() if m["recall"] is not None}
+    result = {
+        "bench": "redaction",
+        "eval_cases": len(cases),
+        "structured_recall_min": min(recalls.values()),
+        "structured_recall_min_entity": min(recalls, key=recalls.get),
+        "structured_precision_min": min(m["precision"] for m in acc["per_entity"].values()),
+        "clean_false_positives": acc["clean_false_positives"],
+        "leaked_values": leaks,
+        "stock_presidio_pii_recall_min": min(m["recall"] for m in acc_stock["per_entity"].values() if m["recall"] is not None),
+        "stock_presidio_clean_false_positives": acc_stock["clean_false_positives"],
+        "pattern_steps_per_s_per_core": round(rate, 1),
+        "resend_steps_per_s_per_core": round(rate_resend, 1),
+        "naive_steps_per_s_per_core": round(rate_naive, 2),
+        "stock_delta_steps_per_s_per_core": round(rate_stock_delta, 1),
+        "speedup_vs_naive": round(rate / rate_naive, 1),
+        "step_cost_growth_sluice": grow,
+        "step_cost_growth_resend": grow_resend,
+        "step_cost_growth_naive": grow_naive,
+        "ner_steps_per_s_per_core": round(steps_ner / cpu_ner, 1) if args.ner else None,
+        "trajectory_turns": 20,
+        "targets": TARGETS,
+        "meets_targets": bool(min(recalls.values()) >= TARGETS["structured_recall_min"]
+                              and acc["clean_false_positives"] == 0 and rate / rate_naive >= TARGETS["speedup_vs_naive"]
+                              and rate >= TARGETS["pattern_steps_per_s_per_core"]),
+    }  # fmt: skip
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

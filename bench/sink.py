@@ -1,0 +1,221 @@
+"""DuckDB sink throughput: the Arrow write path vs row-at-a-time inserts, and topic -> DuckDB end to end.
+
+Workload: synthetic audited trajectories (``sinks.samples``: 10 redacted steps each, token ids,
+logprobs, redaction reports; ~1.3 KB of JSON per step). Three measurements in one run:
+
+- ``arrow``: batches already decoded and flattened (``PendingBatch``) written with ``DuckDBStore.write``:
+  Arrow tables registered and upserted with one ``INSERT ... SELECT`` per table, offsets in the same
+  transaction, commit; a final CHECKPOINT is included so deferred work is paid for.
+- ``rowwise`` (baseline): the same rows into the same schema with ``executemany`` of one
+  ``INSERT ... VALUES (?, ...) ON CONFLICT DO NOTHING`` per row, one transaction per batch.
+- ``e2e``: records pre-produced to a local Tansu broker the benchmark starts (produce not timed); the sink
+  loop (manual assignment, default batch settings) runs until every record is committed to DuckDB and
+  the count is queryable. Decode and flatten are included here.
+
+Rates are step rows per wall-clock second (``all_rows_per_s``: rows of every table; ``rows_per_cpu_s``:
+per CPU second of this process, which a shared machine disturbs less). Ends with one JSON line.
+
+    python -m bench.sink                      # ~1 min
+    python -m bench.sink --trajectories 500   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from infra.broker import LocalBroker
+from pipeline.topics import create_topics
+from sinks.arrow_tables import columns
+from sinks.batch import BatchTopics, PendingBatch
+from sinks.flatten import SourceRecord
+from sinks.ingest import SinkRunner
+from sinks.samples import make_trajectory
+from sinks.store import DuckDBStore
+from sluice.config import SluiceConfig, parse_config
+from sluice.events import Trajectory, encode
+
+TARGETS = {"rows_per_s": 50_000, "speedup_vs_rowwise": 10.0}
+STEPS = 10
+
+
+def workload(n: int, seed: str) -> list[Trajectory]:
+    """``n`` distinct trajectories built from one template (building each from scratch is slow)."""
+    base = make_trajectory("template", n_steps=STEPS, reward=1.0, session_id="s")
+    out = []
+    for i in range(n):
+        tid = f"{seed}-{i:07d}"
+        steps = [
+            s.model_copy(update={"trajectory_id": tid, "event_id": f"{tid}-s{s.step_index}"})
+            for s in base.steps
+        ]
+        rewards = [r.model_copy(update={"reward_id": f"{tid}-r"}) for r in base.rewards]
+        out.append(
+            base.model_copy(
+                update={
+                    "trajectory_id": tid,
+                    "event_id": f"{tid}:v1",
+                    "tenant": ("acme", "globex", "initech")[i % 3],
+                    "steps": steps,
+                    "rewards": rewards,
+                }
+            )
+        )
+    return out
+
+
+def batches(values: list[tuple[str, bytes]], per_batch: int) -> tuple[list[PendingBatch], float]:
+    """Decode and flatten into batches; returns them and the seconds it took."""
+    topics = BatchTopics("audited", "deadletter")
+    out = []
+    started = time.perf_counter()
+    for start in range(0, len(values), per_batch):
+        b = PendingBatch(topics)
+        for off, (key, value) in enumerate(values[start : start + per_batch], start):
+            b.add(SourceRecord("audited", 0, off, key, value))
+        out.append(b)
+    return out, time.perf_counter() - started
+
+
+def total_rows(bs: list[PendingBatch]) -> int:
+    return sum(b.rows for b in bs)
+
+
+def warm_up(values: list[tuple[str, bytes]], db: Path) -> None:
+    """One small write first, so one-time costs (pyarrow and DuckDB initialisation) are not timed."""
+    store = DuckDBStore(db)
+    store.write(batches(values[:20], 20)[0][0], "warm")
+    store.close()
+
+
+def bench_arrow(bs: list[PendingBatch], db: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (this process, DuckDB's threads included) to write every batch."""
+    store = DuckDBStore(db)
+    started, cpu = time.perf_counter(), time.process_time()
+    for b in bs:
+        store.write(b, "bench")
+    store.checkpoint()
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    store.close()
+    return elapsed, cpu
+
+
+def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
+    store = DuckDBStore(db)
+    con = store.con
+    started = time.perf_counter()
+    for b in bs:
+        con.execute("BEGIN TRANSACTION").fetchall()
+        for table, rows in b.tables.items():
+            if not rows:
+                continue
+            cols = columns(table)
+            names = ", ".join(f'"{c}"' for c in cols)
+            sql = f"INSERT INTO store.{table} ({names}) VALUES ({', '.join('?' * len(cols))}) ON CONFLICT DO NOTHING"
+            con.executemany(sql, [[r[c] for c in cols] for r in rows.values()])
+        con.execute("COMMIT").fetchall()
+    store.checkpoint()
+    elapsed = time.perf_counter() - started
+    store.close()
+    return elapsed
+
+
+def bench_e2e(trajs: list[Trajectory], workdir: Path) -> tuple[float, int, int]:
+    """Seconds from the sink's first poll until every produced record is committed and counted."""
+    with LocalBroker(log_path=workdir / "tansu.log") as broker:
+        cfg: SluiceConfig = parse_config(
+            {
+                "broker": {"bootstrap_servers": broker.bootstrap_servers, "embedded": False},
+                "topics": {"prefix": f"bench{uuid.uuid4().hex[:6]}.", "partitions": 4},
+                "sink": {"database": str(workdir / "e2e.duckdb"), "query_port": 0, "assignment": "manual"},
+            },
+            base_dir=workdir,
+        )
+        create_topics(cfg.broker, cfg.topics)
+        topic = cfg.topics.name("trajectories_audited")
+        producer = Producer(cfg.broker.producer_config())
+        for t in trajs:
+            producer.produce(topic, key=t.trajectory_id, value=encode(t))
+            producer.poll(0)
+        producer.flush(120)
+        runner = SinkRunner(cfg)
+        runner.start()
+        started = time.perf_counter()
+        want = len(trajs)
+        while True:
+            runner.step()
+            done = sum(
+                o for (t, _), o in runner.store.stored_offsets(cfg.sink.group_id).items() if t == topic
+            )
+            if done >= want:
+                break
+        count = runner.store.con.execute("SELECT count(*) FROM trajectories").fetchone()[0]
+        steps = runner.store.con.execute("SELECT count(*) FROM steps").fetchone()[0]
+        elapsed = time.perf_counter() - started
+        runner.stop()
+        runner.shutdown()
+    if count != want:
+        raise SystemExit(f"e2e: {count} trajectories queryable, expected {want}")
+    return elapsed, count, steps
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trajectories", type=int, default=5000, help="For the Arrow path and end to end.")
+    ap.add_argument("--rowwise-trajectories", type=int, default=50, help="Baseline sample (it is slow).")
+    ap.add_argument("--batch", type=int, default=500, help="Trajectories per batch (~7,000 rows).")
+    args = ap.parse_args(argv)
+
+    workdir = Path(tempfile.mkdtemp(prefix="bench-sink-"))
+    trajs = workload(args.trajectories, "b")
+    values = [(t.trajectory_id, encode(t)) for t in trajs]
+    warm_up([(t.trajectory_id, encode(t)) for t in workload(20, "w")], workdir / "w.duckdb")
+    bs, decode_s = batches(values, args.batch)
+    steps = args.trajectories * STEPS
+    arrow_s, arrow_cpu_s = bench_arrow(bs, workdir / "arrow.duckdb")
+    sample, _ = batches(values[: args.rowwise_trajectories], args.batch)
+    rowwise_s = bench_rowwise(sample, workdir / "rowwise.duckdb")
+    rowwise_steps = args.rowwise_trajectories * STEPS
+    e2e_s, e2e_count, e2e_steps = bench_e2e(workload(args.trajectories, "e"), workdir)
+
+    rows_per_s = steps / arrow_s
+    rowwise_per_s = rowwise_steps / rowwise_s
+    result = {
+        "bench": "sink",
+        "trajectories": args.trajectories,
+        "steps": steps,
+        "batch_trajectories": args.batch,
+        "rows_per_s": round(rows_per_s),
+        "all_rows_per_s": round(total_rows(bs) / arrow_s),
+        "rows_per_cpu_s": round(steps / arrow_cpu_s),
+        "rowwise_rows_per_s": round(rowwise_per_s),
+        "speedup_vs_rowwise": round(rows_per_s / rowwise_per_s, 1),
+        "decode_flatten_rows_per_s": round(steps / decode_s),
+        "e2e_rows_per_s": round(e2e_steps / e2e_s),
+        "e2e_trajectories_per_s": round(e2e_count / e2e_s),
+        "e2e_seconds": round(e2e_s, 2),
+        "targets": TARGETS,
+        "met": {
+            "rows_per_s": rows_per_s >= TARGETS["rows_per_s"],
+            "speedup_vs_rowwise": rows_per_s / rowwise_per_s >= TARGETS["speedup_vs_rowwise"],
+        },
+    }
+    print(
+        f"arrow path: {rows_per_s:,.0f} steps/s ({result['all_rows_per_s']:,} rows/s, all tables) | "
+        f"row-at-a-time: {rowwise_per_s:,.0f} steps/s | x{result['speedup_vs_rowwise']} | "
+        f"decode+flatten: {result['decode_flatten_rows_per_s']:,} steps/s | "
+        f"topic->DuckDB: {result['e2e_rows_per_s']:,} steps/s ({e2e_count} trajectories in {e2e_s:.1f}s)",
+        file=sys.stderr,
+    )
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

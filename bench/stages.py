@@ -1,0 +1,273 @@
+"""Governance-stage throughput: one Faust worker, end to end through a real (Tansu) broker.
+
+Workload: synthetic agent trajectories (``bench.data.agent_trajectories``: 0.3-2.5 KB texts, ~15% with
+PII or a secret), each as its steps, an end event and a ``score`` reward (``required``), so every
+trajectory is emitted as soon as its end is joined. Three measurements in one run:
+
+- ``stages``: ``sluice stages`` (redact -> eligibility -> reward join -> replay grade, rocksdb tables,
+  one record per broker batch as the tansu profile needs); input events/s from the first produce to the
+  last trajectory on the audited topic, worker already up.
+- ``passthrough`` (baseline): a minimal Faust worker on the same broker and settings that copies the
+  raw topics to an output topic, no tables, no decisions — the ceiling Faust + broker set.
+- ``logic`` (baseline): the same decisions in-process without Faust or Kafka (redact, transitions,
+  emission building) — the CPU cost of the decisions themselves.
+
+    python -m bench.stages                       # ~1-2 min
+    python -m bench.stages --trajectories 50     # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Consumer, Producer
+
+from bench.data.agent_trajectories import build_trajectories
+from infra.broker import LocalBroker
+from sluice.config import SluiceConfig, load_config, parse_config
+from sluice.events import Consent, Governance, Reward, RewardEvent, StepMetadata, TrajectoryEndEvent, encode
+
+TARGETS = {"stages_events_per_s_min": 150.0, "ratio_vs_passthrough_min": 0.15}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def workload(n: int, turns: int) -> list[tuple[str, str, bytes]]:
+    """(logical topic, key, value) in produce order."""
+    out: list[tuple[str, str, bytes]] = []
+    gov = Governance(consent=Consent(training=True), data_class="internal")
+    for steps in build_trajectories(seed=7, n=n, turns=turns):
+        tid = steps[0].trajectory_id
+        for s in steps:
+            s = s.model_copy(update={"governance": gov, "metadata": StepMetadata(model_version="v1")})
+            s.metadata.gen_ai.request_model = "sluice-tiny-1"
+            out.append(("steps_raw", tid, encode(s)))
+        out.append(
+            (
+                "rewards_raw",
+                tid,
+                encode(RewardEvent(trajectory_id=tid, tenant="acme", reward=Reward(name="score", value=1.0))),
+            )
+        )
+        out.append(("steps_raw", tid, encode(TrajectoryEndEvent(trajectory_id=tid, tenant="acme"))))  # fmt: skip
+    return out
+
+
+def bench_config(bootstrap: str, tmp: Path, partitions: int, profile: str = "tansu") -> SluiceConfig:
+    return parse_config(
+        {
+            "broker": {"bootstrap_servers": bootstrap, "profile": profile, "embedded": False},
+            "topics": {"prefix": f"b{uuid.uuid4().hex[:8]}.", "partitions": partitions},
+            "stages": {"data_dir": str(tmp / "stages"), "stats_interval_s": 5},
+            "rewards": {"required": ["score"], "wait_s": 60, "idle_end_s": 600, "tick_s": 1},
+            "eligibility": {"tenants": {"acme": {"training_opt_in": True}}},
+        },
+        base_dir=tmp,
+    )
+
+
+def produce(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
+    p = Producer(cfg.broker.producer_config())
+    t0 = time.perf_counter()
+    for logical, key, value in events:
+        while True:
+            try:
+                p.produce(cfg.topics.name(logical), key=key.encode(), value=value)
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    p.flush()
+    return t0
+
+
+class OutputCounter:
+    """A consumer of the output topic, joined (partitions assigned) before anything is produced."""
+
+    def __init__(self, cfg: SluiceConfig, topic: str, timeout_s: float = 60) -> None:
+        self.c = Consumer(cfg.broker.consumer_config(f"bench-{uuid.uuid4().hex[:8]}"))
+        self.c.subscribe([topic])
+        self.topic = topic
+        deadline = time.monotonic() + timeout_s
+        while not self.c.assignment():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: no assignment after {timeout_s}s")
+            self.c.poll(0.1)
+
+    def wait_for(self, expect: int, timeout_s: float) -> float:
+        """Time (perf_counter) at which the ``expect``-th record was read."""
+        n, deadline = 0, time.monotonic() + timeout_s
+        try:
+            while n < expect:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.topic}: {n}/{expect} records after {timeout_s}s")
+                msg = self.c.poll(0.05)
+                if msg is not None and not msg.error():
+                    n += 1
+            return time.perf_counter()
+        finally:
+            self.c.close()
+
+
+def start_worker(argv: list[str], log: Path, ready: str, timeout_s: float = 180) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout_s
+    while ready not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"worker not ready: {log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.2)
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_endtoend(cfg: SluiceConfig, tmp: Path, events: list, expect_topic: str, expect: int, argv: list[str],
+                 ready: str) -> float:  # fmt: skip
+    config_file = tmp / f"{uuid.uuid4().hex[:6]}.yaml"
+    config_file.write_text(yaml.safe_dump(json.loads(cfg.model_dump_json())))
+    proc = start_worker([*argv, str(config_file)], tmp / f"{config_file.stem}.log", ready)
+    try:
+        counter = OutputCounter(cfg, cfg.topics.name(expect_topic))
+        t0 = produce(cfg, events)
+        t1 = counter.wait_for(expect, timeout_s=600)
+        return len(events) / (t1 - t0)
+    finally:
+        stop(proc)
+
+
+def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
+    from governance.redaction import Redactor
+    from governance.reward_join import apply_end, apply_reward, apply_step, build_emission, plan_emission
+    from sluice.events import StepEvent, decode
+
+    redactor = Redactor.from_config(cfg.redaction)
+    placeholders: dict = {}
+    states: dict = {}
+    steps: dict = {}
+    t0 = time.perf_counter()
+    now = time.time()
+    for _, tid, value in events:
+        event = decode(value)
+        red, placeholders[tid] = redactor.redact_event(event, placeholders.get(tid))  # type: ignore[type-var]
+        if isinstance(red, StepEvent):
+            tr = apply_step(states.get(tid), red, now, cfg.rewards, cfg.eligibility)
+            steps[(tid, red.event_id)] = red
+        elif isinstance(red, RewardEvent):
+            tr = apply_reward(states.get(tid), red, now, cfg.rewards)
+        else:
+            tr = apply_end(states.get(tid), red, now, cfg.eligibility)
+        state = tr.state
+        plan = plan_emission(state, cfg.rewards, now)
+        if plan is not None:
+            body = [steps[(tid, e)] for e in state.stored_step_ids]
+            encode(
+                build_emission(state, body, plan, cfg.rewards, cfg.eligibility, cfg.replay, now).trajectory
+            )
+            state = state.model_copy(update={"emitted_version": plan.version, "dirty": False})
+        states[tid] = state
+    return len(events) / (time.perf_counter() - t0)
+
+
+def passthrough_worker(config_path: str) -> None:
+    """Baseline worker: raw topics -> one output topic, same broker settings, nothing else."""
+    import faust
+
+    cfg = load_config(config_path)
+    datadir = cfg.path(cfg.stages.data_dir) / "pt"
+    datadir.mkdir(parents=True, exist_ok=True)
+    app = faust.App(f"{cfg.topics.prefix}passthrough", datadir=str(datadir),
+                    web_enabled=False, topic_disable_leader=True, broker_commit_interval=cfg.stages.commit_interval_s,
+                    **cfg.broker.faust_settings())  # fmt: skip
+    raw = {"key_serializer": "raw", "value_serializer": "raw"}
+    src = app.topic(cfg.topics.name("steps_raw"), cfg.topics.name("rewards_raw"), **raw)
+    out = app.topic(cfg.topics.name("steps_redacted"), **raw)
+
+    @app.agent(src, name="passthrough")
+    async def copy(stream):  # type: ignore[no-untyped-def]
+        async for event in stream.events():
+            await out.send(
+                key=event.message.key, value=event.message.value, partition=event.message.partition
+            )
+
+    @app.timer(0.5)
+    async def ready() -> None:
+        if not app.rebalancing and app.consumer.assignment():
+            print("passthrough ready", flush=True)
+
+    faust.Worker(app, loglevel="WARNING", redirect_stdouts=False).execute_from_commandline()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trajectories", type=int, default=150)
+    ap.add_argument("--turns", type=int, default=8)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--passthrough-worker", metavar="CONFIG", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.passthrough_worker:
+        passthrough_worker(args.passthrough_worker)
+        return
+    from pipeline.stages.internal_topics import ensure_stage_topics
+
+    events = workload(args.trajectories, args.turns)
+    passthrough = [sys.executable, "-m", "bench.stages", "--passthrough-worker"]
+    stages_argv = [sys.executable, "-m", "sluice.cli", "stages", "--config"]
+    rates: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as d, LocalBroker() as broker:
+        tmp = Path(d)
+        rates["logic"] = run_logic(bench_config(broker.bootstrap_servers, tmp, args.partitions), events)
+        print(f"logic (in-process decisions): {rates['logic']:,.0f} events/s", file=sys.stderr)
+        # tansu profile: one record per broker batch (needed for table recovery on Tansu);
+        # kafka profile on the same broker: normal batching, as a real Kafka cluster allows.
+        for profile in ("tansu", "kafka"):
+            for name, argv, out, expect, ready in [
+                ("passthrough", passthrough, "steps_redacted", len(events), "passthrough ready"),
+                ("stages", stages_argv, "trajectories_audited", args.trajectories, "sluice stages ready"),
+            ]:
+                cfg = bench_config(broker.bootstrap_servers, tmp, args.partitions, profile)
+                ensure_stage_topics(cfg)
+                rate = run_endtoend(cfg, tmp, events, out, expect, argv, ready)
+                rates[f"{name}_{profile}"] = rate
+                print(f"{name} ({profile} profile): {rate:,.0f} events/s", file=sys.stderr)
+    stages, pt = rates["stages_tansu"], rates["passthrough_tansu"]
+    result = {
+        "bench": "stages",
+        "events": len(events),
+        "trajectories": args.trajectories,
+        "steps_per_trajectory": args.turns,
+        "partitions": args.partitions,
+        "cpus": os.cpu_count(),
+        "stages_events_per_s": round(stages, 1),
+        "passthrough_events_per_s": round(pt, 1),
+        "stages_batched_events_per_s": round(rates["stages_kafka"], 1),
+        "passthrough_batched_events_per_s": round(rates["passthrough_kafka"], 1),
+        "logic_events_per_s": round(rates["logic"], 1),
+        "ratio_vs_passthrough": round(stages / pt, 3),
+        "ratio_batched_vs_passthrough_batched": round(rates["stages_kafka"] / rates["passthrough_kafka"], 3),
+        "ratio_vs_logic": round(stages / rates["logic"], 3),
+        "targets": TARGETS,
+        "meets_targets": stages >= TARGETS["stages_events_per_s_min"]
+        and stages / pt >= TARGETS["ratio_vs_passthrough_min"],
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

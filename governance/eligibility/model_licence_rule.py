@@ -1,0 +1,28 @@
+"""Model licence: output of a model whose licence forbids training (``blocked_models`` globs), or of an
+unknown model, is kept for audit only."""
+
+from __future__ import annotations
+
+import fnmatch
+from datetime import datetime
+
+from governance.config import EligibilityPolicy
+from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.facts import TrajectoryFacts
+
+
+class ModelLicenceRule(EligibilityRule):
+    name = "model_licence"
+
+    def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
+        out: list[Finding] = []
+        blocked = [
+            m for m in facts.models if any(fnmatch.fnmatchcase(m, pat) for pat in policy.blocked_models)
+        ]
+        if blocked:
+            out.append(Finding(outcome="audit_only", reason="model_blocked:" + ",".join(blocked)))
+        if facts.unknown_model_steps:
+            out.append(Finding(outcome="audit_only", reason=f"model_unknown:{facts.unknown_model_steps}"))
+        if not out:
+            out.append(Finding(outcome="train", reason="models_allowed:" + ",".join(facts.models)))
+        return out

@@ -1,0 +1,26 @@
+"""Residual PII: findings left in place by redaction keep a trajectory out of training above the
+tolerated count; an event that never went through redaction must not be kept at all."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from governance.config import EligibilityPolicy
+from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.facts import TrajectoryFacts
+
+
+class ResidualPiiRule(EligibilityRule):
+    name = "residual_pii"
+
+    def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
+        if facts.unredacted_events:
+            return [Finding(outcome="drop", reason=f"not_redacted:{facts.unredacted_events}")]
+        if facts.residual_pii > policy.max_residual_pii:
+            return [
+                Finding(
+                    outcome="audit_only",
+                    reason=f"residual_pii:{facts.residual_pii}>{policy.max_residual_pii}",
+                )
+            ]
+        return [Finding(outcome="train", reason=f"residual_pii:{facts.residual_pii}")]

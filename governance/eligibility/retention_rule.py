@@ -1,0 +1,35 @@
+"""Retention: a trajectory is kept for the tenant's ``retention_days`` (else the policy's) from its first
+step. Zero days, or a deadline already past at decision time, means nothing may be kept: drop."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from governance.config import EligibilityPolicy
+from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.facts import TrajectoryFacts
+
+
+def retention_days(facts: TrajectoryFacts, policy: EligibilityPolicy) -> int:
+    """The shortest retention of the tenants involved (the policy default for tenants without one)."""
+    days = [policy.tenant(t).retention_days for t in facts.tenants] or [None]
+    return min(policy.retention_days if d is None else d for d in days)
+
+
+def retention_deadline(facts: TrajectoryFacts, policy: EligibilityPolicy) -> datetime | None:
+    if facts.first_step_at is None:
+        return None
+    return facts.first_step_at + timedelta(days=retention_days(facts, policy))
+
+
+class RetentionRule(EligibilityRule):
+    name = "retention"
+
+    def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
+        days = retention_days(facts, policy)
+        if days == 0:
+            return [Finding(outcome="drop", reason="retention_zero")]
+        deadline = retention_deadline(facts, policy)
+        if deadline is not None and deadline <= now:
+            return [Finding(outcome="drop", reason=f"retention_expired:{deadline.isoformat()}")]
+        return [Finding(outcome="train", reason=f"retention_days:{days}")]

@@ -1,0 +1,116 @@
+"""Credentials named as such: a value under a secret-named JSON key, or after ``password=`` in text.
+
+JSON walking passes each value's key as context, so ``{"password": "hunter2"}`` or
+``{"client_secret": "…"}`` redacts the whole value whatever it looks like. The key must *name* a
+secret (``password``, ``db_password``, ``client_secret``, ``api_key``, ``access_token`` …);
+``token_count`` or ``max_tokens`` do not. Names also used for non-secrets (``token``, ``secret``,
+``pass``: logprobs carry ``{"token": "Hello"}``) need a value that looks like a token.
+
+In free text, ``password: hunter2``, ``the password is hunter2!`` and ``api_key="…"`` are caught when
+the value looks like a literal (has a digit or a symbol) rather than code (``password =
+get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from presidio_analyzer import Pattern, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+
+from governance.redaction.recognizers.base import SluicePatternRecognizer
+
+SECRET_KEY_NAMES = frozenset(
+    {
+        "password", "passwd", "pwd", "passphrase", "client_secret", "secret_key", "api_key", "apikey",
+        "x_api_key", "access_token", "refresh_token", "auth_token", "id_token", "session_token",
+        "bearer_token", "private_key", "authorization", "credentials",
+    }
+)  # fmt: skip
+# Names also used for non-secrets ({"token": "Hello"} in logprobs): the value must look like a secret.
+AMBIGUOUS_KEY_NAMES = frozenset({"token", "secret", "pass"})
+SECRET_KEY_SUFFIXES = (
+    "_password", "_passwd", "_secret", "_api_key", "_apikey", "_access_token", "_auth_token",
+    "_refresh_token", "_session_token", "_private_key", "_secret_key",
+)  # fmt: skip
+_NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "redacted", "***", "<redacted>"})
+_KEY_NORMALISE = re.compile(r"[^0-9a-z]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_TEXT_NAMES = (
+    r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
+)
+
+
+def _normal_key(key: str) -> str:
+    return _KEY_NORMALISE.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
+
+
+def names_a_secret(key: str) -> bool:
+    """``clientSecret``, ``DB_PASSWORD``, ``x-api-key`` -> True; ``token_count``, ``max_tokens`` -> False."""
+    k = _normal_key(key)
+    return k in SECRET_KEY_NAMES or k.endswith(SECRET_KEY_SUFFIXES)
+
+
+def names_maybe_a_secret(key: str) -> bool:
+    """``token``/``secret``/``pass``: a secret only if the value looks like one."""
+    return _normal_key(key) in AMBIGUOUS_KEY_NAMES
+
+
+def looks_like_token(value: str) -> bool:
+    """One run of 8+ characters with a digit or a symbol, no blanks (``Hello`` is not a token)."""
+    return len(value) >= 8 and not any(c.isspace() for c in value) and looks_like_literal(value)
+
+
+def looks_like_literal(value: str) -> bool:
+    """A literal secret rather than code: has a digit or a symbol, and is not a template/placeholder."""
+    if value[0] in "$<{%" or value.lower() in _NOT_SECRETS:
+        return False
+    return any(c.isdigit() for c in value) or any(not c.isalnum() and c not in "._" for c in value)
+
+
+class CredentialRecognizer(SluicePatternRecognizer):
+    ENTITY = "CREDENTIAL"
+    PATTERNS = [
+        Pattern(
+            "secret assignment in text",
+            r"(?i:(?<![A-Za-z0-9_])" + _TEXT_NAMES + r")[\"']?(?:\s*[:=]\s*|\s+(?:is\s+)?)(?P<q>[\"']?)"
+            r"(?P<v>[^\s\"'<>()\[\]{},;]{6,200})(?P=q)(?![^\s\"',;)\]}])",
+            0.85,
+        ),
+    ]
+    LOWER_TRIGGERS = ("pass", "pwd", "secret", "api_key", "apikey", "_token")
+
+    def validate_result(self, pattern_text: str) -> bool:
+        return looks_like_literal(pattern_text)
+
+    def may_match(self, text: str, context: list[str] | None = None) -> bool:
+        if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):
+            return True
+        low = text.lower()
+        return any(t in low for t in self.LOWER_TRIGGERS)
+
+    @staticmethod
+    def _names_secret(context: list[str] | None) -> bool:
+        return bool(context) and any(names_a_secret(c) for c in context or ())
+
+    def enhance_using_context(
+        self,
+        text: str,
+        raw_recognizer_results: list[RecognizerResult],
+        other_raw_recognizer_results: list[RecognizerResult],
+        nlp_artifacts: NlpArtifacts | None,
+        context: list[str] | None = None,
+    ) -> list[RecognizerResult]:
+        """A whole value under a secret-named key is a credential, whatever it looks like."""
+        stripped = text.strip()
+        if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096:
+            return raw_recognizer_results
+        named = self._names_secret(context)
+        if not named and not (
+            context and any(names_maybe_a_secret(c) for c in context) and looks_like_token(stripped)
+        ):
+            return raw_recognizer_results
+        start = len(text) - len(text.lstrip())
+        result = self._result(start, start + len(stripped), 0.95, "value under secret-named key")
+        result.recognition_metadata[RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY] = True
+        return [result]

@@ -1,0 +1,42 @@
+"""Email addresses: Presidio's recognizer with the public-suffix check made offline.
+
+Presidio validates the domain with ``tldextract.extract``, which downloads the public suffix list on
+first use and writes it under ``~/.cache``. Here one ``TLDExtract`` uses the snapshot bundled with the
+package (no network, no cache directory). An SCP-style git remote (``git@github.com:org/repo.git``:
+the address is followed by ``:`` and a path) is a host login, not an email address.
+"""
+
+from __future__ import annotations
+
+import re
+
+import tldextract
+from presidio_analyzer import RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+from presidio_analyzer.predefined_recognizers import EmailRecognizer
+
+from governance.redaction.recognizers.base import Prefiltered
+
+_SCP_PATH = re.compile(r":[A-Za-z0-9_~./-]")
+_OFFLINE_EXTRACT = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
+
+
+class EmailAddressRecognizer(Prefiltered, EmailRecognizer):
+    TRIGGERS = ("@",)
+    PREFILTER = re.compile(r"\w@\w")
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_language=supported_language, name=type(self).__name__)
+
+    def validate_result(self, pattern_text: str) -> bool:
+        return _OFFLINE_EXTRACT(pattern_text).fqdn != ""
+
+    def analyze(
+        self,
+        text: str,
+        entities: list[str] | None = None,
+        nlp_artifacts: NlpArtifacts | None = None,
+        regex_flags: int | None = None,
+    ) -> list[RecognizerResult]:
+        results = super().analyze(text, entities, nlp_artifacts, regex_flags)
+        return [r for r in results if not _SCP_PATH.match(text, r.end)]

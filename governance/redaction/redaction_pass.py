@@ -1,0 +1,132 @@
+"""One redaction pass (one event or one text): walks strings, JSON payloads and content parts.
+
+JSON payloads (tool-call arguments, tool results that parse as JSON) are walked value by value with
+the key as Presidio ``context``: recall on raw JSON strings is much lower than on values analysed with
+their key (``{"mobile": "2125550143"}``, ``{"password": "hunter2"}``). Integers with 7+ digits are
+analysed too (phone and card numbers are often sent as JSON numbers); a redacted number becomes a
+string. A payload with nothing to redact is returned byte for byte; one that changed is re-serialised.
+Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from governance.redaction.operators import OperatorContext, OperatorTable
+from governance.redaction.text_analyzer import TextAnalyzer
+from governance.redaction.text_redactor import apply_operators
+
+PART_STRUCTURAL_KEYS = frozenset(
+    {
+        "type",
+        "id",
+        "tool_use_id",
+        "tool_call_id",
+        "cache_control",
+        "media_type",
+        "mime_type",
+        "signature",
+        "data",
+    }
+)
+MIN_NUMBER_DIGITS = 7
+
+
+class RedactionPass:
+    """Accumulates counts over every text of one event; ``ctx.state`` is the working placeholder state."""
+
+    def __init__(
+        self, analyzer: TextAnalyzer, operators: OperatorTable, ctx: OperatorContext, threshold: float
+    ) -> None:
+        self.analyzer = analyzer
+        self.operators = operators
+        self.ctx = ctx
+        self.threshold = threshold
+        self.redacted: Counter[str] = Counter()
+        self.residual = 0
+        self.cached_texts = 0
+        self.analysed_texts = 0
+
+    @property
+    def total_redacted(self) -> int:
+        return sum(self.redacted.values())
+
+    # -------------------------------------------------------------------- plain text
+
+    def text(self, text: str, context: list[str] | None = None) -> str:
+        if not text:
+            return text
+        findings, cached = self.analyzer.analyze(text, context)
+        if cached:
+            self.cached_texts += 1
+        else:
+            self.analysed_texts += 1
+        if not findings:
+            return text
+        out = apply_operators(text, findings, self.operators, self.ctx, self.threshold)
+        self.redacted.update(out.redacted)
+        self.residual += out.residual
+        return out.text
+
+    # -------------------------------------------------------------------- JSON
+
+    def payload(self, text: str, context: list[str] | None = None) -> str:
+        """A string that may hold JSON: walked value by value when it parses, else plain text."""
+        stripped = text.lstrip()
+        if stripped[:1] in ("{", "["):
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict | list):
+                before = self.total_redacted
+                walked = self.value(parsed, context)
+                if self.total_redacted == before:
+                    return text
+                compact = '": ' not in text and '", ' not in text
+                return json.dumps(walked, ensure_ascii=False, separators=(",", ":") if compact else None)
+        return self.text(text, context)
+
+    def value(self, obj: Any, context: list[str] | None = None) -> Any:
+        """Walk a parsed JSON value; each string is analysed with the key it sits under as context."""
+        if isinstance(obj, str):
+            return self.payload(obj, context) if obj[:1] in ("{", "[") else self.text(obj, context)
+        if isinstance(obj, dict):
+            return {
+                (self.text(k) if isinstance(k, str) else k): self.value(
+                    v, [k] if isinstance(k, str) else context
+                )
+                for k, v in obj.items()
+            }
+        if isinstance(obj, list):
+            return [self.value(v, context) for v in obj]
+        if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= 10 ** (MIN_NUMBER_DIGITS - 1):
+            as_text = str(obj)
+            redacted = self.text(as_text, context)
+            return obj if redacted == as_text else redacted
+        return obj
+
+    # -------------------------------------------------------------------- content parts
+
+    def parts(self, parts: list[Any]) -> list[Any]:
+        """OpenAI/Anthropic content parts: text blocks, tool_use input, tool_result content, others."""
+        return [self._part(p) for p in parts]
+
+    def _part(self, part: Any) -> Any:
+        if not isinstance(part, dict):
+            return self.value(part)
+        out: dict[str, Any] = {}
+        for k, v in part.items():
+            if k in PART_STRUCTURAL_KEYS or (isinstance(v, str) and v.startswith("data:")):
+                out[k] = v
+            elif k == "content" and isinstance(v, list):
+                out[k] = self.parts(v)
+            elif isinstance(v, str):
+                out[k] = self.payload(v, None if k == "text" else [k])
+            elif isinstance(v, dict) and k not in ("input", "arguments"):
+                out[k] = self._part(v)
+            else:
+                out[k] = self.value(v, [k])
+        return out

@@ -1,0 +1,121 @@
+"""The redaction stage's decision: ``Redactor.redact_event(event, state) -> (new_event, new_state)``.
+
+Pure logic (no Faust, no Kafka): the stages engineer's Faust agent keeps one ``Redactor`` per process
+and the ``PlaceholderState`` of each trajectory in a table. Engines are built once in ``from_config``;
+every call returns a new event and a new state and leaves its inputs untouched.
+
+    from governance.redaction import Redactor, PlaceholderState
+    redactor = Redactor.from_config(cfg.redaction)
+    new_event, new_state = redactor.redact_event(event, state)      # state None = new trajectory
+    text, state, counts = redactor.redact_text("mail bob@example.com", state)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from governance.config import RedactionConfig
+from governance.redaction.engine_provider import Engines, build_engines
+from governance.redaction.event_fields import walk_end, walk_reward, walk_step, walk_trajectory
+from governance.redaction.exceptions import RedactionError
+from governance.redaction.keyed_hash import KeyedHasher
+from governance.redaction.operators import OperatorContext, OperatorTable
+from governance.redaction.recognizers import family_of
+from governance.redaction.redaction_pass import RedactionPass
+from governance.redaction.state import PlaceholderState
+from governance.redaction.text_analyzer import TextAnalyzer
+from sluice.events import RedactionReport, RewardEvent, StepEvent, Trajectory, TrajectoryEndEvent
+
+log = logging.getLogger(__name__)
+E = TypeVar("E", StepEvent, TrajectoryEndEvent, RewardEvent, Trajectory)
+
+_WALKERS: dict[type, Callable[[RedactionPass, dict[str, Any]], None]] = {
+    StepEvent: walk_step,
+    TrajectoryEndEvent: walk_end,
+    Trajectory: walk_trajectory,
+}
+
+
+def config_fingerprint(cfg: RedactionConfig) -> str:
+    """``config_version`` plus a short hash of the settings in effect (the hash key excluded)."""
+    body = cfg.model_dump_json(exclude={"hash_key", "cache_size"})
+    return f"{cfg.config_version}-{hashlib.sha256(body.encode()).hexdigest()[:8]}"
+
+
+class Redactor:
+    """Redacts events and texts; one per process, safe to call many times per second (not thread-parallel)."""
+
+    def __init__(self, cfg: RedactionConfig, engines: Engines) -> None:
+        self.config = cfg
+        self.engines = engines
+        self.analyzer = TextAnalyzer(engines, cfg)
+        families = {e: family_of(e) for e in engines.entities}
+        self.operators = OperatorTable(cfg, families)
+        self.hasher = KeyedHasher(cfg.hash_key.get_secret_value().encode())
+        self.recognizer_version = engines.recognizer_version
+        self.config_version = config_fingerprint(cfg)
+        self._phone_region = cfg.phone_regions[0] if cfg.phone_regions else "US"
+
+    @classmethod
+    def from_config(cls, cfg: RedactionConfig) -> Redactor:
+        """Build the engines once (a few seconds with NER, well under one without)."""
+        if cfg.hash_key.get_secret_value() == "change-me":
+            log.warning("redaction.hash_key is the built-in default: set a secret (SLUICE_HASH_KEY)")
+        return cls(cfg, build_engines(cfg))
+
+    @property
+    def entities(self) -> tuple[str, ...]:
+        return self.engines.entities
+
+    def _pass(self, state: PlaceholderState | None) -> RedactionPass:
+        work = state.copy_for_update() if state is not None else PlaceholderState()
+        ctx = OperatorContext(work, self.hasher, self._phone_region)
+        return RedactionPass(self.analyzer, self.operators, ctx, self.config.score_threshold)
+
+    def redact_text(
+        self, text: str, state: PlaceholderState | None = None, context: list[str] | str | None = None
+    ) -> tuple[str, PlaceholderState, Counter[str]]:
+        """Redact one plain text (no JSON walking); ``context`` words are e.g. the JSON key it came from."""
+        p = self._pass(state)
+        ctx = [context] if isinstance(context, str) else context
+        out = p.text(text, ctx)
+        return out, p.ctx.state, p.redacted
+
+    def redact_payload(
+        self, text: str, state: PlaceholderState | None = None, context: list[str] | str | None = None
+    ) -> tuple[str, PlaceholderState, Counter[str]]:
+        """Like ``redact_text`` but a JSON text is walked value by value with keys as context."""
+        p = self._pass(state)
+        ctx = [context] if isinstance(context, str) else context
+        out = p.payload(text, ctx)
+        return out, p.ctx.state, p.redacted
+
+    def redact_event(self, event: E, state: PlaceholderState | None = None) -> tuple[E, PlaceholderState]:
+        """A new event with every text redacted (and its redaction report), and the new state."""
+        p = self._pass(state)
+        if isinstance(event, RewardEvent):
+            data = event.model_dump()
+            walk_reward(p, data["reward"])
+            return RewardEvent.model_validate(data), p.ctx.state
+        walker = _WALKERS.get(type(event))
+        if walker is None:
+            raise RedactionError(f"cannot redact a {type(event).__name__}")
+        data = event.model_dump()
+        walker(p, data)
+        data["governance"]["redaction"] = "redacted"
+        data["governance"]["redaction_report"] = self.report(p).model_dump()
+        return type(event).model_validate(data), p.ctx.state
+
+    def report(self, p: RedactionPass) -> RedactionReport:
+        return RedactionReport(
+            entities=dict(sorted(p.redacted.items())),
+            recognizer_version=self.recognizer_version,
+            config_version=self.config_version,
+            cached_texts=p.cached_texts,
+            analysed_texts=p.analysed_texts,
+            residual=p.residual,
+        )

@@ -1,0 +1,175 @@
+"""How one event changes a trajectory's join state. Pure: the processing time is passed in.
+
+Every function returns a ``Transition``: the new state, whether anything changed (a redelivered event
+changes nothing: steps are deduplicated by event id, rewards by reward id, the end by its event id), and
+what the caller must do with stored step bodies (store this one, delete all of them).
+
+Tenancy: a trajectory belongs to the tenant of its steps. Rewards that arrive before any step name the
+owner only provisionally; if the first step or end comes from another tenant, those rewards are
+discarded (counted in ``foreign_rewards_discarded``). After that, any event from another tenant raises
+``TenantMismatch`` (the stage dead-letters it): one tenant can never write into another's trajectory,
+whichever arrives first.
+
+Eligibility runs on every new step and end: as soon as the policy says drop, no content is stored any
+more and what was stored is deleted; once a dropped trajectory was emitted, later events only mark
+themselves as seen (it stays dropped).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from governance.config import EligibilityPolicy, RewardJoinConfig
+from governance.eligibility import TrajectoryFacts, decide_eligibility
+from governance.reward_join.feedback import harvest_feedback, reward_value
+from governance.reward_join.state import JoinState
+from sluice.errors import SluiceError
+from sluice.events import EligibilityDecision, RewardEvent, StepEvent, TrajectoryEndEvent
+
+
+class TenantMismatch(SluiceError):
+    """An event names a trajectory that belongs to another tenant."""
+
+
+def _claim(state: JoinState, tenant: str) -> JoinState:
+    """The state owned by ``tenant`` after one of its steps or its end arrived."""
+    if state.tenant_confirmed:
+        if tenant != state.tenant:
+            raise TenantMismatch(f"trajectory {state.trajectory_id} belongs to another tenant")
+        return state
+    if tenant == state.tenant:
+        return state.model_copy(update={"tenant_confirmed": True})
+    foreign = len(state.rewards)  # provisional owner's early rewards: not this tenant's to keep
+    return state.model_copy(
+        update={
+            "tenant": tenant,
+            "tenant_confirmed": True,
+            "rewards": [],
+            "reward_names": [],
+            "value_rewards": 0,
+            "foreign_rewards_discarded": state.foreign_rewards_discarded + foreign,
+        }
+    )
+
+
+class Transition(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    state: JoinState
+    changed: bool
+    store_step: bool = False
+    purge_steps: bool = False
+
+
+def _names(names: list[str], more: list[str]) -> list[str]:
+    return sorted(set(names) | set(more))
+
+
+def _check_drop(state: JoinState, facts: TrajectoryFacts, policy: EligibilityPolicy, now: float) -> list[str]:
+    if state.dropped:
+        return state.drop_reasons
+    decision = decide_eligibility(facts, policy, datetime.fromtimestamp(now, tz=UTC))
+    return decision.reasons if decision.decision == "drop" else []
+
+
+def apply_step(
+    state: JoinState | None,
+    step: StepEvent,
+    now: float,
+    cfg: RewardJoinConfig,
+    policy: EligibilityPolicy,
+) -> Transition:
+    state = state or JoinState.new(step.trajectory_id, step.tenant, now)
+    if step.event_id in state.step_ids:
+        return Transition(state=state, changed=False, store_step=step.event_id in state.stored_step_ids)
+    state = _claim(state, step.tenant)
+    facts = state.facts.add_step(step)
+    drop = _check_drop(state, facts, policy, now)
+    newly_dropped = bool(drop) and not state.dropped
+    settled = state.dropped and state.emitted_version > 0
+    step_rewards = [*step.rewards, *harvest_feedback(step, cfg)]
+    new = state.model_copy(
+        update={
+            "session_id": state.session_id or step.session_id,
+            "last_activity_at": max(state.last_activity_at, now),
+            "step_ids": [*state.step_ids, step.event_id],
+            "first_step_at": min(filter(None, [state.first_step_at, step.created_at])),
+            "last_step_at": max(filter(None, [state.last_step_at, step.created_at])),
+            "reward_names": _names(state.reward_names, [r.name for r in step_rewards]),
+            "value_rewards": state.value_rewards
+            + sum(reward_value(r, cfg) is not None for r in step_rewards),
+            "facts": facts,
+            "drop_reasons": drop,
+            "rewards": [] if drop else state.rewards,
+            "dirty": state.dirty or not settled,
+        }
+    )
+    return Transition(state=new, changed=True, store_step=not drop, purge_steps=newly_dropped)
+
+
+def apply_reward(
+    state: JoinState | None, event: RewardEvent, now: float, cfg: RewardJoinConfig
+) -> Transition:
+    state = state or JoinState.new(event.trajectory_id, event.tenant, now)
+    reward = event.reward
+    if reward.reward_id in state.reward_ids:
+        return Transition(state=state, changed=False)
+    if event.tenant != state.tenant:
+        raise TenantMismatch(
+            f"reward for trajectory {event.trajectory_id} from a tenant that does not own it"
+        )
+    settled = state.dropped and state.emitted_version > 0
+    new = state.model_copy(
+        update={
+            "rewards": state.rewards if state.dropped else [*state.rewards, reward],
+            "reward_ids": [*state.reward_ids, reward.reward_id],
+            "reward_names": _names(state.reward_names, [reward.name]),
+            "value_rewards": state.value_rewards + int(reward_value(reward, cfg) is not None),
+            "dirty": state.dirty or not settled,
+        }
+    )
+    return Transition(state=new, changed=True)
+
+
+def apply_end(
+    state: JoinState | None, end: TrajectoryEndEvent, now: float, policy: EligibilityPolicy
+) -> Transition:
+    state = state or JoinState.new(end.trajectory_id, end.tenant, now)
+    if end.event_id == state.end_event_id:
+        return Transition(state=state, changed=False)
+    state = _claim(state, end.tenant)
+    facts = state.facts.add_end(end)
+    drop = _check_drop(state, facts, policy, now)
+    newly_dropped = bool(drop) and not state.dropped
+    settled = state.dropped and state.emitted_version > 0
+    new = state.model_copy(
+        update={
+            "end_event_id": end.event_id,
+            "end_seen_at": state.end_seen_at if state.end_seen_at is not None else now,
+            "ended_at": end.created_at,
+            "outcome": end.outcome or state.outcome,
+            "facts": facts,
+            "drop_reasons": drop,
+            "rewards": [] if drop else state.rewards,
+            "dirty": state.dirty or not settled,
+        }
+    )
+    return Transition(state=new, changed=True, purge_steps=newly_dropped)
+
+
+def mark_emitted(state: JoinState, version: int, decision: EligibilityDecision, now: float) -> Transition:
+    """The state once ``version`` is delivered. A version decided ``drop`` at emission (e.g. retention
+    ran out while it waited for rewards) also stops keeping content: ``purge_steps`` says so."""
+    deadline = decision.retention_deadline.timestamp() if decision.retention_deadline else None
+    update: dict[str, object] = {
+        "emitted_version": version,
+        "emitted_at": now,
+        "dirty": False,
+        "retain_until": deadline,
+    }
+    purge = decision.decision == "drop" and bool(state.stored_step_ids or state.rewards)
+    if decision.decision == "drop":
+        update.update({"drop_reasons": state.drop_reasons or decision.reasons, "rewards": []})
+    return Transition(state=state.model_copy(update=update), changed=True, purge_steps=purge)

@@ -1,0 +1,1 @@
+"""Deployment material: the local broker launcher, compose/k8s/Ray files, and the sample config."""

@@ -1,0 +1,116 @@
+"""``sluice demo``: the main job. Starts the embedded default (unless it already runs), drives realistic agent
+traffic through the proxy with the real ``openai`` SDK, waits until it has landed, sends late rewards
+after emission, and prints a summary and a few example queries.
+
+    sluice demo [--trajectories 24] [--keep-running]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.demo.summary import EXAMPLE_QUERIES, landed, rows, summarise, wait_until
+from pipeline.demo.traffic import AgentDriver, RunReport, plan
+from pipeline.up import http_ok, running_stack
+from sinks.clients import connect_client
+from sluice.cli import config_option, load_or_exit
+from sluice.config import SluiceConfig
+
+
+def drive(cfg: SluiceConfig, count: int, model: str, console: Console, timeout_s: float) -> dict[str, Any]:
+    """Run the demo traffic against a running stack; return the summary (also used by the system tests)."""
+    keys = {k.key.get_secret_value(): k.tenant for k in cfg.proxy.api_keys}
+    scenarios = plan(keys, count, seed=time.time_ns())
+    driver = AgentDriver(f"http://{cfg.proxy.host}:{cfg.proxy.port}", model)
+
+    async def first_pass() -> RunReport:
+        return await driver.run(scenarios)
+
+    loop = asyncio.new_event_loop()
+    try:
+        report = loop.run_until_complete(first_pass())
+        console.print(
+            f"[bold]traffic sent[/]: {report.calls_ok} LLM calls ok, {len(report.calls_failed)} failed, "
+            f"{report.rewards_posted} early rewards; malformed requests answered {report.malformed}"
+        )
+        ids = [sc.trajectory_id for sc in scenarios]
+        client = connect_client(cfg, api_key=None)
+        try:
+            console.print(f"waiting for {len(ids)} trajectories to land in DuckDB ...")
+            wait_until(lambda: landed(client, ids), timeout_s, "the trajectories to land")
+            late = [sc.trajectory_id for sc in report.late_pending]
+            loop.run_until_complete(driver.send_late_rewards(report))
+            console.print(f"sent {len(late)} late rewards after emission; waiting for their new versions ...")
+            wait_until(
+                lambda: landed(client, ids, {i: 2 for i in late}), timeout_s, "the late-reward versions"
+            )
+            summary = summarise(client, ids)
+            examples = [(sql, rows(client, sql)) for sql in EXAMPLE_QUERIES]
+        finally:
+            client.close()
+    finally:
+        loop.run_until_complete(driver.aclose())
+        loop.close()
+    summary["llm calls ok"] = report.calls_ok
+    summary["llm calls failed"] = len(report.calls_failed)
+    summary["malformed requests (status)"] = report.malformed
+    summary["identity mismatches"] = len(report.identity_mismatches)
+    summary["_examples"] = examples
+    return summary
+
+
+def print_summary(console: Console, summary: dict[str, Any]) -> None:
+    table = Table(title="Sluice demo: what landed", show_header=False)
+    for key, value in summary.items():
+        if key.startswith("_"):
+            continue
+        text = ", ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        table.add_row(key, text or "-")
+    console.print(table)
+    for sql, result in summary["_examples"]:
+        console.print(f"\n[bold]$ sluice query[/] {json.dumps(sql)}")
+        if not result:
+            console.print("(no rows)")
+            continue
+        t = Table(*result[0].keys())
+        for r in result:
+            t.add_row(*(str(v) for v in r.values()))
+        console.print(t)
+
+
+@click.command("demo")
+@config_option
+@click.option("--trajectories", "count", default=24, show_default=True, help="Scripted agent trajectories.")
+@click.option("--model", default="sluice-tiny", show_default=True, help="Model name the agents ask for.")
+@click.option("--keep-running", is_flag=True, help="Leave the services running after the summary.")
+@click.option("--timeout", "timeout_s", default=180.0, show_default=True, help="Seconds to wait for landing.")
+def demo_command(
+    config_path: Path | None, count: int, model: str, keep_running: bool, timeout_s: float
+) -> None:
+    """Drive realistic agent traffic through Sluice and show what landed."""
+    cfg = load_or_exit(config_path)
+    for noisy in ("httpx", "httpx2", "openai"):  # one line per SDK request would drown the summary
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    console = Console()
+    already_up = http_ok(f"http://{cfg.proxy.host}:{cfg.proxy.port}/healthz")()
+    stack = contextlib.nullcontext() if already_up else running_stack(cfg, config_path)
+    with stack as sup:
+        summary = drive(cfg, count, model, console, timeout_s)
+        print_summary(console, summary)
+        console.print(
+            '\nTry: [bold]sluice query "SELECT * FROM trajectories LIMIT 5"[/], '
+            "[bold]sluice export --format parquet --out var/exports/train.parquet[/], [bold]sluice status[/]"
+        )
+        if keep_running and sup is not None:
+            console.print("services keep running; Ctrl-C stops them")
+            sup.wait_forever()

@@ -1,0 +1,31 @@
+"""Request model of Anthropic ``POST /v1/messages`` (fields in API-reference order).
+
+Content blocks stay dicts: ``translate.py`` checks each block it translates and names the bad one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from pipeline.proxy.protocol_base import OpenModel
+
+
+class MessagesRequest(OpenModel):
+    model: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    max_tokens: int = Field(ge=1)
+    container: str | None = None
+    mcp_servers: list[dict[str, Any]] | None = None
+    metadata: dict[str, Any] | None = None
+    service_tier: str | None = None
+    stop_sequences: list[str] | None = None
+    stream: bool | None = None
+    system: str | list[dict[str, Any]] | None = None
+    temperature: float | None = Field(None, ge=0, le=1)
+    thinking: dict[str, Any] | None = None
+    tool_choice: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    top_k: int | None = Field(None, ge=0)
+    top_p: float | None = Field(None, ge=0, le=1)

@@ -1,0 +1,11 @@
+"""Routes of the Anthropic messages surface."""
+
+from __future__ import annotations
+
+from starlette.routing import Route
+
+from pipeline.proxy.anthropic_messages.serving import create_message
+
+
+def routes() -> list[Route]:
+    return [Route("/v1/messages", create_message, methods=["POST"])]

@@ -1,0 +1,235 @@
+"""Anthropic messages <-> OpenAI chat completions (pure).
+
+Request: ``system`` becomes a system message; ``tool_result`` blocks become ``role=tool`` messages (placed
+before the rest of that user turn, right after the assistant's tool calls, as chat requires); ``tool_use``
+blocks become ``tool_calls`` with ``arguments = json.dumps(input)``; images become ``image_url`` data URLs;
+tools/tool_choice/stop_sequences/top_k map to their chat equivalents. ``thinking`` blocks and server
+tools have no chat equivalent: thinking blocks are dropped, server tools are a 400.
+Response: text and tool calls of choice 0 become ``text``/``tool_use`` blocks; ``finish_reason`` maps to
+``stop_reason``; usage to ``input_tokens``/``output_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pipeline.proxy.exceptions import ApiError
+
+STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+def _bad(where: str, why: str) -> ApiError:
+    return ApiError(400, f"{where}: {why}", param=where)
+
+
+def _text_of_blocks(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        raise _bad(where, "must be a string or a list of content blocks")
+    parts = []
+    for i, b in enumerate(content):
+        if not isinstance(b, dict) or b.get("type") != "text":
+            raise _bad(f"{where}[{i}]", "only text blocks can be translated here")
+        parts.append(str(b.get("text", "")))
+    return "".join(parts)
+
+
+def _image_part(block: dict[str, Any], where: str) -> dict[str, Any]:
+    src = block.get("source") or {}
+    if src.get("type") == "base64":
+        url = f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"
+    elif src.get("type") == "url":
+        url = str(src.get("url", ""))
+    else:
+        raise _bad(where + ".source", "image source must be base64 or url")
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user_turn(content: list[Any], where: str, out: list[dict[str, Any]]) -> None:
+    parts: list[dict[str, Any]] = []
+    for i, b in enumerate(content):
+        at = f"{where}.content[{i}]"
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "tool_result":
+            if not b.get("tool_use_id"):
+                raise _bad(at, "tool_result needs tool_use_id")
+            result = b.get("content")
+            text = result if isinstance(result, str) else _tool_result_text(result, at)
+            out.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": text})
+        elif kind == "text":
+            parts.append({"type": "text", "text": str(b.get("text", ""))})
+        elif kind == "image":
+            parts.append(_image_part(b, at))
+        elif kind == "document" and (b.get("source") or {}).get("type") == "text":
+            parts.append({"type": "text", "text": str(b["source"].get("data", ""))})
+        else:
+            raise _bad(at, f"content block type {kind!r} is not supported by this proxy")
+    if parts:
+        only_text = all(p["type"] == "text" for p in parts)
+        out.append({"role": "user", "content": "".join(p["text"] for p in parts) if only_text else parts})
+
+
+def _tool_result_text(result: Any, where: str) -> str:
+    if result is None:
+        return ""
+    if not isinstance(result, list):
+        raise _bad(where + ".content", "must be a string or a list of blocks")
+    return "".join(str(b.get("text", "")) for b in result if isinstance(b, dict) and b.get("type") == "text")
+
+
+def _assistant_turn(content: list[Any], where: str) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for i, b in enumerate(content):
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "text":
+            texts.append(str(b.get("text", "")))
+        elif kind == "tool_use":
+            if not b.get("id") or not b.get("name"):
+                raise _bad(f"{where}.content[{i}]", "tool_use needs id and name")
+            args = json.dumps(b.get("input") or {}, ensure_ascii=False)
+            calls.append(
+                {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": args}}
+            )
+        elif kind in ("thinking", "redacted_thinking"):
+            continue  # no chat equivalent; the backend never produced it through this proxy
+        else:
+            raise _bad(
+                f"{where}.content[{i}]", f"content block type {kind!r} is not supported in assistant turns"
+            )
+    msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def _tools(tools: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for i, t in enumerate(tools):
+        if not isinstance(t, dict) or "input_schema" not in t or not t.get("name"):
+            kind = t.get("type") if isinstance(t, dict) else None
+            raise _bad(
+                f"tools[{i}]", f"only custom tools (name + input_schema) can be translated, got type {kind!r}"
+            )
+        fn = {"name": t["name"], "parameters": t["input_schema"]}
+        if t.get("description"):
+            fn["description"] = t["description"]
+        out.append({"type": "function", "function": fn})
+    return out
+
+
+def _tool_choice(choice: dict[str, Any]) -> tuple[Any, bool | None]:
+    kind = choice.get("type")
+    parallel = False if choice.get("disable_parallel_tool_use") else None
+    if kind == "auto":
+        return "auto", parallel
+    if kind == "any":
+        return "required", parallel
+    if kind == "none":
+        return "none", parallel
+    if kind == "tool" and choice.get("name"):
+        return {"type": "function", "function": {"name": choice["name"]}}, parallel
+    raise _bad("tool_choice", f"unsupported tool_choice {choice!r}")
+
+
+def to_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completions request for an Anthropic messages request (already type-checked)."""
+    messages: list[dict[str, Any]] = []
+    if body.get("system"):
+        messages.append({"role": "system", "content": _text_of_blocks(body["system"], "system")})
+    for i, m in enumerate(body["messages"]):
+        where = f"messages[{i}]"
+        role = m.get("role")
+        content = m.get("content")
+        if role not in ("user", "assistant"):
+            raise _bad(where + ".role", f"role must be user or assistant, got {role!r}")
+        if isinstance(content, str):
+            messages.append({"role": role, "content": content})
+        elif isinstance(content, list):
+            if role == "user":
+                _user_turn(content, where, messages)
+            else:
+                messages.append(_assistant_turn(content, where))
+        else:
+            raise _bad(where + ".content", "must be a string or a list of content blocks")
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages, "max_tokens": body["max_tokens"]}
+    for key in ("temperature", "top_p", "top_k", "stream"):
+        if body.get(key) is not None:
+            chat[key] = body[key]
+    if body.get("stop_sequences"):
+        chat["stop"] = body["stop_sequences"]
+    if body.get("tools"):
+        chat["tools"] = _tools(body["tools"])
+    if body.get("tool_choice"):
+        chat["tool_choice"], parallel = _tool_choice(body["tool_choice"])
+        if parallel is not None:
+            chat["parallel_tool_calls"] = parallel
+    user = (body.get("metadata") or {}).get("user_id")
+    if user:
+        chat["user"] = str(user)
+    return chat
+
+
+def parse_arguments(args: Any) -> Any:
+    if isinstance(args, dict):
+        return args
+    try:
+        value = json.loads(args) if args else {}
+    except (TypeError, ValueError):
+        return {"_unparsed_arguments": args}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def message_id(chat_id: Any) -> str:
+    return "msg_" + str(chat_id or "sluice").removeprefix("chatcmpl-")
+
+
+def stop_reason(choice: dict[str, Any]) -> tuple[str, str | None]:
+    reason = STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn")
+    matched = choice.get("stop_reason")  # vLLM: the stop string that ended generation
+    if reason == "end_turn" and isinstance(matched, str):
+        return "stop_sequence", matched
+    return reason, None
+
+
+def to_anthropic(resp: dict[str, Any], model: str) -> dict[str, Any]:
+    choices = resp.get("choices") or [{}]
+    choice = min(choices, key=lambda c: c.get("index", 0))
+    msg = choice.get("message") or {}
+    content: list[dict[str, Any]] = []
+    if msg.get("content"):
+        content.append({"type": "text", "text": msg["content"]})
+    for tc in msg.get("tool_calls") or ():
+        fn = tc.get("function") or {}
+        content.append(
+            {
+                "type": "tool_use",
+                "id": tc.get("id"),
+                "name": fn.get("name"),
+                "input": parse_arguments(fn.get("arguments")),
+            }
+        )
+    reason, sequence = stop_reason(choice)
+    usage = resp.get("usage") or {}
+    return {
+        "id": message_id(resp.get("id")),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reason,
+        "stop_sequence": sequence,
+        "usage": {
+            "input_tokens": usage.get("prompt_tokens", 0),
+            "output_tokens": usage.get("completion_tokens", 0),
+        },
+    }

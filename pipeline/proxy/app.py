@@ -1,0 +1,99 @@
+"""The proxy's ASGI app: ``create_app(config)`` wires the surfaces, shared state, errors and metrics.
+
+    sluice proxy --config infra/sluice.yaml       # serve it (see cli.py)
+
+Every model surface is mounted twice: at the root (``/v1/...``) and under ``/t/{trajectory_id}`` for
+harnesses that can only change their base URL (OpenAI SDK: ``base_url=http://proxy/t/ID/v1``; Anthropic
+SDK: ``base_url=http://proxy/t/ID``, it appends ``/v1/messages`` itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.proxy.errors import EXCEPTION_HANDLERS
+from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.state import ProxyState
+from sluice.config import SluiceConfig
+
+
+class MetricsMiddleware:
+    """Counts every HTTP exchange by endpoint and status and times it to its last byte (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp, metrics: ProxyMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            endpoint = scope.get("endpoint")
+            route = getattr(endpoint, "__name__", "unmatched")
+            self.metrics.observe_request(route, status, time.perf_counter() - t0)
+
+
+def model_routes() -> list[BaseRoute]:
+    from pipeline.proxy.anthropic_messages.router import routes as anthropic_routes
+    from pipeline.proxy.openai_chat.router import routes as chat_routes
+    from pipeline.proxy.openai_completions.router import routes as completion_routes
+    from pipeline.proxy.openai_models.router import routes as model_list_routes
+    from pipeline.proxy.openai_responses.router import routes as responses_routes
+
+    return [
+        *chat_routes(),
+        *completion_routes(),
+        *responses_routes(),
+        *anthropic_routes(),
+        *model_list_routes(),
+    ]
+
+
+def create_app(config: SluiceConfig) -> Starlette:
+    """The proxy app for ``config``; its lifespan starts the upstream pools and the publisher."""
+    from pipeline.proxy.ops.router import routes as ops_routes
+    from pipeline.proxy.trajectories.router import routes as trajectory_routes
+
+    state = ProxyState(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    routes: list[BaseRoute] = [
+        *model_routes(),
+        *trajectory_routes(),
+        *ops_routes(),
+        Mount("/t/{trajectory_id}", routes=model_routes()),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[Middleware(MetricsMiddleware, metrics=state.metrics)],
+    )
+    app.state.sluice = state
+    return app

@@ -1,0 +1,230 @@
+"""The plumbing of one recorded backend call: post, stream, fail, finish (surface-neutral).
+
+Subclasses (``ChatStep``, ``CompletionStep``) say which upstream path, what to add to the request for
+recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), how to
+assemble a stream and how to fill the ``StepRecord`` (``complete``). Every path ends in ``finish``,
+exactly once: success, upstream error, unreachable backend, broken stream or a client that went away.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+import aiohttp
+
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import CallContext
+from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.recorder import record_step
+from pipeline.proxy.sse import SseSplitter, event_data
+from pipeline.proxy.step_event import StepRecord
+from pipeline.proxy.upstream import read_error
+
+if TYPE_CHECKING:
+    from pipeline.proxy.state import ProxyState
+
+Batch = list[tuple[bytes, dict[str, Any]]]
+
+
+class StreamAssembler(Protocol):
+    first_token_at: float | None
+
+    def feed(self, chunk: dict[str, Any], now: float = 0.0) -> None: ...
+
+    @property
+    def has_data(self) -> bool: ...
+
+    def finished_all(self) -> bool: ...
+
+    def result(self) -> dict[str, Any]: ...
+
+
+class BackendCall:
+    path = "/chat/completions"
+
+    def __init__(
+        self,
+        state: ProxyState,
+        ctx: CallContext,
+        request: dict[str, Any],
+        raw: bytes | None,
+        backend: BackendConfig,
+    ) -> None:
+        self.state, self.ctx, self.request, self.raw, self.backend = state, ctx, request, raw, backend
+        self.stream = bool(request.get("stream"))
+        self.asked_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        self.finished = False
+        self.record: StepRecord  # set by the subclass
+
+    # ------------------------------------------------------------------ hooks
+
+    def body_changes(self) -> dict[str, Any]:
+        changes: dict[str, Any] = {}
+        if self.stream and not self.asked_usage:
+            changes["stream_options"] = {**(self.request.get("stream_options") or {}), "include_usage": True}
+        return changes
+
+    def strip_response(self, resp: dict[str, Any]) -> bool:
+        """Remove from a non-streamed answer what only the recording asked for; True if changed."""
+        return False
+
+    def strip_chunk(self, chunk: dict[str, Any]) -> bool:
+        return False
+
+    def new_assembler(self) -> StreamAssembler:
+        raise NotImplementedError
+
+    def complete(self, resp: dict[str, Any] | None) -> None:
+        """Fill ``self.record`` from the (assembled) answer and update the linking state."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ request
+
+    def upstream_body(self) -> bytes:
+        changes = self.body_changes()
+        if not changes and self.raw is not None:
+            return self.raw
+        return json.dumps({**self.request, **changes}, ensure_ascii=False).encode()
+
+    async def _post(self) -> aiohttp.ClientResponse:
+        try:
+            return await self.state.upstreams.post(self.backend, self.path, self.upstream_body())
+        except ApiError as err:
+            self.state.metrics.upstream_errors.labels(self.backend.name, "unreachable").inc()
+            self.finish(None, err.status, err.message)
+            raise
+
+    async def _fail(self, resp: aiohttp.ClientResponse) -> ApiError:
+        try:
+            data = await resp.read()
+        except (aiohttp.ClientError, TimeoutError):
+            data = b""
+        finally:
+            resp.release()
+        err = read_error(resp.status, data, self.backend.name)
+        self.state.metrics.upstream_errors.labels(self.backend.name, str(resp.status)).inc()
+        self.finish(None, resp.status, err.message)
+        return err
+
+    # ------------------------------------------------------------------ non-streaming
+
+    async def call(self) -> tuple[dict[str, Any], bytes | None]:
+        """The backend's answer for the agent, and its raw bytes when they can be passed on unchanged."""
+        resp = await self._post()
+        if resp.status >= 400:
+            raise await self._fail(resp)
+        try:
+            data = await resp.read()
+        except (aiohttp.ClientError, TimeoutError) as err:
+            self.finish(None, 502, f"backend response broke: {type(err).__name__}")
+            raise ApiError(
+                502, f"backend {self.backend.name!r} broke off its answer", type="upstream_error"
+            ) from None
+        finally:
+            resp.release()
+        try:
+            parsed = json.loads(data)
+            if not isinstance(parsed, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            self.finish(None, 502, "backend answered invalid JSON")
+            raise ApiError(
+                502, f"backend {self.backend.name!r} answered invalid JSON", type="upstream_error"
+            ) from None
+        changed = self.prepare_response(parsed)
+        self.finish(parsed, resp.status, None)
+        changed = self.strip_response(parsed) or changed
+        return parsed, None if changed else data
+
+    def prepare_response(self, resp: dict[str, Any]) -> bool:
+        """Fix up an answer before it is recorded and sent (e.g. missing tool-call ids); True if changed."""
+        return False
+
+    # ------------------------------------------------------------------ streaming
+
+    async def open_stream(self) -> aiohttp.ClientResponse:
+        resp = await self._post()
+        if resp.status >= 400:
+            raise await self._fail(resp)
+        ctype = resp.headers.get("content-type", "")
+        if "text/event-stream" not in ctype:
+            resp.release()
+            msg = f"backend {self.backend.name!r} did not stream (content-type {ctype!r})"
+            self.finish(None, 502, msg)
+            raise ApiError(502, msg, type="upstream_error")
+        return resp
+
+    def keep_chunk(self, chunk: dict[str, Any]) -> bool | None:
+        """For the agent: False = drop the chunk, None = pass its raw bytes, True = changed (re-encode)."""
+        if not self.asked_usage and not chunk.get("choices") and chunk.get("usage") is not None:
+            return False  # the usage-only final chunk only the recording asked for
+        return True if self.strip_chunk(chunk) else None
+
+    async def chunk_batches(self, resp: aiohttp.ClientResponse) -> AsyncIterator[Batch]:
+        """Parsed chunks as they arrive, one batch per network read; finishes the step at the end."""
+        asm = self.new_assembler()
+        splitter = SseSplitter()
+        error: str | None = None
+        done = False
+        try:
+            try:
+                async for data in resp.content.iter_any():
+                    batch: Batch = []
+                    for ev in splitter.feed(data):
+                        payload = event_data(ev)
+                        if payload is None:
+                            continue
+                        if payload.strip() == b"[DONE]":
+                            done = True
+                            continue
+                        try:
+                            chunk = json.loads(payload)
+                        except ValueError:
+                            error = "backend sent a malformed stream chunk"
+                            continue
+                        if not isinstance(chunk, dict):
+                            continue
+                        if "error" in chunk and "choices" not in chunk:
+                            err = chunk["error"]
+                            error = str(err.get("message") if isinstance(err, dict) else err)
+                        else:
+                            asm.feed(chunk, time.perf_counter())
+                        batch.append((ev + b"\n\n", chunk))
+                    if batch:
+                        yield batch
+            except (aiohttp.ClientError, TimeoutError) as err:
+                error = f"backend stream broke: {type(err).__name__}"
+            if not done and error is None and not asm.finished_all():
+                error = "backend stream ended before it finished"
+            self._finish_stream(asm, error)
+        finally:
+            resp.release()
+            if not self.finished:
+                self._finish_stream(asm, "client went away before the stream ended")
+
+    def _finish_stream(self, asm: StreamAssembler, error: str | None) -> None:
+        if asm.first_token_at is not None:
+            self.record.ttft_ms = (asm.first_token_at - self.ctx.t0) * 1000
+            self.state.metrics.ttft.observe(asm.first_token_at - self.ctx.t0)
+        self.finish(asm.result() if asm.has_data else None, 200, error)
+
+    # ------------------------------------------------------------------ the record
+
+    def finish(self, resp: dict[str, Any] | None, status: int | None, error: str | None) -> None:
+        """Complete the step once, then publish it off the request path."""
+        if self.finished:
+            return
+        self.finished = True
+        rec = self.record
+        rec.status, rec.error = status, error
+        rec.latency_ms = (time.perf_counter() - self.ctx.t0) * 1000
+        if resp is not None:
+            rec.response_id, rec.response_model = resp.get("id"), resp.get("model")
+            rec.system_fingerprint = resp.get("system_fingerprint")
+            usage = resp.get("usage")
+            rec.usage = usage if isinstance(usage, dict) else None
+        self.complete(resp)
+        record_step(self.state, rec)

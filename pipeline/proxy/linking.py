@@ -1,0 +1,337 @@
+"""Which trajectory a call belongs to, and which part of its messages is new (pure, no I/O).
+
+A trajectory is named explicitly (header or ``/t/{id}`` URL prefix) or found by its history: after each
+step the proxy remembers, per tenant, the link hash of "input + assistant reply" (one per choice when
+n > 1) for ``link_window_s``. A later call whose messages start with such a history extends that
+trajectory; anything else starts a new one.
+
+Within a trajectory the proxy keeps the link/exact hashes of the history a consumer rebuilds with
+``sluice.events.reconstruct_messages`` (step boundaries only), so the observation of the next step carries
+only the messages after the longest matching boundary. Because that history uses choice 0 of each step,
+continuing from another choice matches the boundary before the reply and re-sends the chosen reply in the
+delta: reconstruction stays exact.
+
+Departure from the usual recipe: the maps are bounded (LRU + time window), so memory stays flat under any
+traffic; a forgotten trajectory simply starts over (prefix_message_count = 0, full messages).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sluice.events import Message, message_hash, new_id
+
+LinkedBy = Literal["header", "path", "history", "new"]
+
+
+class _Pending:
+    """An exact hash not computed yet: ``message_hash(messages, seed of base)``."""
+
+    __slots__ = ("base", "messages")
+
+    def __init__(self, base: str | Boundary, messages: list[Message]) -> None:
+        self.base, self.messages = base, messages
+
+
+# (message count of the reconstructed history up to here, lenient link hash, exact message_hash or pending).
+# Plain tuples: once settled they hold only atoms, so the garbage collector stops tracking them and a
+# linker remembering 100k trajectories adds little to GC pauses.
+Boundary = tuple[int, bytes, "str | _Pending"]
+
+
+@dataclass(slots=True)
+class TrajectoryState:
+    tenant: str
+    trajectory_id: str
+    last_seen: float
+    next_step: int = 0
+    boundaries: tuple[Boundary, ...] = ()
+    unsettled: bool = False
+    tools_fp: str | None = None
+    token_step: int = -1
+    tokens: array | None = None  # prompt + choice-0 completion ids of step `token_step`
+    ended: bool = False
+
+
+@dataclass(slots=True)
+class StepPlan:
+    """Where a call sits in its trajectory, decided before it goes upstream."""
+
+    tenant: str
+    trajectory_id: str
+    step_index: int
+    linked_by: LinkedBy
+    prefix_count: int = 0
+    prefix_hash: str = ""
+    tools_changed: bool = False
+    prev_tools_fp: str | None = None
+
+
+def common_prefix_len(a: array, b: array) -> int:
+    """Length of the common leading run of two int arrays (slice compares run in C)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class HistoryLinker:
+    """Bounded per-tenant maps: history hash -> trajectory, and trajectory -> its state."""
+
+    def __init__(
+        self,
+        window_s: float,
+        max_trajectories: int,
+        max_tokens: int = 262_144,
+        token_budget: int = 20_000_000,
+    ) -> None:
+        self.window_s = window_s
+        self.max_trajectories = max_trajectories
+        self.max_tokens = max_tokens  # per trajectory
+        self.token_budget = token_budget  # over all trajectories (4 bytes each)
+        self._states: OrderedDict[tuple[str, str], TrajectoryState] = OrderedDict()
+        self._histories: OrderedDict[tuple[str, bytes], tuple[str, float]] = OrderedDict()
+        self._token_lru: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._token_total = 0
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    # ------------------------------------------------------------------ lookups
+
+    def _state(self, tenant: str, tid: str, now: float) -> TrajectoryState | None:
+        st = self._states.get((tenant, tid))
+        if st is None or now - st.last_seen > self.window_s:
+            return None
+        return st
+
+    def _by_history(self, tenant: str, chain: list[bytes], now: float) -> TrajectoryState | None:
+        for k in range(len(chain) - 1, 0, -1):
+            hit = self._histories.get((tenant, chain[k]))
+            if hit is None or now - hit[1] > self.window_s:
+                continue
+            st = self._state(tenant, hit[0], now)
+            if st is not None and not st.ended:
+                return st
+        return None
+
+    def _evict(self, now: float) -> None:
+        states, histories = self._states, self._histories
+        while states:
+            first = next(iter(states.values()))
+            if len(states) <= self.max_trajectories and now - first.last_seen <= self.window_s:
+                break
+            key, old = states.popitem(last=False)
+            self._drop_tokens(key, old)
+        max_hist = 4 * self.max_trajectories
+        while histories:
+            _, (_, ts) = next(iter(histories.items()))
+            if len(histories) <= max_hist and now - ts <= self.window_s:
+                break
+            histories.popitem(last=False)
+
+    # ------------------------------------------------------------------ a step
+
+    def begin(
+        self,
+        tenant: str,
+        chain: list[bytes],
+        now: float,
+        explicit_id: str | None = None,
+        explicit_by: LinkedBy = "header",
+        tools_fp: str | None = None,
+    ) -> StepPlan:
+        """Assign the call to a trajectory and a step index; find the prefix it extends.
+
+        ``chain[k]`` is the link hash of the call's first k messages (``canonical.link_chain``).
+        """
+        linked_by: LinkedBy
+        if explicit_id is not None:
+            st = self._state(tenant, explicit_id, now)
+            linked_by = explicit_by
+            if st is None:
+                st = TrajectoryState(tenant, explicit_id, now)
+                self._states[(tenant, explicit_id)] = st
+            st.ended = False
+        else:
+            st = self._by_history(tenant, chain, now)
+            linked_by = "history"
+            if st is None:
+                tid = new_id()
+                st = TrajectoryState(tenant, tid, now)
+                self._states[(tenant, tid)] = st
+                linked_by = "new"
+        st.last_seen = now
+        self._states.move_to_end((tenant, st.trajectory_id))
+        plan = StepPlan(tenant, st.trajectory_id, st.next_step, linked_by)
+        st.next_step += 1
+        n = len(chain) - 1
+        if st.unsettled:
+            self._settle(st)
+        for count, link, exact in reversed(st.boundaries):
+            if count <= n and chain[count] == link:
+                plan.prefix_count, plan.prefix_hash = count, exact  # type: ignore[assignment]
+                break
+        first = plan.step_index == 0
+        plan.tools_changed = (tools_fp is not None) if first else tools_fp != st.tools_fp
+        plan.prev_tools_fp, st.tools_fp = st.tools_fp, tools_fp
+        self._evict(now)
+        return plan
+
+    def abandon(self, plan: StepPlan) -> None:
+        """Undo ``begin`` for a call rejected before it went upstream (no step index is skipped)."""
+        st = self._states.get((plan.tenant, plan.trajectory_id))
+        if st is None or st.next_step != plan.step_index + 1:
+            return
+        st.next_step -= 1
+        st.tools_fp = plan.prev_tools_fp
+        if plan.linked_by == "new" and st.next_step == 0:
+            del self._states[(plan.tenant, plan.trajectory_id)]
+
+    def complete(
+        self,
+        plan: StepPlan,
+        chain: list[bytes],
+        delta: list[Message],
+        choice_links: list[bytes],
+        reply: Message | None,
+        now: float,
+    ) -> None:
+        """Remember the history after the step: boundaries for the next delta, hashes for linking.
+
+        ``choice_links[i]`` is the link hash of input + choice i's reply; ``reply`` is choice 0 as recorded.
+        """
+        st = self._state(plan.tenant, plan.trajectory_id, now)
+        if st is None:
+            return
+        n = len(chain) - 1
+        kept = [b for b in st.boundaries if b[0] <= plan.prefix_count]
+        inp: Boundary = (n, chain[n], _Pending(plan.prefix_hash, delta))
+        if n > plan.prefix_count or not kept:
+            kept.append(inp)
+        if reply is not None and choice_links:
+            kept.append((n + 1, choice_links[0], _Pending(inp, [reply])))
+        st.boundaries = tuple(kept)
+        st.unsettled = True
+        st.last_seen = now
+        for link in choice_links:
+            key = (plan.tenant, link)
+            self._histories[key] = (plan.trajectory_id, now)
+            self._histories.move_to_end(key)
+        self._evict(now)
+
+    def settle(self, plan: StepPlan) -> None:
+        """Hash the step's boundaries now (after the response went out) so no message stays referenced."""
+        st = self._states.get((plan.tenant, plan.trajectory_id))
+        if st is not None and st.unsettled:
+            self._settle(st)
+
+    @staticmethod
+    def _settle(st: TrajectoryState) -> None:
+        resolved: dict[int, str] = {}
+        out: list[Boundary] = []
+        for b in st.boundaries:
+            count, link, exact = b
+            if isinstance(exact, _Pending):
+                base = exact.base
+                seed = base if isinstance(base, str) else resolved[id(base)]
+                exact = message_hash(exact.messages, seed) if exact.messages else seed
+            resolved[id(b)] = exact
+            out.append((count, link, exact))
+        st.boundaries = tuple(out)
+        st.unsettled = False
+
+    def _drop_tokens(self, key: tuple[str, str], st: TrajectoryState) -> None:
+        if st.tokens is not None:
+            self._token_total -= len(st.tokens)
+            st.tokens = None
+        self._token_lru.pop(key, None)
+
+    def token_prefix(self, plan: StepPlan, prompt_ids: list[int], completion_ids: list[int] | None) -> int:
+        """prompt_token_prefix_len for this step, and remember prompt + completion for the next one."""
+        st = self._states.get((plan.tenant, plan.trajectory_id))
+        if st is None:
+            return 0
+        prompt = array("i", prompt_ids)
+        prefix = 0
+        if st.tokens is not None and st.token_step == plan.step_index - 1:
+            prefix = common_prefix_len(prompt, st.tokens)
+        if plan.step_index >= st.token_step:
+            key = (plan.tenant, plan.trajectory_id)
+            self._drop_tokens(key, st)
+            full = prompt + array("i", completion_ids or [])
+            st.token_step = plan.step_index
+            if len(full) <= self.max_tokens:
+                st.tokens = full
+                self._token_total += len(full)
+                self._token_lru[key] = None
+                while self._token_total > self.token_budget and self._token_lru:
+                    oldest = next(iter(self._token_lru))
+                    self._drop_tokens(oldest, self._states[oldest])  # it starts over: full prompt next step
+        return prefix
+
+    def end(self, tenant: str, trajectory_id: str, now: float) -> int | None:
+        """Mark a trajectory ended (history no longer extends it). Returns its step count if known."""
+        st = self._state(tenant, trajectory_id, now)
+        if st is None:
+            return None
+        st.ended = True
+        return st.next_step
+
+    # ------------------------------------------------------------------ restarts
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        """JSON-able state (hashes and token ids, never message text) for a restart."""
+        self._evict(now)
+        for st in self._states.values():
+            if st.unsettled:
+                self._settle(st)
+        return {
+            "states": [
+                {
+                    "tenant": s.tenant,
+                    "trajectory_id": s.trajectory_id,
+                    "age_s": now - s.last_seen,
+                    "next_step": s.next_step,
+                    "boundaries": [[c, h.hex(), e] for c, h, e in s.boundaries],
+                    "tools_fp": s.tools_fp,
+                    "token_step": s.token_step,
+                    "tokens": list(s.tokens) if s.tokens is not None else None,
+                    "ended": s.ended,
+                }
+                for s in self._states.values()
+            ],
+            "histories": [[t, h.hex(), tid, now - ts] for (t, h), (tid, ts) in self._histories.items()],
+        }
+
+    def restore(self, data: dict[str, Any], now: float) -> None:
+        for s in data.get("states", []):
+            st = TrajectoryState(
+                tenant=s["tenant"],
+                trajectory_id=s["trajectory_id"],
+                last_seen=now - float(s["age_s"]),
+                next_step=int(s["next_step"]),
+                boundaries=tuple((int(c), bytes.fromhex(h), str(e)) for c, h, e in s["boundaries"]),
+                tools_fp=s.get("tools_fp"),
+                token_step=int(s.get("token_step", -1)),
+                tokens=None,
+                ended=bool(s.get("ended", False)),
+            )
+            self._states[(st.tenant, st.trajectory_id)] = st
+            if s.get("tokens") is not None and len(s["tokens"]) <= self.max_tokens:
+                st.tokens = array("i", s["tokens"])
+                self._token_total += len(st.tokens)
+                self._token_lru[(st.tenant, st.trajectory_id)] = None
+        for tenant, h, tid, age in data.get("histories", []):
+            self._histories[(tenant, bytes.fromhex(h))] = (tid, now - float(age))
+        self._evict(now)

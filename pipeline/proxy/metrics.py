@@ -1,0 +1,93 @@
+"""Prometheus metrics of one proxy app (own registry, so several apps can live in one process).
+
+Exposed at ``GET /metrics``: requests by route and status, request latency, time to first token, upstream
+errors, publish lag, events in flight / in memory / in the spool, delivery failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from pipeline.proxy.publishing.base import PublisherStats
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class ProxyMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self._requests = Counter(
+            "sluice_proxy_requests", "HTTP requests answered.", ["route", "status"], registry=r
+        )
+        self._latency = Histogram(
+            "sluice_proxy_request_seconds",
+            "Time to the full response.",
+            ["route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.ttft = Histogram(
+            "sluice_proxy_time_to_first_token_seconds",
+            "Streaming: arrival to first content chunk.",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.upstream_errors = Counter(
+            "sluice_proxy_upstream_errors",
+            "Backend calls that failed or answered an error.",
+            ["backend", "kind"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "sluice_proxy_errors", "Errors answered to agents, by type.", ["type"], registry=r
+        )
+        self.events = Counter("sluice_proxy_events", "Events handed to the publisher.", ["kind"], registry=r)
+        self.publish_lag = Histogram(
+            "sluice_proxy_publish_lag_seconds",
+            "Event handed to the publisher -> broker acknowledged it.",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.unknown_fields = Counter(
+            "sluice_proxy_unknown_fields",
+            "Request fields passed through without being understood.",
+            ["surface"],
+            registry=r,
+        )
+        self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
+    def observe_request(self, route: str, status: int, seconds: float) -> None:
+        key = (route, str(status))
+        pair = self._children.get(key)
+        if pair is None:
+            pair = (self._requests.labels(route, str(status)), self._latency.labels(route))
+            self._children[key] = pair
+        pair[0].inc()
+        pair[1].observe(seconds)
+
+    def bind_publisher(self, stats: Callable[[], PublisherStats]) -> None:
+        r = self.registry
+        Gauge(
+            "sluice_proxy_publish_in_flight", "Events sent, not yet acknowledged.", registry=r
+        ).set_function(lambda: stats().in_flight)
+        Gauge("sluice_proxy_publish_memory_events", "Events held in memory.", registry=r).set_function(
+            lambda: stats().memory_events
+        )
+        Gauge("sluice_proxy_spool_depth", "Undelivered events in the disk spool.", registry=r).set_function(
+            lambda: stats().spool_depth
+        )
+        Gauge("sluice_proxy_events_delivered", "Events the broker acknowledged.", registry=r).set_function(
+            lambda: stats().delivered
+        )
+        Gauge("sluice_proxy_delivery_failures", "Delivery attempts that failed.", registry=r).set_function(
+            lambda: stats().failed_attempts
+        )
+        Gauge(
+            "sluice_proxy_spooling", "1 while events go to the spool instead of the broker.", registry=r
+        ).set_function(lambda: 0 if stats().mode in ("direct", "discard") else 1)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

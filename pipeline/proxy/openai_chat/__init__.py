@@ -1,0 +1,1 @@
+"""OpenAI ``POST /v1/chat/completions``: protocol, serving, stream assembly, router."""

@@ -1,0 +1,1 @@
+"""OpenAI ``POST /v1/completions`` (text completions): protocol, step, serving, router."""

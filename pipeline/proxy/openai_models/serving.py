@@ -1,0 +1,58 @@
+"""List models: ask every backend (concurrently) and keep the names this proxy would route to it.
+
+A backend that does not answer contributes its configured exact (non-glob) model names instead, so the
+list is useful even while a backend is down. Needs a valid key like every model endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import call_context
+from pipeline.proxy.responses import json_response
+
+log = logging.getLogger(__name__)
+
+
+async def _backend_models(state: Any, backend: BackendConfig) -> list[dict[str, Any]]:
+    try:
+        data = await state.upstreams.get_json(backend, "/models")
+        items = [m for m in data.get("data", []) if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    except Exception as err:  # noqa: BLE001 - any failure: fall back to the configured names
+        log.info(
+            "backend %s did not list its models (%s): using configured names",
+            backend.name,
+            type(err).__name__,
+        )
+        items = [
+            {"id": m, "object": "model", "created": 0, "owned_by": backend.name}
+            for m in backend.models
+            if not any(ch in m for ch in "*?[")
+        ]
+    return [m for m in items if state.config.proxy.backend_for(m["id"]) is backend]
+
+
+async def list_models(request: Request) -> Response:
+    state = request.app.state.sluice
+    call_context(request)
+    lists = await asyncio.gather(*(_backend_models(state, b) for b in state.config.proxy.backends))
+    seen: dict[str, dict[str, Any]] = {}
+    for items in lists:
+        for m in items:
+            seen.setdefault(
+                m["id"],
+                {
+                    "id": m["id"],
+                    "object": "model",
+                    "created": m.get("created", 0),
+                    "owned_by": m.get("owned_by", "sluice"),
+                },
+            )
+    return json_response(json.dumps({"object": "list", "data": list(seen.values())}).encode())

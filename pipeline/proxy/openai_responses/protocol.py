@@ -1,0 +1,40 @@
+"""Request model of OpenAI ``POST /v1/responses`` (fields in API-reference order).
+
+The proxy is stateless: ``previous_response_id`` and ``conversation`` are refused (send the full input,
+``store: false``), since answering them would mean keeping agents' traffic outside the governed pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from pipeline.proxy.protocol_base import OpenModel
+
+
+class ResponsesRequest(OpenModel):
+    model: str = Field(min_length=1)
+    background: bool | None = None
+    conversation: str | dict[str, Any] | None = None
+    include: list[str] | None = None
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    max_output_tokens: int | None = Field(None, ge=1)
+    max_tool_calls: int | None = None
+    metadata: dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    previous_response_id: str | None = None
+    prompt: dict[str, Any] | None = None
+    reasoning: dict[str, Any] | None = None
+    service_tier: str | None = None
+    store: bool | None = None
+    stream: bool | None = None
+    temperature: float | None = Field(None, ge=0)
+    text: dict[str, Any] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    top_logprobs: int | None = None
+    top_p: float | None = Field(None, ge=0, le=1)
+    truncation: str | None = None
+    user: str | None = None

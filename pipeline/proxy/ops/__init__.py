@@ -1,0 +1,1 @@
+"""Operational endpoints: ``/healthz`` and ``/metrics``."""

@@ -1,0 +1,35 @@
+"""The publisher plug point: where the proxy hands encoded events. One implementation per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class PublisherStats:
+    mode: str  # direct | draining | spooling | discard
+    in_flight: int  # handed to the producer, not yet acknowledged
+    memory_events: int  # held in RAM (waiting + in flight)
+    spool_depth: int  # unacknowledged events on disk
+    delivered: int
+    failed_attempts: int  # delivery attempts that failed (the event went to / stayed in the spool)
+
+
+class EventPublisher(Protocol):
+    """Takes encoded events without blocking; delivers them in order per key, eventually.
+
+    Lives on the proxy's event loop: ``start``/``close`` are awaited there, ``publish`` is called there.
+    """
+
+    async def start(self) -> None: ...
+
+    def publish(self, topic: str, key: str, value: bytes) -> None:
+        """Non-blocking: safe to call on the request path."""
+        ...
+
+    async def close(self, timeout_s: float | None = None) -> None:
+        """Deliver or persist everything accepted so far, then stop."""
+        ...
+
+    def stats(self) -> PublisherStats: ...

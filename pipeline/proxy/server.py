@@ -1,0 +1,83 @@
+"""Run the proxy under uvicorn (uvloop + httptools), log when it is ready, stop cleanly on SIGTERM/SIGINT.
+
+On a signal uvicorn stops accepting, finishes open requests, then the app's lifespan closes the upstream
+pools and the publisher (flush for ``proxy.shutdown_flush_s``; whatever is left goes to the spool).
+uvicorn's access log is off: it would print paths and client addresses, and is no place for traffic data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import logging
+import re
+import signal
+from typing import Any
+
+import uvicorn
+
+from pipeline.proxy.app import create_app
+from sluice.config import SluiceConfig
+
+log = logging.getLogger("sluice.proxy")
+
+_URL_USERINFO = re.compile(r"(://)[^/@\s\"]+@")
+
+
+def masked_config(config: SluiceConfig) -> str:
+    """The config sections the proxy uses, as JSON with secrets masked (SecretStr and URL user-info)."""
+    data: dict[str, Any] = {
+        "proxy": json.loads(config.proxy.model_dump_json()),
+        "broker": json.loads(config.broker.model_dump_json()),
+        "topics": {"steps": config.topics.name("steps_raw"), "rewards": config.topics.name("rewards_raw")},
+    }
+    return _URL_USERINFO.sub(r"\1***@", json.dumps(data, sort_keys=True))
+
+
+def tune_gc() -> None:
+    """Fewer, cheaper collections: the request path makes almost no cyclic garbage (measured: ~0.2
+    objects per request), so the default gen-0 threshold of 700 only buys pauses. Objects alive after
+    startup (modules, config, pools) are frozen out of every future collection."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+
+
+def _ignore_signal(signum: int, frame: Any) -> None:
+    """Installed before uvicorn's own handlers: uvicorn re-raises the signal after shutting down, and
+    this makes that a no-op, so a SIGTERM ends the process with exit code 0 after a clean shutdown."""
+
+
+async def _serve(server: uvicorn.Server, host: str) -> None:
+    task = asyncio.create_task(server.serve())
+    while not server.started and not task.done():
+        await asyncio.sleep(0.01)
+    if server.started:
+        tune_gc()
+        port = server.servers[0].sockets[0].getsockname()[1]
+        log.info("proxy ready on http://%s:%d", host, port)
+    await task
+
+
+def run_proxy(config: SluiceConfig) -> None:
+    proxy = config.proxy
+    log.info("config in effect: %s", masked_config(config))
+    app = create_app(config)
+    uv_config = uvicorn.Config(
+        app,
+        host=proxy.host,
+        port=proxy.port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=False,
+        log_config=None,
+        server_header=False,
+        timeout_graceful_shutdown=max(5, int(proxy.shutdown_flush_s) + 5),
+    )
+    server = uvicorn.Server(uv_config)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _ignore_signal)
+    asyncio.run(_serve(server, proxy.host))
+    log.info("proxy stopped")

@@ -1,0 +1,122 @@
+"""Shared state of one proxy app (``app.state.sluice``): built once from config, started by the lifespan."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.proxy.auth import KeyResolver
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.headers import HeaderRecorder
+from pipeline.proxy.linking import HistoryLinker
+from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.publishing.base import EventPublisher
+from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
+from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
+from pipeline.proxy.upstream import Upstreams
+from sluice.config import SluiceConfig
+
+log = logging.getLogger(__name__)
+
+LINK_STATE_FILE = "links.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    steps: str
+    rewards: str
+    deadletter: str
+
+
+class ProxyState:
+    def __init__(self, config: SluiceConfig) -> None:
+        self.config = config
+        proxy = config.proxy
+        self.spool_dir: Path = config.path(proxy.spool_dir)
+        self.keys = KeyResolver(proxy)
+        self.header_recorder = HeaderRecorder(proxy)
+        self.linker = HistoryLinker(
+            proxy.link_window_s, proxy.link_max_trajectories, proxy.link_max_tokens, proxy.link_token_budget
+        )
+        self.upstreams = Upstreams(proxy.backends)
+        self.metrics = ProxyMetrics()
+        self.topics = Topics(
+            steps=config.topics.name("steps_raw"),
+            rewards=config.topics.name("rewards_raw"),
+            deadletter=config.topics.name("deadletter"),
+        )
+        self.publishing = config.proxy.publish
+        self.publisher: EventPublisher = self._build_publisher()
+        self.metrics.bind_publisher(self.publisher.stats)
+        self._backend_cache: dict[str, BackendConfig | None] = {}
+        self.started = False
+
+    def _build_publisher(self) -> EventPublisher:
+        proxy = self.config.proxy
+        if not proxy.publish:
+            return DiscardPublisher()
+        return KafkaPublisher(
+            self.config.broker,
+            self.spool_dir,
+            timeout_ms=proxy.publish_timeout_ms,
+            max_memory_events=proxy.spool_max_memory_events,
+            segment_bytes=proxy.spool_segment_bytes,
+            probe_interval_s=proxy.probe_interval_s,
+            shutdown_flush_s=proxy.shutdown_flush_s,
+            on_delivered=self.metrics.publish_lag.observe,
+        )
+
+    def backend_for(self, model: object) -> BackendConfig:
+        """The backend serving ``model``, or 404 ``model_not_found``."""
+        if not isinstance(model, str) or not model:
+            raise ApiError(400, "model: a model name is required", param="model")
+        if model not in self._backend_cache:
+            if len(self._backend_cache) > 10_000:
+                self._backend_cache.clear()
+            self._backend_cache[model] = self.config.proxy.backend_for(model)
+        backend = self._backend_cache[model]
+        if backend is None:
+            raise ApiError(
+                404,
+                f"The model `{model}` does not exist or is not served by any configured backend",
+                param="model",
+                code="model_not_found",
+            )
+        return backend
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        self._restore_links()
+        await self.upstreams.start()
+        await self.publisher.start()
+        self.started = True
+
+    async def stop(self) -> None:
+        await self.upstreams.close()
+        await self.publisher.close()
+        self._save_links()
+        self.started = False
+
+    def _restore_links(self) -> None:
+        path = self.spool_dir / LINK_STATE_FILE
+        if not path.exists():
+            return
+        try:
+            self.linker.restore(json.loads(path.read_text()), time.monotonic())
+            log.info("restored %d trajectories for history linking from %s", len(self.linker), path)
+        except (ValueError, KeyError, TypeError) as err:
+            log.warning("ignoring unreadable link state %s: %s", path, err)
+
+    def _save_links(self) -> None:
+        try:
+            self.spool_dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.spool_dir / (LINK_STATE_FILE + ".tmp")
+            tmp.write_text(json.dumps(self.linker.snapshot(time.monotonic())))
+            tmp.replace(self.spool_dir / LINK_STATE_FILE)
+        except OSError as err:
+            log.warning("could not save link state: %s", err)

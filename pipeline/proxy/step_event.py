@@ -1,0 +1,177 @@
+"""Turn what one call did into a ``StepEvent`` (pure: no I/O, no clock).
+
+``StepRecord`` is filled on the request path with cheap references; ``build_step_event`` does the
+pydantic work afterwards, off the agent's critical path (see ``recorder.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.proxy.canonical import event_message
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import CallContext
+from pipeline.proxy.linking import StepPlan
+from sluice.events import (
+    Action,
+    ActionResult,
+    Choice,
+    Consent,
+    GenAIAttributes,
+    Governance,
+    Message,
+    Observation,
+    SamplingParams,
+    StepEvent,
+    StepMetadata,
+)
+
+_SAMPLING = ("temperature", "top_p", "top_k", "n", "presence_penalty", "frequency_penalty", "seed")
+_SAMPLING_EXTRA = (
+    "tool_choice",
+    "parallel_tool_calls",
+    "response_format",
+    "min_p",
+    "repetition_penalty",
+    "reasoning_effort",
+    "logit_bias",
+    "top_logprobs",
+)
+
+
+@dataclass(slots=True)
+class RawChoice:
+    index: int
+    message: dict[str, Any] | Message  # an OpenAI chat message, or already the event Message
+    finish_reason: str | None
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+
+@dataclass(slots=True)
+class StepRecord:
+    ctx: CallContext
+    plan: StepPlan
+    backend: BackendConfig
+    operation: str  # chat | text_completion | responses | messages
+    provider: str  # the API surface the agent spoke: openai | anthropic
+    request: dict[str, Any]  # the (translated) upstream request, for model and sampling
+    stream: bool = False
+    delta: list[Message] = field(default_factory=list)
+    tools: list[dict[str, Any]] | None = None  # only when they changed
+    tools_fp: str | None = None
+    harness_fp: str | None = None
+    prompt_text: str | None = None
+    # outcome
+    response_id: str | None = None
+    response_model: str | None = None
+    system_fingerprint: str | None = None
+    usage: dict[str, Any] | None = None
+    choices: list[RawChoice] = field(default_factory=list)
+    prompt_token_ids: list[int] | None = None
+    prompt_prefix_len: int = 0
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+
+
+def chat_logprobs(lp: Any) -> list[float] | None:
+    """Per-token logprobs of a chat choice (``{"content": [{"logprob": ...}, ...]}``)."""
+    if isinstance(lp, dict) and isinstance(lp.get("content"), list):
+        return [float(e.get("logprob", 0.0)) for e in lp["content"] if isinstance(e, dict)]
+    return None
+
+
+def completion_logprobs(lp: Any) -> list[float] | None:
+    """Per-token logprobs of a completions choice (``{"token_logprobs": [...]}``; null entries -> 0.0)."""
+    if isinstance(lp, dict) and isinstance(lp.get("token_logprobs"), list):
+        return [float(v) if v is not None else 0.0 for v in lp["token_logprobs"]]
+    return None
+
+
+def sampling_params(req: dict[str, Any]) -> SamplingParams:
+    data: dict[str, Any] = {k: req[k] for k in _SAMPLING if req.get(k) is not None}
+    max_tokens = req.get("max_completion_tokens") or req.get("max_tokens")
+    if max_tokens is not None:
+        data["max_tokens"] = max_tokens
+    stop = req.get("stop")
+    if stop:
+        data["stop"] = [stop] if isinstance(stop, str) else list(stop)
+    for k in _SAMPLING_EXTRA:
+        if req.get(k) is not None:
+            data[k] = req[k]
+    return SamplingParams.model_validate(data)
+
+
+def _choice(raw: RawChoice) -> Choice:
+    msg = raw.message
+    if not isinstance(msg, Message):
+        msg = event_message({"role": "assistant", **(msg or {})}, f"choices[{raw.index}].message")
+    return Choice(
+        index=raw.index,
+        message=msg,
+        finish_reason=raw.finish_reason,
+        token_ids=raw.token_ids,
+        logprobs=raw.logprobs,
+    )
+
+
+def build_step_event(rec: StepRecord) -> StepEvent:
+    ctx, plan = rec.ctx, rec.plan
+    choices = [_choice(c) for c in rec.choices]
+    usage = rec.usage or {}
+    prompt_ids = rec.prompt_token_ids
+    action = Action(
+        choices=choices,
+        prompt_token_ids=prompt_ids[rec.prompt_prefix_len :] if prompt_ids is not None else None,
+        prompt_token_prefix_len=rec.prompt_prefix_len if prompt_ids is not None else 0,
+    )
+    gen_ai = GenAIAttributes(
+        operation_name=rec.operation,  # type: ignore[arg-type]
+        provider_name=rec.provider,
+        request_model=str(rec.request.get("model", "")),
+        response_model=rec.response_model,
+        response_id=rec.response_id,
+        finish_reasons=[c.finish_reason for c in choices if c.finish_reason],
+        usage_input_tokens=usage.get("prompt_tokens", usage.get("input_tokens")),
+        usage_output_tokens=usage.get("completion_tokens", usage.get("output_tokens")),
+        conversation_id=ctx.session_id,
+    )
+    caller = ctx.caller
+    return StepEvent(
+        trajectory_id=plan.trajectory_id,
+        tenant=plan.tenant,
+        session_id=ctx.session_id,
+        step_index=plan.step_index,
+        observation=Observation(
+            messages=rec.delta,
+            prefix_hash=plan.prefix_hash,
+            prefix_message_count=plan.prefix_count,
+            tools=rec.tools,
+            tools_fingerprint=rec.tools_fp,
+            prompt_text=rec.prompt_text,
+        ),
+        action=action,
+        action_result=ActionResult(error=rec.error, status_code=rec.status),
+        metadata=StepMetadata(
+            gen_ai=gen_ai,
+            sampling=sampling_params(rec.request),
+            backend=rec.backend.name,
+            backend_fingerprint=rec.system_fingerprint,
+            model_version=rec.backend.model_version,
+            harness_fingerprint=rec.harness_fp,
+            stream=rec.stream,
+            latency_ms=rec.latency_ms,
+            time_to_first_token_ms=rec.ttft_ms,
+            started_at=ctx.started_at,
+            request_headers=ctx.headers,
+        ),
+        governance=Governance(
+            redaction="raw",
+            data_class=caller.data_class,
+            consent=Consent(training=caller.consent_training),
+            subject_ids=list(caller.subject_ids),
+        ),
+    )

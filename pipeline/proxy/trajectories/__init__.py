@@ -1,0 +1,1 @@
+"""The reward and feedback API: ``/v1/trajectories/{id}/rewards|feedback|end``."""

@@ -1,0 +1,105 @@
+"""Serving the trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
+
+Rewards may arrive before, during or long after the trajectory: nothing here checks that it exists (the
+reward-join stage does, by trajectory id and tenant). The tenant is the caller's key's, as for steps.
+An end event goes on the steps topic with the steps' key, so it is ordered after them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pipeline.proxy.context import check_trajectory_id
+from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.http_io import parse_json_object, read_body
+from pipeline.proxy.responses import json_response
+from pipeline.proxy.trajectories.protocol import EndRequest, FeedbackRequest, RewardRequest
+from sluice.events import Consent, Governance, Reward, RewardEvent, TrajectoryEndEvent, encode, new_id
+
+
+async def _parse(request: Request, model: type[BaseModel], allow_empty: bool = False) -> Any:
+    body = await read_body(request, request.app.state.sluice.config.proxy.max_body_bytes)
+    data = {} if allow_empty and not body.strip() else parse_json_object(body)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        msg = first["msg"].removeprefix("Value error, ")
+        raise ApiError(400, f"{loc}: {msg}" if loc else msg, param=loc or None) from None
+
+
+def _accepted(payload: dict[str, Any]) -> Response:
+    return json_response(json.dumps({**payload, "status": "accepted"}).encode(), status=202)
+
+
+def _publish_reward(request: Request, reward: Reward, client_id: str | None) -> Response:
+    state = request.app.state.sluice
+    caller = state.keys.caller(request.headers)
+    tid = check_trajectory_id(request.path_params["trajectory_id"], "path")
+    event = RewardEvent(
+        event_id=f"reward:{caller.tenant}:{client_id}" if client_id else new_id(),
+        trajectory_id=tid,
+        tenant=caller.tenant,
+        reward=reward,
+    )
+    state.publisher.publish(state.topics.rewards, tid, encode(event))
+    state.metrics.events.labels("reward").inc()
+    return _accepted({"id": reward.reward_id, "event_id": event.event_id, "trajectory_id": tid})
+
+
+async def post_reward(request: Request) -> Response:
+    request.app.state.sluice.keys.caller(request.headers)  # 401 before reading the body
+    req: RewardRequest = await _parse(request, RewardRequest)
+    reward = Reward(
+        reward_id=req.id or new_id(),
+        name=req.name,
+        kind=req.kind,
+        value=req.value,
+        critique=req.text,
+        source=req.source,
+        step_index=req.step,
+    )
+    return _publish_reward(request, reward, req.id)
+
+
+async def post_feedback(request: Request) -> Response:
+    request.app.state.sluice.keys.caller(request.headers)
+    req: FeedbackRequest = await _parse(request, FeedbackRequest)
+    reward = Reward(
+        reward_id=req.id or new_id(),
+        name=req.kind,
+        kind="feedback",
+        critique=req.detail,
+        source=req.source,
+        step_index=req.step,
+    )
+    return _publish_reward(request, reward, req.id)
+
+
+async def post_end(request: Request) -> Response:
+    state = request.app.state.sluice
+    caller = state.keys.caller(request.headers)
+    tid = check_trajectory_id(request.path_params["trajectory_id"], "path")
+    req: EndRequest = await _parse(request, EndRequest, allow_empty=True)
+    known = state.linker.end(caller.tenant, tid, time.monotonic())
+    event = TrajectoryEndEvent(
+        trajectory_id=tid,
+        tenant=caller.tenant,
+        step_count=req.step_count if req.step_count is not None else known,
+        outcome=req.outcome,
+        governance=Governance(
+            data_class=caller.data_class,
+            consent=Consent(training=caller.consent_training),
+            subject_ids=list(caller.subject_ids),
+        ),
+    )
+    state.publisher.publish(state.topics.steps, tid, encode(event))
+    state.metrics.events.labels("end").inc()
+    return _accepted({"event_id": event.event_id, "trajectory_id": tid, "step_count": event.step_count})

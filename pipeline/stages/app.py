@@ -1,0 +1,172 @@
+"""The Faust app of the governance stages: topics, tables, agents and timers, built from the config.
+
+    redact agent:  steps.raw + rewards.raw  ──►  steps.redacted                (table: placeholders)
+    join agent:    steps.redacted + ticks   ──►  trajectories.audited / .train (tables: join_state, join_steps)
+    timers:        due trajectories of this worker's active partitions ──► ticks; readiness; counters
+
+Departures from the usual Faust recipe: every topic is consumed as raw bytes and decoded by the stage
+(poison records go to the dead-letter topic instead of crashing the agent); ``Stream.join`` is not used
+(not implemented in Faust) — joins look up tables co-partitioned by trajectory id; timers never write
+tables (Faust only allows that while processing a record of the partition), they send ticks.
+Store: ``rocksdb://`` (rocksdict) by default — table partitions live on disk under the worker's data
+dir, so days-long waits are bounded by disk, not RAM, and a restart reuses them; ``memory://`` rebuilds
+from the changelogs. Broker quirks come from ``BrokerConfig.faust_settings()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import faust
+
+from governance.redaction import Redactor
+from pipeline.stages.counters import StageCounters
+from pipeline.stages.due_index import DueIndex
+from pipeline.stages.exceptions import OutputError
+from pipeline.stages.join_stage import JoinStage
+from pipeline.stages.names import app_id, ticks_topic
+from pipeline.stages.outputs import exit_now
+from pipeline.stages.redact_stage import RedactStage
+from pipeline.stages.scheduler import TickScheduler
+from pipeline.stages.transport import set_fetch_max_wait_ms
+from sluice.config import SluiceConfig
+
+log = logging.getLogger("sluice.stages")
+
+
+def _table_options(store: str, cfg: SluiceConfig) -> dict[str, Any] | None:
+    if store != "rocksdb://":
+        return None
+    return {  # a fresh dict per table: faust's rocksdb store pops keys from it
+        "write_buffer_size": 8 << 20,
+        "max_write_buffer_number": 2,
+        "target_file_size_base": 16 << 20,
+        "block_cache_size": cfg.stages.rocksdb_cache_mb << 20,
+        "block_cache_compressed_size": 8 << 20,
+    }
+
+
+def table_store(cfg: SluiceConfig) -> str:
+    """The Faust store URL; rocksdb needs ``rocksdict`` (falls back to memory, loudly, without it)."""
+    if cfg.stages.store == "memory":
+        return "memory://"
+    try:
+        import rocksdict  # noqa: F401
+    except ImportError:
+        log.warning(
+            "stages.store=rocksdb but rocksdict is not installed (pip install rocksdict): using memory://"
+        )
+        return "memory://"
+    return "rocksdb://"
+
+
+class StagesApp:
+    """One worker's Faust app. ``app`` is what ``faust.Worker`` runs."""
+
+    def __init__(self, cfg: SluiceConfig, datadir: Path, redactor: Redactor | None = None) -> None:
+        self.cfg = cfg
+        topics = cfg.topics
+        web = cfg.stages.web_port
+        self.store = table_store(cfg)
+        set_fetch_max_wait_ms(cfg.broker.fetch_max_wait_ms)
+        self.app = faust.App(
+            app_id(cfg),
+            datadir=str(datadir),
+            store=self.store,
+            autodiscover=False,
+            web_enabled=web is not None,
+            web_port=web or 6066,
+            web_bind="127.0.0.1",
+            topic_partitions=topics.partitions,
+            topic_replication_factor=topics.replication_factor,
+            topic_disable_leader=True,
+            broker_commit_interval=cfg.stages.commit_interval_s,
+            consumer_auto_offset_reset="earliest",
+            **cfg.broker.faust_settings(),
+        )
+        raw = {"key_serializer": "raw", "value_serializer": "raw"}
+        app = self.app
+        self.ticks_name = ticks_topic(cfg)
+        redact_in = app.topic(topics.name("steps_raw"), topics.name("rewards_raw"), **raw)
+        join_in = app.topic(topics.name("steps_redacted"), self.ticks_name, **raw)
+        redacted_out = app.topic(topics.name("steps_redacted"), **raw)
+        self.ticks_out = app.topic(self.ticks_name, **raw)
+        audited = app.topic(topics.name("trajectories_audited"), **raw)
+        train = app.topic(topics.name("trajectories_train"), **raw)
+        deadletter = app.topic(topics.name("deadletter"), **raw)
+
+        def table(name: str, help_text: str) -> Any:
+            return app.Table(
+                name,
+                key_type=bytes,
+                value_type=bytes,
+                partitions=topics.partitions,
+                options=_table_options(self.store, cfg),
+                help=help_text,
+            )
+
+        self.placeholders = table("placeholders", "trajectory id -> placeholder state (digests only)")
+        self.join_state = table("join_state", "trajectory id -> join state")
+        self.join_steps = table("join_steps", "trajectory id + step id -> redacted step")
+        self.counters = StageCounters()
+        self.index = DueIndex()
+        t0 = time.monotonic()
+        self.redactor = redactor or Redactor.from_config(cfg.redaction)
+        log.info("redaction engines built in %.1fs", time.monotonic() - t0)
+        self.redact_stage = RedactStage(
+            self.redactor, self.placeholders, redacted_out, deadletter, self.counters
+        )
+        self.join_stage = JoinStage(
+            cfg,
+            states=self.join_state,
+            steps=self.join_steps,
+            placeholders=self.placeholders,
+            audited_topic=audited,
+            train_topic=train,
+            deadletter_topic=deadletter,
+            ticks_topic_name=self.ticks_name,
+            index=self.index,
+            counters=self.counters,
+        )
+        self.scheduler = TickScheduler(self, topics.name("steps_redacted"))
+        self._wire(redact_in, join_in)
+
+    def _wire(self, redact_in: Any, join_in: Any) -> None:
+        app = self.app
+        redact_stage, join_stage = self.redact_stage, self.join_stage
+
+        async def redact(stream: Any) -> None:
+            async for event in stream.events():
+                m = event.message
+                try:
+                    await redact_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
+                except OutputError as exc:  # leaving the loop would acknowledge the record
+                    exit_now(str(exc))
+
+        async def join(stream: Any) -> None:
+            async for event in stream.events():
+                m = event.message
+                try:
+                    await join_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
+                except OutputError as exc:
+                    exit_now(str(exc))
+
+        app.agent(redact_in, name="sluice.stages.redact")(redact)
+        app.agent(join_in, name="sluice.stages.join")(join)
+        app.timer(self.cfg.rewards.tick_s, name="sluice.stages.ticks")(self.scheduler.run_once)
+
+        async def stats() -> None:
+            log.info("stages counters: %s pending=%d", self.counters.summary(), len(self.index))
+
+        app.timer(self.cfg.stages.stats_interval_s, name="sluice.stages.stats")(stats)
+
+        if self.cfg.stages.web_port is not None:
+
+            async def metrics(view: Any, request: Any) -> Any:
+                text = self.counters.prometheus(pending=len(self.index))
+                return view.text(text, content_type="text/plain; version=0.0.4")
+
+            app.page("/metrics", name="sluice_metrics")(metrics)

@@ -1,0 +1,56 @@
+"""``sluice stages``: run one governance-stage worker (Faust) in the foreground.
+
+    sluice stages --config infra/sluice.yaml            # more workers = more of these, same config
+    sluice stages --config infra/sluice.yaml --worker-index 1
+
+Creates the topics if needed, takes a free data slot under ``stages.data_dir/<app id>``, builds the redaction
+engines, then runs the Faust worker without its web server (unless ``stages.web_port`` is set). Logs
+``sluice stages ready: ...`` once its partitions are assigned and its tables recovered; SIGTERM or Ctrl-C
+stops it cleanly (in-flight records finish, offsets are committed).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from sluice.cli import config_option, load_or_exit
+
+log = logging.getLogger("sluice.stages")
+
+
+@click.command("stages")
+@config_option
+@click.option("--worker-index", type=int, default=None, help="Data slot to use (default: the first free).")
+@click.option("--log-level", default="INFO", show_default=True, help="Faust worker log level.")
+def stages_command(config_path: Path | None, worker_index: int | None, log_level: str) -> None:
+    """Run a governance stage worker: redact, eligibility, reward join, replay grade."""
+    import faust
+
+    from pipeline.stages.app import StagesApp
+    from pipeline.stages.internal_topics import ensure_stage_topics
+    from pipeline.stages.names import app_id
+    from pipeline.stages.worker_slot import acquire_slot
+
+    cfg = load_or_exit(config_path)
+    ensure_stage_topics(cfg)
+    # per app id: table files are named after the table only, so another app's must never be reused
+    slot = acquire_slot(cfg.path(cfg.stages.data_dir) / app_id(cfg), worker_index)
+    stages = StagesApp(cfg, slot.datadir)
+    log.info(
+        "stages config: app=%s slot=%d datadir=%s store=%s partitions=%d rewards=%s replay=%s policy=%s",
+        stages.app.conf.id,
+        slot.index,
+        slot.datadir,
+        stages.store,
+        cfg.topics.partitions,
+        cfg.rewards.model_dump_json(),
+        cfg.replay.model_dump_json(),
+        cfg.eligibility.version,
+    )
+    try:
+        faust.Worker(stages.app, loglevel=log_level, redirect_stdouts=False).execute_from_commandline()
+    finally:
+        slot.release()

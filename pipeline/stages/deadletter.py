@@ -1,0 +1,126 @@
+"""Dead letters: a record a stage could not process, with the reason and its original bytes.
+
+Reasons never quote the record's content (pydantic errors are rendered as ``field: message`` without the
+offending input), so they are safe to log. The original bytes travel base64-encoded: a dead letter of the
+redact stage can hold raw text, so the dead-letter topic is as sensitive as the raw topics.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+
+from pipeline.stages.counters import StageCounters
+from pipeline.stages.exceptions import RejectedEvent
+from pipeline.stages.outputs import send
+from sluice.events import DeadLetter, encode
+
+log = logging.getLogger("sluice.stages")
+
+MAX_REASON = 2000
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(reason, error type) of an exception, without the input that caused it."""
+    if isinstance(exc, RejectedEvent):
+        return exc.reason, exc.error_type
+    if isinstance(exc, ValidationError):
+        problems = []
+        for err in exc.errors(include_input=False, include_url=False):
+            loc = ".".join(str(x) for x in err["loc"]) or "<root>"
+            problems.append(f"{loc}: {err['msg']}")
+        if problems and problems[0].startswith("<root>: Invalid JSON"):
+            detail = problems[0].removeprefix("<root>: Invalid JSON").lstrip(": ")
+            return f"not valid JSON: {detail}", "InvalidJSON"
+        return "failed validation: " + "; ".join(problems), "ValidationError"
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+        return f"not valid JSON: {type(exc).__name__}", type(exc).__name__
+    return f"stage error: {type(exc).__name__}", type(exc).__name__
+
+
+def build_dead_letter(
+    stage: str,
+    reason: str,
+    error_type: str,
+    *,
+    source_topic: str,
+    source_partition: int | None,
+    source_offset: int | None,
+    key: bytes | None,
+    value: bytes | None,
+) -> DeadLetter:
+    return DeadLetter(
+        stage=stage,
+        reason=reason[:MAX_REASON],
+        error_type=error_type,
+        source_topic=source_topic,
+        source_partition=source_partition,
+        source_offset=source_offset,
+        key=key.decode("utf-8", "backslashreplace") if key is not None else None,
+        original_b64=base64.b64encode(value or b"").decode("ascii"),
+    )
+
+
+def dead_letter_for(
+    stage: str,
+    exc: BaseException,
+    *,
+    source_topic: str,
+    source_partition: int | None,
+    source_offset: int | None,
+    key: bytes | None,
+    value: bytes | None,
+) -> DeadLetter:
+    reason, error_type = describe_error(exc)
+    return build_dead_letter(
+        stage,
+        reason,
+        error_type,
+        source_topic=source_topic,
+        source_partition=source_partition,
+        source_offset=source_offset,
+        key=key,
+        value=value,
+    )
+
+
+async def send_dead_letter(
+    stage: str,
+    exc: BaseException,
+    out_topic: Any,
+    counters: StageCounters,
+    *,
+    source_topic: str,
+    source_partition: int,
+    source_offset: int,
+    key: bytes | None,
+    value: bytes | None,
+) -> DeadLetter:
+    """Dead-letter a record a stage could not process: log it (a rejection is a warning, anything else an
+    error), publish it to the dead-letter topic and count it."""
+    letter = dead_letter_for(
+        stage,
+        exc,
+        source_topic=source_topic,
+        source_partition=source_partition,
+        source_offset=source_offset,
+        key=key,
+        value=value,
+    )
+    level = logging.WARNING if isinstance(exc, RejectedEvent) else logging.ERROR
+    log.log(
+        level,
+        "%s dead-lettered %s[%d]@%d: %s",
+        stage,
+        source_topic,
+        source_partition,
+        source_offset,
+        letter.reason,
+    )
+    await send(out_topic, key=key, value=encode(letter))
+    counters.inc("deadlettered")
+    return letter

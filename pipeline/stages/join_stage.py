@@ -1,0 +1,221 @@
+"""The join stage adapter: eligibility tagging, delayed reward join and replay grading on Faust tables.
+
+Consumes the redacted topic (steps, ends, rewards) and the internal tick topic. Per record: decode and
+check, apply the pure transition (``governance.reward_join``), store or purge step bodies, try an
+emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
+(``build_emission``: eligibility at ``now``, replay grade), sends it to the audited topic (and to the
+train topic when ``train_blockers`` is empty), **waits until the broker has it**, and only then records
+the emitted version in the state: a crash in between re-emits the same version (same ``event_id``), it
+never skips one. Ticks (from the timer) emit what waited long enough, dead-letter orphaned rewards and
+delete expired states.
+
+Input states are written back even when a redelivered record changes nothing: that re-sends a
+changelog write a crash may have lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from governance.reward_join import (
+    JoinState,
+    Transition,
+    apply_end,
+    apply_reward,
+    apply_step,
+    build_emission,
+    is_expired,
+    is_orphaned,
+    mark_emitted,
+    next_due_at,
+    plan_emission,
+)
+from pipeline.stages.codec import check_key, decode_event
+from pipeline.stages.counters import StageCounters
+from pipeline.stages.deadletter import build_dead_letter, send_dead_letter
+from pipeline.stages.due_index import DueIndex
+from pipeline.stages.exceptions import OutputError, RejectedEvent
+from pipeline.stages.outputs import deliver_all, send
+from pipeline.stages.storage import (
+    Table,
+    delete_keys,
+    encode_state,
+    load_state,
+    load_steps,
+    step_key,
+)
+from pipeline.stages.ticks import JoinTick
+from sluice.config import SluiceConfig
+from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
+
+log = logging.getLogger("sluice.stages.join")
+STAGE = "reward_join"
+TICK_RETRY_S = 60.0
+
+
+class JoinStage:
+    def __init__(
+        self,
+        cfg: SluiceConfig,
+        *,
+        states: Table,
+        steps: Table,
+        placeholders: Table,
+        audited_topic: Any,
+        train_topic: Any,
+        deadletter_topic: Any,
+        ticks_topic_name: str,
+        index: DueIndex,
+        counters: StageCounters,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cfg = cfg
+        self.states = states
+        self.steps = steps
+        self.placeholders = placeholders
+        self.audited_topic = audited_topic
+        self.train_topic = train_topic
+        self.deadletter_topic = deadletter_topic
+        self.ticks_topic_name = ticks_topic_name
+        self.index = index
+        self.counters = counters
+        self.clock = clock
+
+    async def handle(
+        self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> None:
+        self.counters.inc("join_in")
+        tick: JoinTick | None = None
+        try:
+            if topic == self.ticks_topic_name:
+                tick = JoinTick.model_validate_json(value or b"")
+                await self._tick(tick.trajectory_id, partition)
+                return
+            event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
+            check_key(key, event.trajectory_id)
+            if isinstance(event, StepEvent | TrajectoryEndEvent) and event.governance.redaction != "redacted":
+                raise RejectedEvent("unredacted event on the redacted topic", "NotRedacted")
+            await self._apply(event, partition)
+        except OutputError:
+            raise
+        except Exception as exc:  # a poison record must not kill the agent
+            await send_dead_letter(
+                STAGE,
+                exc,
+                self.deadletter_topic,
+                self.counters,
+                source_topic=topic,
+                source_partition=partition,
+                source_offset=offset,
+                key=key,
+                value=value,
+            )
+            if tick is not None:  # look again later rather than never
+                self.index.set(partition, tick.trajectory_id, self.clock() + TICK_RETRY_S)
+
+    # ------------------------------------------------------------------ records
+
+    async def _apply(self, event: StepEvent | TrajectoryEndEvent | RewardEvent, partition: int) -> None:
+        now = self.clock()
+        tid = event.trajectory_id
+        state = load_state(self.states, tid)
+        rules = self.cfg.rewards
+        tr: Transition
+        if isinstance(event, StepEvent):
+            tr = apply_step(state, event, now, rules, self.cfg.eligibility)
+            if tr.store_step:
+                self.steps[step_key(tid, event.event_id)] = encode(event)
+        elif isinstance(event, RewardEvent):
+            tr = apply_reward(state, event, now, rules)
+        else:
+            tr = apply_end(state, event, now, self.cfg.eligibility)
+        if tr.purge_steps and state is not None:
+            delete_keys(self.steps, [step_key(tid, e) for e in state.stored_step_ids])
+            self.counters.inc("dropped_content")
+        self.counters.inc("duplicates" if not tr.changed else event.event_type)
+        new = await self._maybe_emit(tr.state, partition, now)
+        self._save(new, partition)
+
+    async def _tick(self, tid: str, partition: int) -> None:
+        now = self.clock()
+        state = load_state(self.states, tid)
+        if state is None:
+            self.index.set(partition, tid, None)
+            return
+        emitted = await self._maybe_emit(state, partition, now)
+        if emitted is not state:
+            self._save(emitted, partition)
+        elif is_orphaned(state, self.cfg.rewards, now):
+            await self._dead_letter_orphan(state)
+            self._delete(state, partition)
+        elif is_expired(state, self.cfg.rewards, now):
+            self._delete(state, partition)
+            self.counters.inc("expired")
+        else:
+            self.index.set(partition, tid, next_due_at(state, self.cfg.rewards))
+
+    # ------------------------------------------------------------------ emission
+
+    async def _maybe_emit(self, state: JoinState, partition: int, now: float) -> JoinState:
+        plan = plan_emission(state, self.cfg.rewards, now)
+        if plan is None:
+            return state
+        steps, missing = load_steps(self.steps, state.trajectory_id, state.stored_step_ids)
+        if missing:
+            log.error("trajectory %s: %d stored step bodies missing", state.trajectory_id, len(missing))
+        emission = build_emission(
+            state, steps, plan, self.cfg.rewards, self.cfg.eligibility, self.cfg.replay, now
+        )
+        key = state.trajectory_id.encode()
+        body = encode(emission.trajectory)
+        # delivered before the state says so: a crash re-emits the version, never skips it
+        records = [(self.audited_topic, key, body, partition)]
+        if emission.to_train:
+            records.append((self.train_topic, key, body, partition))
+        await deliver_all(records)
+        self.counters.inc("emitted")
+        self.counters.inc("to_train" if emission.to_train else "audit_only")
+        decision = emission.trajectory.governance.eligibility
+        assert decision is not None
+        done = mark_emitted(state, plan.version, decision, now)
+        if done.purge_steps:
+            delete_keys(self.steps, [step_key(state.trajectory_id, e) for e in state.stored_step_ids])
+            self.counters.inc("dropped_content")
+        return done.state
+
+    async def _dead_letter_orphan(self, state: JoinState) -> None:
+        reason = (
+            f"orphan reward: no step of trajectory {state.trajectory_id} arrived within "
+            f"{self.cfg.rewards.orphan_ttl_s:g}s"
+        )
+        for reward in state.rewards:
+            event = RewardEvent(trajectory_id=state.trajectory_id, tenant=state.tenant, reward=reward)
+            letter = build_dead_letter(
+                STAGE,
+                reason,
+                "OrphanReward",
+                source_topic=self.cfg.topics.name("steps_redacted"),
+                source_partition=None,
+                source_offset=None,
+                key=state.trajectory_id.encode(),
+                value=encode(event),
+            )
+            await send(self.deadletter_topic, key=state.trajectory_id.encode(), value=encode(letter))
+        self.counters.inc("orphans")
+
+    # ------------------------------------------------------------------ state
+
+    def _save(self, state: JoinState, partition: int) -> None:
+        due = next_due_at(state, self.cfg.rewards)
+        self.states[state.trajectory_id.encode()] = encode_state(state, partition, due)
+        self.index.set(partition, state.trajectory_id, due)
+
+    def _delete(self, state: JoinState, partition: int) -> None:
+        tid = state.trajectory_id
+        delete_keys(self.steps, [step_key(tid, e) for e in state.stored_step_ids])
+        delete_keys(self.states, [tid.encode()])
+        delete_keys(self.placeholders, [tid.encode()])
+        self.index.set(partition, tid, None)

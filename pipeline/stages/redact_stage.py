@@ -1,0 +1,73 @@
+"""The redact stage adapter: raw steps, ends and rewards in; redacted events out on steps.redacted.
+
+Thin: decode and check (``codec``), fetch the trajectory's placeholder state from its table, call
+``Redactor.redact_event``, send the result to the same partition number of the redacted topic, store
+the new state. Reward events (critiques are text) are redacted here too and travel on the redacted topic
+with the steps, so the join only ever sees redacted text. Anything that fails goes to the dead-letter
+topic and the stage keeps going.
+
+The state is written back on every event, even unchanged: a redelivered record (at-least-once) thereby
+re-sends a changelog write that a crash may have lost, so placeholder numbers stay stable after moves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from governance.redaction import Redactor
+from pipeline.stages.codec import check_key, decode_event
+from pipeline.stages.counters import StageCounters
+from pipeline.stages.deadletter import send_dead_letter
+from pipeline.stages.exceptions import OutputError, RejectedEvent
+from pipeline.stages.outputs import send
+from pipeline.stages.storage import Table, load_placeholders, store_placeholders
+from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
+
+STAGE = "redact"
+
+
+class RedactStage:
+    def __init__(
+        self,
+        redactor: Redactor,
+        placeholders: Table,
+        redacted_topic: Any,
+        deadletter_topic: Any,
+        counters: StageCounters,
+    ) -> None:
+        self.redactor = redactor
+        self.placeholders = placeholders
+        self.redacted_topic = redacted_topic
+        self.deadletter_topic = deadletter_topic
+        self.counters = counters
+
+    async def handle(
+        self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> None:
+        self.counters.inc("redact_in")
+        try:
+            event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
+            check_key(key, event.trajectory_id)
+            tid = event.trajectory_id
+            state = load_placeholders(self.placeholders, tid)
+            redacted, new_state = self.redactor.redact_event(event, state)
+            if not isinstance(redacted, RewardEvent) and redacted.governance.redaction != "redacted":
+                raise RejectedEvent("redactor returned an event not marked redacted", "RedactionIncomplete")
+            await send(self.redacted_topic, key=tid.encode(), value=encode(redacted), partition=partition)
+            if state is not None or new_state.size:
+                store_placeholders(self.placeholders, tid, new_state)
+            self.counters.inc("redacted")
+        except OutputError:
+            raise
+        except Exception as exc:  # a poison record must not kill the agent
+            await send_dead_letter(
+                STAGE,
+                exc,
+                self.deadletter_topic,
+                self.counters,
+                source_topic=topic,
+                source_partition=partition,
+                source_offset=offset,
+                key=key,
+                value=value,
+            )

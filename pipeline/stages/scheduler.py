@@ -1,0 +1,78 @@
+"""The tick scheduler: readiness, the due index of this worker's partitions, and ticks.
+
+Every ``RewardJoinConfig.tick_s`` (once table recovery is done and no rebalance is under way): if the
+set of active partitions changed, log the readiness line, drop revoked partitions from the due index and
+rebuild it for new ones from the ``join_state`` table (a few bytes per state); then send one tick per
+due trajectory to the tick topic, same partition. Only this worker's active partitions are scanned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pipeline.stages.outputs import send
+from pipeline.stages.storage import peek_due
+from pipeline.stages.ticks import JoinTick
+
+if TYPE_CHECKING:
+    from pipeline.stages.app import StagesApp
+
+log = logging.getLogger("sluice.stages")
+READY_LINE = "sluice stages ready"
+
+
+class TickScheduler:
+    def __init__(self, stages: StagesApp, source_topic: str) -> None:
+        self.stages = stages
+        self.source_topic = source_topic
+        self.active: frozenset[int] | None = None
+        self.indexed: set[int] = set()
+
+    def _ready(self) -> bool:
+        app = self.stages.app
+        return app.tables.recovery.completed.is_set() and not app.rebalancing
+
+    def _active_partitions(self) -> frozenset[int]:
+        actives = self.stages.app.assignor.assigned_actives()
+        return frozenset(tp.partition for tp in actives if tp.topic == self.source_topic)
+
+    def rebuild(self, partitions: frozenset[int]) -> int:
+        index = self.stages.index
+        for p in (self.indexed | index.partitions) - partitions:
+            index.drop_partition(p)
+        fresh = partitions - self.indexed
+        self.indexed = set(partitions)
+        n = 0
+        if fresh:
+            for key, value in self.stages.join_state.items():
+                partition, due = peek_due(value)
+                if partition in fresh:
+                    index.set(partition, key.decode(), due)
+                    n += 1
+        return n
+
+    async def run_once(self) -> None:
+        if not self._ready():
+            return
+        partitions = self._active_partitions()
+        if partitions != self.active:
+            n = self.rebuild(partitions)
+            self.active = partitions
+            log.info(
+                "%s: app=%s partitions=%s pending=%d",
+                READY_LINE,
+                self.stages.app.conf.id,
+                sorted(partitions),
+                n,
+            )
+        now = time.time()
+        for partition, tid in self.stages.index.pop_due(now):
+            tick = JoinTick(trajectory_id=tid, due_at=now)
+            await send(
+                self.stages.ticks_out,
+                key=tid.encode(),
+                value=tick.model_dump_json().encode(),
+                partition=partition,
+            )

@@ -1,0 +1,74 @@
+"""How the stages lay out their Faust tables (raw bytes in, raw bytes out).
+
+- ``placeholders``: trajectory id -> ``PlaceholderState`` JSON (keyed digests and numbers, no values).
+- ``join_state``: trajectory id -> ``b"<partition>|<due>|"`` + ``JoinState`` JSON. The prefix lets the
+  timer rebuild its due index after a rebalance by reading a few bytes per trajectory instead of
+  parsing every state.
+- ``join_steps``: ``<trajectory id> \\x1f <step event id>`` -> the redacted ``StepEvent`` as on the wire.
+  One record per step: appending a step never rewrites the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+
+from governance.redaction import PlaceholderState
+from governance.reward_join import JoinState
+from sluice.events import StepEvent, decode
+
+Table = MutableMapping[bytes, bytes]
+SEP = b"\x1f"
+
+
+def step_key(trajectory_id: str, event_id: str) -> bytes:
+    return trajectory_id.encode() + SEP + event_id.encode()
+
+
+def encode_state(state: JoinState, partition: int, due_at: float | None) -> bytes:
+    due = b"-" if due_at is None else repr(float(due_at)).encode()
+    return b"%d|%s|" % (partition, due) + state.model_dump_json(exclude_defaults=True).encode()
+
+
+def peek_due(value: bytes) -> tuple[int, float | None]:
+    """(partition, due time) of an encoded state, without parsing it."""
+    partition, due, _ = value.split(b"|", 2)
+    return int(partition), None if due == b"-" else float(due)
+
+
+def decode_state(value: bytes) -> JoinState:
+    return JoinState.model_validate_json(value.split(b"|", 2)[2])
+
+
+def load_state(table: Table, trajectory_id: str) -> JoinState | None:
+    value = table.get(trajectory_id.encode())
+    return None if value is None else decode_state(value)
+
+
+def load_placeholders(table: Table, trajectory_id: str) -> PlaceholderState | None:
+    value = table.get(trajectory_id.encode())
+    return None if value is None else PlaceholderState.model_validate_json(value)
+
+
+def store_placeholders(table: Table, trajectory_id: str, state: PlaceholderState) -> None:
+    table[trajectory_id.encode()] = state.model_dump_json().encode()
+
+
+def load_steps(table: Table, trajectory_id: str, event_ids: list[str]) -> tuple[list[StepEvent], list[str]]:
+    """The stored step bodies, and the ids whose body is missing."""
+    steps: list[StepEvent] = []
+    missing: list[str] = []
+    for event_id in event_ids:
+        value = table.get(step_key(trajectory_id, event_id))
+        if value is None:
+            missing.append(event_id)
+            continue
+        step = decode(value)
+        assert isinstance(step, StepEvent)
+        steps.append(step)
+    return steps, missing
+
+
+def delete_keys(table: Table, keys: list[bytes]) -> None:
+    for key in keys:
+        if key in table:
+            del table[key]

@@ -1,0 +1,181 @@
+"""``sluice status``: the pipeline at a glance.
+
+Reads only what the services already publish: consumer-group offsets and high watermarks from the broker
+(lag per topic, and throughput as the change of committed offsets over ``--interval`` seconds), the proxy's
+and the stage workers' Prometheus ``/metrics`` (spool depth, pending reward joins), the sink's position, and
+the trainer's JSONL metrics log (last step and reward). A service that is down shows as ``down``.
+
+    sluice status [--interval 2] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import click
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from sluice.cli import config_option, load_or_exit
+from sluice.config import SluiceConfig
+
+
+@dataclass
+class GroupLag:
+    group: str
+    topic: str
+    committed: int
+    end: int
+    rate_per_s: float | None = None
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.end - self.committed)
+
+
+@dataclass
+class Status:
+    broker: str
+    topics: dict[str, int] = field(default_factory=dict)  # topic -> records (sum of high watermarks)
+    groups: list[GroupLag] = field(default_factory=list)
+    proxy: dict[str, float] | str = "down"
+    stages: dict[str, float] | str = "down"
+    sink: dict[str, float] | str = "down"
+    trainer: dict[str, float] | str = "not running"
+
+
+def parse_prometheus(text: str, prefix: str = "sluice_") -> dict[str, float]:
+    """Sum samples per metric name (labels folded) for metrics starting with ``prefix``."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#") or not line.startswith(prefix):
+            continue
+        name_labels, _, value = line.rpartition(" ")
+        name = name_labels.split("{", 1)[0]
+        try:
+            out[name] = out.get(name, 0.0) + float(value)
+        except ValueError:
+            continue
+    return out
+
+
+def scrape(url: str) -> dict[str, float] | str:
+    try:
+        with urllib.request.urlopen(url, timeout=1.5) as resp:
+            return parse_prometheus(resp.read().decode())
+    except OSError:
+        return "down"
+
+
+def _offsets(cfg: SluiceConfig, group: str, topic: str) -> tuple[int, int]:
+    """(sum of committed offsets, sum of high watermarks) of ``group`` on ``topic``."""
+    consumer = Consumer(
+        cfg.broker.consumer_config(group, **{"client.id": f"sluice-status-{uuid.uuid4().hex[:6]}"})
+    )
+    try:
+        md = consumer.list_topics(topic, timeout=5)
+        parts = [TopicPartition(topic, p) for p in md.topics[topic].partitions]
+        committed = consumer.committed(parts, timeout=5)
+        done = sum(max(tp.offset, 0) for tp in committed)
+        end = sum(consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in parts)
+        return done, end
+    finally:
+        consumer.close()
+
+
+def consumer_groups(cfg: SluiceConfig) -> list[tuple[str, str]]:
+    """(group, input topic) pairs of the consumers that commit offsets to Kafka (the sink keeps its offsets
+    in DuckDB, with its rows: its position and lag come from its /metrics)."""
+    t = cfg.topics
+    from pipeline.stages.names import app_id as stages_group  # topic prefix + stages.app_id
+
+    pairs = [
+        (stages_group(cfg), t.name("steps_raw")),
+        (stages_group(cfg), t.name("rewards_raw")),
+    ]
+    if cfg.trainer.enabled:
+        pairs.append((cfg.trainer.consumer_group, t.name("trajectories_train")))
+    return pairs
+
+
+def trainer_progress(cfg: SluiceConfig) -> dict[str, float] | str:
+    path = cfg.path(cfg.trainer.output_dir) / "metrics.jsonl"
+    if not Path(path).exists():
+        return "not running"
+    last = None
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                last = line
+    if last is None:
+        return "no steps yet"
+    row = json.loads(last)
+    return {k: row[k] for k in ("step", "policy_version", "reward_mean", "samples_per_s") if k in row}
+
+
+def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
+    status = Status(broker=cfg.broker.bootstrap_servers)
+    try:
+        first = {pair: _offsets(cfg, *pair) for pair in consumer_groups(cfg)}
+        if interval_s > 0:
+            time.sleep(interval_s)
+        for (group, topic), (done0, _) in first.items():
+            done, end = _offsets(cfg, group, topic)
+            rate = (done - done0) / interval_s if interval_s > 0 else None
+            status.groups.append(GroupLag(group, topic, done, end, rate))
+        for logical, name in cfg.topics.all().items():
+            status.topics[logical] = _offsets(cfg, f"sluice-status-{uuid.uuid4().hex[:6]}", name)[1]
+    except KafkaException as err:
+        status.broker = f"{cfg.broker.bootstrap_servers} (unreachable: {err})"
+    status.proxy = scrape(f"http://{cfg.proxy.host}:{cfg.proxy.port}/metrics")
+    if cfg.stages.web_port:
+        status.stages = scrape(f"http://127.0.0.1:{cfg.stages.web_port}/metrics")
+    status.sink = scrape(f"http://127.0.0.1:{cfg.sink.query_port}/metrics")
+    status.trainer = trainer_progress(cfg)
+    return status
+
+
+def render(status: Status) -> str:
+    lines = [
+        f"broker      {status.broker}",
+        "topics      " + ", ".join(f"{k}={v}" for k, v in status.topics.items()),
+    ]
+    for g in status.groups:
+        rate = f"{g.rate_per_s:.1f}/s" if g.rate_per_s is not None else "-"
+        lines.append(
+            f"consumer    {g.group:<16} {g.topic:<34} lag={g.lag:<6} done={g.committed:<8} rate={rate}"
+        )
+
+    def show(name: str, value: dict[str, float] | str, keys: tuple[str, ...]) -> None:
+        if isinstance(value, str):
+            lines.append(f"{name:<11} {value}")
+            return
+        picked = {k: v for k, v in value.items() if any(s in k for s in keys)} or value
+        lines.append(f"{name:<11} " + ", ".join(f"{k}={v:g}" for k, v in sorted(picked.items())))
+
+    show("proxy", status.proxy, ("spool", "requests_total", "publish", "errors"))
+    show("stages", status.stages, ("pending", "processed", "dead"))
+    show("sink", status.sink, ("rows", "dead", "offset", "lag"))
+    show("trainer", status.trainer, ("step", "reward", "version"))
+    return "\n".join(lines)
+
+
+@click.command("status")
+@config_option
+@click.option("--interval", default=2.0, show_default=True, help="Seconds between the two offset samples.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status_command(config_path: Path | None, interval: float, as_json: bool) -> None:
+    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step."""
+    cfg = load_or_exit(config_path)
+    status = collect(cfg, interval)
+    if as_json:
+        data = asdict(status)
+        for g, row in zip(status.groups, data["groups"], strict=True):
+            row["lag"] = g.lag
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(render(status))

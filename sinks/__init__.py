@@ -1,0 +1,1 @@
+"""Stores: the DuckDB audited-trajectory store and exports."""

@@ -1,0 +1,171 @@
+"""Commands of the store: ``sluice sink``, ``sluice query``, ``sluice export``, ``sluice erase``.
+
+``query``, ``export`` and ``erase`` go through the running sink's loopback endpoint when one serves the
+configured database (DuckDB admits one writer), else they open the file: read-only for query and
+export, read-write for erase (then tombstones are published from this process).
+
+    sluice sink --config infra/sluice.yaml
+    sluice query "SELECT tenant, count(*) FROM trajectories GROUP BY ALL"
+    sluice export --format parquet --out var/exports/train.parquet
+    sluice erase --subject user-42 --reason "GDPR art. 17 request #881"
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from sinks.exceptions import SinkError
+from sluice.cli import config_option, load_or_exit
+
+log = logging.getLogger(__name__)
+
+api_key_option = click.option(
+    "--api-key",
+    envvar="SLUICE_API_KEY",
+    default=None,
+    help="A tenant's key (from proxy.api_keys) scopes to its rows; sink.admin_key for the operator.",
+)
+
+
+def _fail(err: Exception) -> None:
+    click.echo(f"error: {err}", err=True)
+    sys.exit(1)
+
+
+@click.command("sink")
+@config_option
+def sink_command(config_path: Path | None) -> None:
+    """Consume the audited and dead-letter topics into DuckDB; serve queries while running."""
+    from sinks.ingest import SinkRunner
+
+    cfg = load_or_exit(config_path)
+    log.info("sink config: %s", cfg.sink.model_dump_json())
+    try:
+        runner = SinkRunner(cfg)
+        code = runner.run()
+    except SinkError as err:
+        _fail(err)
+    sys.exit(code)
+
+
+@click.command("query")
+@click.argument("sql")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json", "jsonl"]),
+    default="table",
+    show_default=True,
+)
+@api_key_option
+@config_option
+def query_command(sql: str, fmt: str, api_key: str | None, config_path: Path | None) -> None:
+    """Run one read-only SQL query against the trajectory store."""
+    from sinks.clients import connect_client
+    from sinks.query_output import write_result
+
+    cfg = load_or_exit(config_path)
+    try:
+        client = connect_client(cfg, api_key)
+        table = client.query(sql).read_all()
+    except SinkError as err:
+        _fail(err)
+    write_result(table, fmt)
+
+
+@click.command("export")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True)
+@click.option("--query", "query", default=None, help="SQL whose rows to export (default: the training set).")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--granularity",
+    type=click.Choice(["trajectory", "step"]),
+    default="trajectory",
+    show_default=True,
+    help="One row per trajectory (multi-turn) or per LLM call.",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["auto", "rl", "rows"]),
+    default="auto",
+    show_default=True,
+    help="rl: prompt/completion/messages/reward rows; rows: the query result as is.",
+)
+@api_key_option
+@config_option
+def export_command(
+    fmt: str,
+    query: str | None,
+    out: Path,
+    granularity: str,
+    layout: str,
+    api_key: str | None,
+    config_path: Path | None,
+) -> None:
+    """Export the training set (or a query's trajectories) for RL/SFT trainers, with a manifest."""
+    from sinks.clients import connect_client
+    from sinks.export.exporter import export, manifest_path
+    from sinks.principal import resolve_principal
+
+    cfg = load_or_exit(config_path)
+    try:
+        scope = resolve_principal(cfg, api_key).describe()
+        client = connect_client(cfg, api_key)
+        manifest = export(client, out, fmt, query, granularity, layout, scope)  # type: ignore[arg-type]
+    except SinkError as err:
+        _fail(err)
+    click.echo(
+        f"wrote {manifest.rows} rows ({manifest.trajectories} trajectories) to {out}; "
+        f"manifest {manifest_path(out)}"
+    )
+
+
+@click.command("erase")
+@click.option("--trajectory", "trajectory", default=None, help="Erase one trajectory (every version).")
+@click.option("--tenant", "tenant", default=None, help="Erase every trajectory of a tenant.")
+@click.option("--subject", "subject", default=None, help="Erase every trajectory naming this data subject.")
+@click.option("--reason", default=None, help="Why (ticket, legal basis): kept in the erasures audit table.")
+@click.option("--requested-by", default=None, help="Who asked (default: the OS user).")
+@api_key_option
+@config_option
+def erase_command(
+    trajectory: str | None,
+    tenant: str | None,
+    subject: str | None,
+    reason: str | None,
+    requested_by: str | None,
+    api_key: str | None,
+    config_path: Path | None,
+) -> None:
+    """Erase data everywhere: DuckDB rows, compacted topics (tombstones), stage state (erasure event)."""
+    from pydantic import ValidationError
+
+    from sinks.clients import connect_client
+    from sinks.erasure_models import ErasureRequest
+
+    chosen = [(s, v) for s, v in (("trajectory", trajectory), ("tenant", tenant), ("subject", subject)) if v]
+    if len(chosen) != 1:
+        click.echo("error: give exactly one of --trajectory, --tenant, --subject", err=True)
+        sys.exit(2)
+    cfg = load_or_exit(config_path)
+    scope, target = chosen[0]
+    try:
+        req = ErasureRequest(
+            scope=scope, target=target, requested_by=requested_by or getpass.getuser(), reason=reason
+        )
+    except ValidationError as err:
+        click.echo(f"error: {err.errors(include_input=False)[0]['msg']}", err=True)
+        sys.exit(2)
+    try:
+        result = connect_client(cfg, api_key).erase(req)
+    except SinkError as err:
+        _fail(err)
+    click.echo(
+        f"erasure {result.erasure_id} {result.status}: {result.trajectories} trajectories, "
+        f"{sum(result.rows_deleted.values())} rows deleted, {result.tombstones} tombstones published"
+    )

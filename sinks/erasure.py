@@ -1,0 +1,205 @@
+"""Right-to-erasure, end to end: delete from DuckDB, tombstone the compacted topics, tell the stages.
+
+Order: (1) in one DuckDB transaction, delete every row of the matching trajectories from every table and
+version, remember their ids in ``erased_trajectories`` (late versions of them are then dropped on
+ingest) and write the audit entry to ``erasures``; (2) publish tombstones (key = trajectory id, value
+None) to the audited and train topics and ``ErasureEvent``s to the erasure topic; (3) mark the audit
+entry completed. If publishing fails the entry says so and the command fails; running it again
+republishes for the ids that entry erased. While the sink runs this executes inside it (single writer).
+
+    sluice erase --trajectory 3f2a... --reason "ticket 123"
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import duckdb
+import pyarrow as pa
+from confluent_kafka import Producer
+
+from sinks.erasure_models import ErasureEvent, ErasureRequest, ErasureResult
+from sinks.exceptions import AuthError, ErasureError
+from sinks.faults import CrashPlan
+from sinks.principal import Principal
+from sinks.store import delete_trajectories, rollback
+from sluice.config import SluiceConfig
+from sluice.events import new_id
+
+log = logging.getLogger(__name__)
+
+
+def _matching_ids(con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Principal) -> list[str]:
+    tenant_cond, params = ("AND tenant = ?", [who.tenant]) if who.tenant else ("", [])
+    if req.scope == "tenant":
+        if who.tenant is not None and req.target != who.tenant:
+            raise AuthError(f"a key of tenant {who.tenant} cannot erase tenant {req.target}")
+        where = "tenant = ?"
+    elif req.scope == "subject":
+        where = "list_contains(subject_ids, ?)"
+    else:
+        where = "trajectory_id = ?"
+    found = con.execute(
+        f"SELECT DISTINCT trajectory_id FROM store.trajectory_versions WHERE {where} {tenant_cond}",
+        [req.target, *params],
+    ).fetchall()
+    ids = {r[0] for r in found}
+    # Ids erased by an earlier attempt at the same request whose publishing failed: publish again.
+    retry = con.execute(
+        "SELECT e.trajectory_id FROM store.erased_trajectories e JOIN store.erasures r USING (erasure_id) "
+        "WHERE r.scope = ? AND r.target = ? AND r.status <> 'completed' "
+        "AND r.tenant_scope IS NOT DISTINCT FROM ?",
+        [req.scope, req.target, who.tenant],
+    ).fetchall()
+    ids |= {r[0] for r in retry}
+    if req.scope == "trajectory" and not ids:
+        if who.tenant is not None:
+            raise ErasureError(f"no trajectory {req.target} of tenant {who.tenant} in the store")
+        ids.add(req.target)  # not stored (yet): still tombstone it and block late versions
+    return sorted(ids)
+
+
+def erase_in_store(
+    con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Principal
+) -> tuple[ErasureResult, list[str]]:
+    """Step (1): delete rows and write the audit entry, atomically."""
+    now = datetime.now(UTC)
+    erasure_id = new_id()
+    con.execute("BEGIN TRANSACTION").fetchall()
+    try:
+        ids = _matching_ids(con, req, who)
+        deleted = delete_trajectories(con, ids)
+        con.register("_erased", pa.table({"trajectory_id": pa.array(ids, pa.string())}))
+        try:
+            con.execute(
+                "INSERT INTO store.erased_trajectories SELECT trajectory_id, ?, ? FROM _erased "
+                "ON CONFLICT DO NOTHING",
+                [erasure_id, now],
+            ).fetchall()
+        finally:
+            con.unregister("_erased")
+        result = ErasureResult(
+            erasure_id=erasure_id,
+            scope=req.scope,
+            target=req.target,
+            tenant_scope=who.tenant,
+            requested_by=f"{req.requested_by} ({who.describe()})",
+            status="erased_in_store",
+            trajectories=len(ids),
+            rows_deleted=deleted,
+            requested_at=now,
+        )
+        con.execute(
+            "INSERT INTO store.erasures VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 0, NULL)",
+            [
+                erasure_id,
+                req.scope,
+                req.target,
+                who.tenant,
+                result.requested_by,
+                req.reason,
+                now,
+                result.status,
+                len(ids),
+                json.dumps(deleted),
+            ],
+        ).fetchall()
+        con.execute("COMMIT").fetchall()
+    except BaseException:
+        rollback(con)
+        raise
+    return result, ids
+
+
+def publish_erasure(
+    producer: Producer, cfg: SluiceConfig, result: ErasureResult, ids: list[str], timeout_s: float
+) -> int:
+    """Step (2): tombstones on the compacted topics and events on the erasure topic. Returns tombstones."""
+    errors: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    topics = cfg.topics
+    base = {
+        "erasure_id": result.erasure_id,
+        "scope": result.scope,
+        "target": result.target,
+        "tenant_scope": result.tenant_scope,
+        "requested_at": result.requested_at,
+    }
+    tombstones = 0
+    for tid in ids:
+        for logical in ("trajectories_audited", "trajectories_train"):
+            producer.produce(topics.name(logical), key=tid, value=None, on_delivery=on_delivery)
+            tombstones += 1
+        event = ErasureEvent(trajectory_id=tid, **base)
+        producer.produce(
+            topics.name("erasure"), key=tid, value=event.model_dump_json(), on_delivery=on_delivery
+        )
+        producer.poll(0)
+    if result.scope != "trajectory":
+        erasure_topic = topics.name("erasure")
+        meta = producer.list_topics(erasure_topic, timeout=timeout_s).topics.get(erasure_topic)
+        partitions = sorted(meta.partitions) if meta and meta.partitions else [0]
+        for p in partitions:
+            event = ErasureEvent(**base)
+            producer.produce(
+                erasure_topic, value=event.model_dump_json(), partition=p, on_delivery=on_delivery
+            )
+    left = producer.flush(timeout_s)
+    if left or errors:
+        detail = errors[0] if errors else f"{left} messages undelivered after {timeout_s}s"
+        raise ErasureError(f"erasure {result.erasure_id}: rows deleted, publishing failed: {detail}")
+    return tombstones
+
+
+def mark(con: duckdb.DuckDBPyConnection, result: ErasureResult) -> None:
+    con.execute(
+        "UPDATE store.erasures SET status = ?, completed_at = ?, tombstones = ?, error = ? WHERE erasure_id = ?",
+        [result.status, result.completed_at, result.tombstones, result.error, result.erasure_id],
+    ).fetchall()
+
+
+def erase(
+    con: duckdb.DuckDBPyConnection,
+    cfg: SluiceConfig,
+    req: ErasureRequest,
+    who: Principal,
+    producer_factory: Callable[[], Producer],
+    crash: CrashPlan | None = None,
+) -> ErasureResult:
+    """All three steps. Raises ``ErasureError`` (audit entry kept, status publish_failed) on broker failure."""
+    result, ids = erase_in_store(con, req, who)
+    log.info(
+        "erasure %s: %s=%s, %d trajectories, %d rows deleted",
+        result.erasure_id,
+        req.scope,
+        "<subject>" if req.scope == "subject" else req.target,
+        len(ids),
+        sum(result.rows_deleted.values()),
+    )
+    (crash or CrashPlan(None)).reached("after_erase_db")
+    try:
+        tombstones = publish_erasure(producer_factory(), cfg, result, ids, cfg.sink.producer_timeout_s)
+    except Exception as err:
+        failed = result.model_copy(update={"status": "publish_failed", "error": str(err)})
+        mark(con, failed)
+        if isinstance(err, ErasureError):
+            raise
+        raise ErasureError(f"erasure {result.erasure_id}: rows deleted, publishing failed: {err}") from None
+    done = result.model_copy(
+        update={"status": "completed", "tombstones": tombstones, "completed_at": datetime.now(UTC)}
+    )
+    mark(con, done)
+    return done
+
+
+def erasure_producer(cfg: SluiceConfig) -> Producer:
+    """A producer that gives up after ``sink.producer_timeout_s`` instead of retrying forever."""
+    ms = int(cfg.sink.producer_timeout_s * 1000)
+    return Producer(cfg.broker.producer_config(**{"message.timeout.ms": ms}))

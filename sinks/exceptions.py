@@ -1,0 +1,29 @@
+"""Errors of the DuckDB sink, its queries, exports and erasures (all subclass ``SluiceError``)."""
+
+from __future__ import annotations
+
+from sluice.errors import SluiceError
+
+
+class SinkError(SluiceError):
+    """The sink could not open its database, consume, or write."""
+
+
+class QueryError(SinkError):
+    """A query failed: DuckDB's own message (bad SQL, unknown column) or an unreachable store."""
+
+
+class QueryRejected(QueryError):
+    """A query was refused before it ran: not read-only, or reaching outside the caller's tenant."""
+
+
+class AuthError(SinkError):
+    """An API key was unknown, or an operator-only action was asked for without the admin key."""
+
+
+class ErasureError(SinkError):
+    """An erasure request was invalid or could not be completed (see the ``erasures`` audit table)."""
+
+
+class ExportError(SinkError):
+    """An export could not be written."""

@@ -1,0 +1,279 @@
+"""Turn audited records into rows of the store's tables: pure functions, no DuckDB, no Kafka.
+
+A ``Trajectory`` version becomes one ``trajectory_versions`` row (its header JSON without steps), one
+``steps`` row per step (the step's full JSON and redaction report, keyed by trajectory and step index),
+one ``rewards`` row per reward and one ``eligibility_decisions`` row. Credentials that slipped into a
+step's recorded headers are scrubbed before anything is stored. A dead letter whose source is a raw
+topic keeps only the hash and size of its original bytes: raw traffic never reaches DuckDB.
+
+    pytest tests/sinks/test_flatten.py
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sluice.events import DeadLetter, StepEvent, Trajectory
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """One consumed Kafka record (what the sink needs of it)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    value: bytes | None
+
+    @property
+    def position(self) -> str:
+        return f"{self.topic}:{self.partition}:{self.offset}"
+
+
+def version_id(trajectory_id: str, version: int) -> str:
+    """Identity of one trajectory version (what ``Trajectory.event_id`` is by contract)."""
+    return f"{trajectory_id}:v{version}"
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: dumps() builds one per call
+
+
+def _json(obj: Any) -> str | None:
+    return None if obj is None else _ENCODER.encode(obj)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
+def scrub_headers(step: StepEvent, sensitive: Iterable[str]) -> StepEvent:
+    """The step without recorded headers named like credentials (case-insensitive)."""
+    headers = step.metadata.request_headers
+    banned = {h.lower() for h in sensitive}
+    if not headers or not any(k.lower() in banned for k in headers):
+        return step
+    kept = {k: v for k, v in headers.items() if k.lower() not in banned}
+    return step.model_copy(update={"metadata": step.metadata.model_copy(update={"request_headers": kept})})
+
+
+def unredacted_steps(t: Trajectory) -> list[int]:
+    """Indexes of steps not marked redacted (neither on the step nor on the trajectory)."""
+    if t.governance.redaction == "redacted":
+        return []
+    return [s.step_index for s in t.steps if s.governance.redaction != "redacted"]
+
+
+def step_row(t: Trajectory, step: StepEvent, now: datetime) -> Row:
+    record = step.model_dump_json(exclude_none=True)
+    meta, gen_ai = step.metadata, step.metadata.gen_ai
+    first = step.action.choices[0] if step.action.choices else None
+    report = step.governance.redaction_report
+    return {
+        "trajectory_id": t.trajectory_id,
+        "step_index": step.step_index,
+        "step_id": step.event_id,
+        "tenant": t.tenant,
+        "session_id": step.session_id or t.session_id,
+        "since_version": t.version,
+        "created_at": step.created_at,
+        "started_at": meta.started_at,
+        "operation": gen_ai.operation_name,
+        "provider": gen_ai.provider_name,
+        "request_model": gen_ai.request_model,
+        "response_model": gen_ai.response_model,
+        "model_version": meta.model_version,
+        "backend": meta.backend,
+        "stream": meta.stream,
+        "finish_reason": first.finish_reason if first else None,
+        "n_choices": len(step.action.choices),
+        "input_tokens": gen_ai.usage_input_tokens,
+        "output_tokens": gen_ai.usage_output_tokens,
+        "latency_ms": meta.latency_ms,
+        "ttft_ms": meta.time_to_first_token_ms,
+        "cost_usd": meta.cost_usd,
+        "prefix_message_count": step.observation.prefix_message_count,
+        "prefix_hash": step.observation.prefix_hash,
+        "error": step.action_result.error,
+        "status_code": step.action_result.status_code,
+        "prompt_token_ids": step.action.prompt_token_ids,
+        "prompt_token_prefix_len": step.action.prompt_token_prefix_len,
+        "completion_token_ids": first.token_ids if first else None,
+        "completion_logprobs": first.logprobs if first else None,
+        "harness_fingerprint": meta.harness_fingerprint,
+        "redaction": step.governance.redaction,
+        "data_class": step.governance.data_class,
+        "entity_count": sum(report.entities.values()) if report else None,
+        "entity_types": sorted(report.entities) if report else None,
+        "entities": _json(dict(sorted(report.entities.items()))) if report else None,
+        "recognizer_version": report.recognizer_version if report else None,
+        "redaction_config_version": report.config_version if report else None,
+        "cached_texts": report.cached_texts if report else None,
+        "analysed_texts": report.analysed_texts if report else None,
+        "content_hash": _digest(record),
+        "record": record,
+        "ingested_at": now,
+    }
+
+
+def _sum(values: Iterable[float | int | None]) -> float | int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def trajectory_rows(t: Trajectory, now: datetime) -> dict[str, list[Row]]:
+    """Rows of every table for one trajectory version (steps already scrubbed by the caller)."""
+    gov = t.governance
+    elig, replay = gov.eligibility, gov.replay
+    vid = version_id(t.trajectory_id, t.version)
+    steps = [step_row(t, s, now) for s in t.steps]
+    rewards: dict[str, Row] = {}
+    for r in [*t.rewards, *(r for s in t.steps for r in s.rewards)]:
+        rewards.setdefault(
+            r.reward_id,
+            {
+                "reward_id": r.reward_id,
+                "trajectory_id": t.trajectory_id,
+                "tenant": t.tenant,
+                "name": r.name,
+                "kind": r.kind,
+                "value": r.value,
+                "critique": r.critique,
+                "source": r.source,
+                "step_index": r.step_index,
+                "created_at": r.created_at,
+                "first_version": t.version,
+                "ingested_at": now,
+            },
+        )
+    retention = gov.retention_deadline or (elig.retention_deadline if elig else None)
+    header = {
+        "event_id": vid,
+        "trajectory_id": t.trajectory_id,
+        "version": t.version,
+        "tenant": t.tenant,
+        "session_id": t.session_id,
+        "status": t.status,
+        "rewarded": t.rewarded,
+        "reward": t.reward,
+        "reward_count": len(rewards),
+        "step_count": len(t.steps),
+        "input_tokens": _sum(s["input_tokens"] for s in steps) or 0,
+        "output_tokens": _sum(s["output_tokens"] for s in steps) or 0,
+        "cost_usd": _sum(s["cost_usd"] for s in steps),
+        "models": sorted({s["response_model"] or s["request_model"] for s in steps} - {None, ""}),
+        "model_versions": sorted({s["model_version"] for s in steps} - {None, ""}),
+        "first_step_at": t.first_step_at,
+        "ended_at": t.ended_at,
+        "emitted_at": t.emitted_at,
+        "created_at": t.created_at,
+        "data_class": gov.data_class,
+        "consent_training": gov.consent.training,
+        "retention_deadline": retention,
+        "subject_ids": list(gov.subject_ids),
+        "redaction": gov.redaction,
+        "eligibility": elig.decision if elig else None,
+        "eligibility_reasons": list(elig.reasons) if elig else None,
+        "policy_version": elig.policy_version if elig else None,
+        "replay_grade": replay.grade if replay else None,
+        "replay_reasons": list(replay.reasons) if replay else None,
+        "schema_version": t.schema_version,
+        "record": t.model_dump_json(exclude={"steps"}, exclude_none=True),
+        "ingested_at": now,
+    }
+    decisions = []
+    if elig is not None:
+        decisions.append(
+            {
+                "event_id": vid,
+                "trajectory_id": t.trajectory_id,
+                "version": t.version,
+                "tenant": t.tenant,
+                "decision": elig.decision,
+                "reasons": list(elig.reasons),
+                "policy_version": elig.policy_version,
+                "retention_deadline": elig.retention_deadline,
+                "replay_grade": replay.grade if replay else None,
+                "replay_reasons": list(replay.reasons) if replay else None,
+                "decided_at": t.emitted_at,
+                "ingested_at": now,
+            }
+        )
+    return {
+        "trajectory_versions": [header],
+        "steps": steps,
+        "rewards": list(rewards.values()),
+        "eligibility_decisions": decisions,
+    }
+
+
+def dead_letter_row(dl: DeadLetter, withhold_original: bool, now: datetime) -> Row:
+    """A dead letter from a stage. ``withhold_original``: keep only hash and size of its bytes."""
+    try:
+        original = base64.b64decode(dl.original_b64, validate=False) if dl.original_b64 else b""
+    except ValueError:
+        original = dl.original_b64.encode()
+    return {
+        "event_id": dl.event_id,
+        "trajectory_id": dl.key,
+        "stage": dl.stage,
+        "reason": dl.reason,
+        "error_type": dl.error_type,
+        "source_topic": dl.source_topic,
+        "source_partition": dl.source_partition,
+        "source_offset": dl.source_offset,
+        "key": dl.key,
+        "original_b64": None if withhold_original else dl.original_b64,
+        "original_sha256": hashlib.sha256(original).hexdigest() if original else None,
+        "original_bytes": len(original),
+        "original_withheld": withhold_original,
+        "created_at": dl.created_at,
+        "ingested_at": now,
+    }
+
+
+def invalid_row(
+    rec: SourceRecord, reason: str, error_type: str, now: datetime, withhold_original: bool = False
+) -> Row:
+    """A record the sink itself could not store; its identity is its position, so replays upsert."""
+    value = rec.value or b""
+    return {
+        "event_id": f"sink:{rec.position}",
+        "trajectory_id": rec.key,
+        "stage": "sink",
+        "reason": reason,
+        "error_type": error_type,
+        "source_topic": rec.topic,
+        "source_partition": rec.partition,
+        "source_offset": rec.offset,
+        "key": rec.key,
+        "original_b64": None if withhold_original else base64.b64encode(value).decode(),
+        "original_sha256": hashlib.sha256(value).hexdigest(),
+        "original_bytes": len(value),
+        "original_withheld": withhold_original,
+        "created_at": now,
+        "ingested_at": now,
+    }
+
+
+def lineage_row(
+    record_id: str, kind: str, rec: SourceRecord, now: datetime, trajectory_id: str | None, tenant: str | None
+) -> Row:
+    return {
+        "record_id": record_id,
+        "kind": kind,
+        "trajectory_id": trajectory_id,
+        "tenant": tenant,
+        "topic": rec.topic,
+        "partition": rec.partition,
+        "offset": rec.offset,
+        "ingested_at": now,
+    }

@@ -1,0 +1,345 @@
+"""The sink process: consume the audited and dead-letter topics into DuckDB, serve queries meanwhile.
+
+Offsets live in DuckDB, written in the same transaction as the rows (``DuckDBStore.write``), so the
+consumer never trusts the broker's committed offsets: on assignment it seeks every partition to the
+offset stored with the last committed batch (``on_assign``), or the beginning when none is stored. A
+crash anywhere therefore re-reads exactly what was not committed, and rows upsert by identity, so the
+result has no gap and no duplicate. Offsets are also committed to the broker after each batch, but
+only so that external lag monitors see progress. Batches close at ``batch_max_rows`` rows or
+``batch_max_wait_s`` seconds, which bounds memory. SIGTERM/SIGINT flush the open batch and exit 0.
+
+    sluice sink --config infra/sluice.yaml
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FuturesTimeout
+from typing import Any
+
+import duckdb
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from sinks.batch import BatchTopics, PendingBatch
+from sinks.erasure import erase, erasure_producer
+from sinks.erasure_models import ErasureRequest, ErasureResult
+from sinks.exceptions import ErasureError, SinkError
+from sinks.faults import CrashPlan
+from sinks.flatten import SourceRecord
+from sinks.metrics import SinkMetrics
+from sinks.principal import Principal
+from sinks.query_server import QueryServer, QueryService, database_id
+from sinks.store import DuckDBStore
+from sluice.config import SluiceConfig
+
+log = logging.getLogger(__name__)
+
+_MAX_CONSUME = 500  # records per consume() call; the batch is checked for size between calls
+_ROWS_PER_RECORD_GUESS = 8
+
+
+class SinkRunner:
+    """One sink: owns the DuckDB file, a consumer, and the query endpoint."""
+
+    def __init__(self, cfg: SluiceConfig, crash: CrashPlan | None = None) -> None:
+        self.cfg = cfg
+        self.path = cfg.path(cfg.sink.database)
+        self.crash = crash or CrashPlan.from_env()
+        self.metrics = SinkMetrics()
+        self.store = DuckDBStore(
+            self.path,
+            cfg.replay.min_train_grade,
+            self.crash,
+            cfg.sink.checkpoint_threshold_mb,
+            cfg.sink.memory_limit,
+        )
+        t = cfg.topics
+        self.topics = BatchTopics(
+            audited=t.name("trajectories_audited"),
+            deadletter=t.name("deadletter"),
+            raw=frozenset({t.name("steps_raw"), t.name("rewards_raw")}),
+        )
+        self.batch = self._new_batch()
+        self.stopping = threading.Event()
+        self.ready = threading.Event()
+        self._erasures: queue.Queue[tuple[ErasureRequest, Principal, Future[ErasureResult]]] = queue.Queue()
+        self._assigned: list[tuple[str, int]] = []
+        self._committed: dict[tuple[str, int], int] = self.store.stored_offsets(cfg.sink.group_id)
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+        self.server: QueryServer | None = None
+        self._last_lag = self._last_progress = time.monotonic()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT (or ``stop()``); returns the exit code."""
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop())
+        try:
+            self.start()
+            while not self.stopping.is_set():
+                self.step()
+        finally:
+            self.shutdown()
+        return 0
+
+    def start(self) -> None:
+        sink = self.cfg.sink
+        conf = self.cfg.broker.consumer_config(sink.group_id, **{"enable.auto.offset.store": False})
+        self._consumer = Consumer(conf)
+        topics = [self.topics.audited, self.topics.deadletter]
+        if sink.assignment == "group":
+            self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        else:
+            self._assign_all(topics)
+        if sink.query_port:
+            service = QueryService(self.store.con, self.cfg, self.metrics, self.submit_erasure, self.health)
+            try:
+                self.server = QueryServer(service, sink.query_host, sink.query_port).start()
+            except OSError as err:
+                raise SinkError(f"query endpoint {sink.query_host}:{sink.query_port}: {err}") from None
+        self.ready.set()
+        self.metrics.ready.set(1)
+        log.info(
+            "sluice sink ready: database=%s query=%s topics=%s group=%s assignment=%s",
+            self.path,
+            self.server.url if self.server else "off",
+            ",".join(topics),
+            sink.group_id,
+            sink.assignment,
+        )
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def shutdown(self) -> None:
+        try:
+            if self.batch.records:
+                self.flush()
+        finally:
+            self._fail_pending_erasures()
+            if self._consumer is not None:
+                self._consumer.close()
+            if self.server is not None:
+                self.server.stop()
+            if self._producer is not None:
+                self._producer.flush(self.cfg.sink.producer_timeout_s)
+            self.store.close()
+            self.metrics.ready.set(0)
+            log.info("sluice sink stopped: %s", self._progress_line())
+
+    # ------------------------------------------------------------------ the loop
+
+    def step(self) -> None:
+        """One turn: serve erasures, consume up to a batch's worth, flush when full or old."""
+        assert self._consumer is not None
+        self._serve_erasures()
+        sink = self.cfg.sink
+        # Records to ask for: what fits in the batch at the rows per record seen so far (memory bound).
+        per_record = self.batch.rows // self.batch.records if self.batch.records else _ROWS_PER_RECORD_GUESS
+        room = max(1, min(_MAX_CONSUME, (sink.batch_max_rows - self.batch.rows) // max(1, per_record)))
+        wait = sink.batch_max_wait_s - self.batch.age_s() if self.batch.records else sink.batch_max_wait_s
+        msgs = self._consumer.consume(num_messages=room, timeout=max(0.0, min(wait, 0.2)))
+        for msg in msgs:
+            err = msg.error()
+            if err is not None:
+                self._on_error(err)
+                continue
+            key = msg.key()
+            self.batch.add(
+                SourceRecord(
+                    topic=msg.topic(),
+                    partition=msg.partition(),
+                    offset=msg.offset(),
+                    key=key.decode("utf-8", "replace") if key is not None else None,
+                    value=msg.value(),
+                )
+            )
+        if msgs:
+            self.crash.reached("after_poll")
+        if self.batch.records and (
+            self.batch.rows >= sink.batch_max_rows or self.batch.age_s() >= sink.batch_max_wait_s
+        ):
+            self.flush()
+        now = time.monotonic()
+        if now - self._last_lag >= sink.lag_interval_s:
+            self._last_lag = now
+            self._measure_lag()
+        if now - self._last_progress >= sink.progress_interval_s:
+            self._last_progress = now
+            log.info("sink progress: %s", self._progress_line())
+
+    def flush(self) -> None:
+        """Write the open batch and its offsets in one transaction."""
+        batch, self.batch = self.batch, self._new_batch()
+        if not batch.records:
+            return
+        started = time.perf_counter()
+        try:
+            written = self.store.write(batch, self.cfg.sink.group_id)
+        except duckdb.Error as err:  # nothing of the batch is committed; a restart re-reads it
+            raise SinkError(f"writing a batch to {self.path} failed: {err}") from err
+        self.metrics.batch_seconds.observe(time.perf_counter() - started)
+        self.metrics.batches.inc()
+        for table, n in written.items():
+            self.metrics.rows.labels(table).inc(n)
+        for kind, n in batch.counts.as_dict().items():
+            self.metrics.records.labels(kind).inc(n)
+        self.metrics.dead_letters.inc(written.get("dead_letters", 0))
+        self._committed.update(batch.offsets)
+        self._commit_to_broker(batch.offsets)
+
+    def _commit_to_broker(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Informational only (lag monitors): the offsets that count are in DuckDB."""
+        assert self._consumer is not None
+        tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        try:
+            self._consumer.commit(offsets=tps, asynchronous=True)
+        except KafkaException as err:
+            log.debug("broker offset commit skipped: %s", err)
+
+    def _new_batch(self) -> PendingBatch:
+        return PendingBatch(
+            topics=self.topics,
+            sensitive_headers=tuple(self.cfg.proxy.sensitive_headers),
+            require_redacted=self.cfg.sink.require_redacted,
+            apply_tombstones=self.cfg.sink.tombstones == "delete",
+        )
+
+    # ------------------------------------------------------------------ assignment
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        stored = self.store.stored_offsets(self.cfg.sink.group_id)
+        for tp in partitions:
+            tp.offset = stored.get((tp.topic, tp.partition), OFFSET_BEGINNING)
+        consumer.assign(partitions)
+        self._assigned = [(tp.topic, tp.partition) for tp in partitions]
+        log.info(
+            "assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{_show(tp.offset)}" for tp in partitions)
+        )
+
+    def _on_revoke(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # Pending records are dropped, not written: the next owner (maybe us) re-reads them from the
+        # offsets stored in DuckDB, which still point before them.
+        if self.batch.records:
+            log.info("partitions revoked: dropping %d uncommitted records", self.batch.records)
+        self.batch = self._new_batch()
+        self._assigned = []
+
+    def _assign_all(self, topics: list[str]) -> None:
+        assert self._consumer is not None
+        deadline = time.monotonic() + 60
+        while True:
+            md = self._consumer.list_topics(timeout=10).topics
+            missing = [t for t in topics if t not in md or not md[t].partitions]
+            if not missing:
+                break
+            if time.monotonic() > deadline:
+                raise SinkError(f"topics not found on {self.cfg.broker.bootstrap_servers}: {missing}")
+            log.warning("waiting for topics %s", missing)
+            time.sleep(1)
+        tps = [TopicPartition(t, p) for t in topics for p in sorted(md[t].partitions)]
+        self._on_assign(self._consumer, tps)
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            raise SinkError(f"consumer failed: {err}")
+        log.warning("consumer: %s", err)
+
+    # ------------------------------------------------------------------ erasure
+
+    def submit_erasure(self, req: ErasureRequest, principal: Principal) -> ErasureResult:
+        """Called from a query-server thread: run ``req`` in the ingest loop and wait for it."""
+        if self.stopping.is_set():
+            raise ErasureError("the sink is stopping; retry when it runs again")
+        fut: Future[ErasureResult] = Future()
+        self._erasures.put((req, principal, fut))
+        try:
+            return fut.result(timeout=self.cfg.sink.producer_timeout_s + 60)
+        except FuturesTimeout:
+            raise ErasureError(
+                "the sink did not run the erasure in time; see its log and the erasures table"
+            ) from None
+
+    def _serve_erasures(self) -> None:
+        while True:
+            try:
+                req, principal, fut = self._erasures.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.flush()
+                result = erase(self.store.con, self.cfg, req, principal, self._erasure_producer, self.crash)
+                self.metrics.erasures.inc()
+                fut.set_result(result)
+            except Exception as err:  # the caller gets the error; the sink keeps running
+                fut.set_exception(err)
+
+    def _fail_pending_erasures(self) -> None:
+        while not self._erasures.empty():
+            _, _, fut = self._erasures.get_nowait()
+            fut.set_exception(ErasureError("the sink stopped before running this erasure; retry"))
+
+    def _erasure_producer(self) -> Producer:
+        if self._producer is None:
+            self._producer = erasure_producer(self.cfg)
+        return self._producer
+
+    # ------------------------------------------------------------------ observability
+
+    def _measure_lag(self) -> None:
+        assert self._consumer is not None
+        total = 0
+        for topic, partition in list(self._assigned):
+            # Cached: the high watermark of the last fetch response (no broker round trip on this thread).
+            try:
+                low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), cached=True
+                )
+            except KafkaException:
+                continue
+            if high < 0:
+                continue  # nothing fetched from this partition yet
+            lag = max(0, high - self._committed.get((topic, partition), max(low, 0)))
+            self.metrics.lag.labels(topic, str(partition)).set(lag)
+            total += lag
+        self.metrics.lag_total.set(total)
+
+    def _progress_line(self) -> str:
+        m = self.metrics
+        rows = sum(
+            m.value("sluice_sink_rows_written_total", table=t)
+            for t in (
+                "trajectory_versions",
+                "steps",
+                "rewards",
+                "eligibility_decisions",
+                "dead_letters",
+                "lineage",
+            )
+        )
+        return (
+            f"{int(m.value('sluice_sink_records_total', kind='trajectories'))} trajectory versions, "
+            f"{int(rows)} rows in {int(m.value('sluice_sink_batches_total'))} batches, "
+            f"{int(m.value('sluice_sink_dead_letters_total'))} dead letters, "
+            f"lag {int(m.value('sluice_sink_lag_total'))}"
+        )
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "database": database_id(self.path),
+            "ready": self.ready.is_set(),
+            "group_id": self.cfg.sink.group_id,
+            "assigned_partitions": len(self._assigned),
+        }
+
+
+def _show(offset: int) -> str:
+    return "beginning" if offset == OFFSET_BEGINNING else str(offset)

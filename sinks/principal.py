@@ -1,0 +1,48 @@
+"""Who is asking: an API key resolves to a tenant (from ``proxy.api_keys``) or to the operator.
+
+A tenant's key scopes queries, exports and erasures to that tenant's rows. Without a key the caller is
+the operator (someone who could open the DuckDB file anyway), unless ``sink.admin_key`` is set, in which
+case the operator must present it. Keys are compared in constant time and never logged or stored.
+
+    SLUICE_API_KEY=sk-sluice-acme sluice query "SELECT count(*) FROM trajectories"
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from sinks.exceptions import AuthError
+from sluice.config import SluiceConfig
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller: a tenant (scoped) or the operator (``tenant is None``)."""
+
+    tenant: str | None = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.tenant is None
+
+    def describe(self) -> str:
+        return "operator" if self.tenant is None else f"tenant:{self.tenant}"
+
+
+OPERATOR = Principal()
+
+
+def resolve_principal(cfg: SluiceConfig, api_key: str | None) -> Principal:
+    """The principal an API key stands for; raises ``AuthError`` for an unknown or missing key."""
+    admin = cfg.sink.admin_key.get_secret_value() if cfg.sink.admin_key else None
+    if not api_key:
+        if admin:
+            raise AuthError("this store needs an API key (sink.admin_key is set): pass --api-key")
+        return OPERATOR
+    if admin and hmac.compare_digest(api_key.encode(), admin.encode()):
+        return OPERATOR
+    for entry in cfg.proxy.api_keys:
+        if hmac.compare_digest(api_key.encode(), entry.key.get_secret_value().encode()):
+            return Principal(tenant=entry.tenant)
+    raise AuthError("unknown API key")

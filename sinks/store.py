@@ -1,0 +1,223 @@
+"""The DuckDB audited trajectory store: schema, batched upserts with their offsets in one transaction.
+
+Exactly-once results over at-least-once delivery: a batch's rows and the consumer offsets that follow
+it are written in the same DuckDB transaction, and rows upsert by identity, so a crash at any point
+leaves either both or neither, and a re-delivered record changes nothing. Rows go in through Arrow: each
+batch table is registered and inserted with one ``INSERT ... SELECT ... ON CONFLICT`` statement.
+Versions of erased trajectories that arrive late are filtered out by an anti-join.
+
+The database is opened with ``enable_external_access=false``: queries served from it cannot read or
+write files (exports are written by the client through pyarrow).
+
+    sluice sink --config infra/sluice.yaml
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from sinks.arrow_tables import columns, to_arrow
+from sinks.batch import KEYS, PendingBatch
+from sinks.exceptions import SinkError
+from sinks.faults import CrashPlan
+from sinks.schema import TRAJECTORY_TABLES, quote_literal, schema_ddl
+
+log = logging.getLogger(__name__)
+
+# Tables whose conflicting row is replaced when a newer version changed its content.
+_UPDATE_IF_CHANGED = ("steps",)
+
+
+def _insert_sql(table: str) -> str:
+    cols = columns(table)
+    names = ", ".join(f'"{c}"' for c in cols)
+    select = ", ".join(f'i."{c}"' for c in cols)
+    return (
+        f"INSERT INTO store.{table} ({names}) SELECT {select} FROM _in_{table} i "
+        "ANTI JOIN store.erased_trajectories e ON i.trajectory_id = e.trajectory_id "
+    )
+
+
+def _upsert_sql(table: str) -> str:
+    cols = columns(table)
+    sql = _insert_sql(table)
+    if table in _UPDATE_IF_CHANGED:
+        keys = KEYS[table]
+        sets = ", ".join(f'"{c}" = EXCLUDED."{c}"' for c in cols if c not in keys)
+        return (
+            sql + f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets} "
+            f"WHERE EXCLUDED.since_version > {table}.since_version "
+            f"AND EXCLUDED.content_hash <> {table}.content_hash"
+        )
+    return sql + "ON CONFLICT DO NOTHING"
+
+
+UPSERT_SQL = {t: _upsert_sql(t) for t in KEYS}
+# Plain inserts: about twice as fast as ON CONFLICT (no conflict handling per row), but a row that exists
+# already raises, which aborts the transaction. Tried first for batches that should not conflict.
+INSERT_SQL = {t: _insert_sql(t) for t in KEYS}
+
+
+class _Conflict(Exception):
+    """A plain insert met a stored row (its transaction is rolled back)."""
+
+
+def _expects_no_conflicts(batch: PendingBatch) -> bool:
+    """First versions only and no deletes: rows are new unless re-delivered (after a crash, say)."""
+    if batch.deletes:
+        return False
+    return all(r["version"] == 1 for r in batch.tables["trajectory_versions"].values())
+
+
+def connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the store file (file access from SQL disabled)."""
+    if read_only and not path.exists():
+        raise SinkError(f"no store at {path}: start the sink (sluice sink) to create it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
+    except duckdb.IOException as err:
+        raise SinkError(f"cannot open {path}: {err}") from None
+
+
+class DuckDBStore:
+    """The sink's read-write handle on its database (one per process, used from one thread)."""
+
+    def __init__(
+        self,
+        path: Path,
+        min_train_grade: str = "approximate",
+        crash: CrashPlan | None = None,
+        checkpoint_threshold_mb: int = 256,
+        memory_limit: str | None = None,
+    ) -> None:
+        self.path = path
+        self.con = connect(path)
+        self.con.execute(f"SET checkpoint_threshold = '{int(checkpoint_threshold_mb)}MB'").fetchall()
+        if memory_limit:
+            self.con.execute("SET memory_limit = ?", [memory_limit]).fetchall()
+        self.crash = crash or CrashPlan(None)
+        self.min_train_grade = min_train_grade
+        self.ensure_schema()
+
+    def ensure_schema(self) -> None:
+        for stmt in schema_ddl(self.min_train_grade):
+            self.con.execute(stmt).fetchall()
+        self.con.execute(
+            "INSERT OR REPLACE INTO store.meta VALUES ('min_train_grade', "
+            f"{quote_literal(self.min_train_grade)})"
+        ).fetchall()
+
+    def stored_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """Next offset to read per (topic, partition), as committed with the rows."""
+        rows = self.con.execute(
+            "SELECT topic, partition, next_offset FROM store.offsets WHERE group_id = ?", [group_id]
+        ).fetchall()
+        return {(t, p): o for t, p, o in rows}
+
+    def write(self, batch: PendingBatch, group_id: str) -> dict[str, int]:
+        """Write the batch and its offsets atomically. Returns rows written per table.
+
+        Records whose rows do not convert to the store's types become dead letters (the rest is written).
+        """
+        try:
+            tables = batch.arrow_tables()
+        except (pa.ArrowException, OverflowError, TypeError, ValueError) as err:
+            log.warning("batch does not convert (%s): isolating the records that do not fit", err)
+            batch = batch.without_unstorable()
+            tables = batch.arrow_tables()
+        if _expects_no_conflicts(batch):
+            try:
+                return self._write(batch, tables, group_id, INSERT_SQL)
+            except _Conflict:
+                log.debug("batch re-delivers stored rows: writing it again with upserts")
+        return self._write(batch, tables, group_id, UPSERT_SQL)
+
+    def _write(
+        self, batch: PendingBatch, tables: dict[str, pa.Table], group_id: str, sql: dict[str, str]
+    ) -> dict[str, int]:
+        """One transaction: deletes, one statement per table (``sql``), offsets, commit."""
+        written: dict[str, int] = {}
+        con = self.con
+        con.execute("BEGIN TRANSACTION").fetchall()
+        try:
+            if batch.deletes:
+                deleted = delete_trajectories(con, batch.deletes)
+                written["deleted"] = sum(deleted.values())
+            for name, table in tables.items():
+                con.register(f"_in_{name}", table)
+                try:
+                    written[name] = con.execute(sql[name]).fetchone()[0]
+                except duckdb.ConstraintException as err:
+                    if sql is INSERT_SQL:
+                        raise _Conflict(str(err)) from err
+                    raise
+                finally:
+                    with contextlib.suppress(duckdb.Error):  # fails in an aborted transaction: see below
+                        con.unregister(f"_in_{name}")
+            self.crash.reached("after_write")
+            self._store_offsets(group_id, batch.offsets)
+            self.crash.reached("before_commit")
+            con.execute("COMMIT").fetchall()
+        except BaseException:
+            rollback(con)
+            for name in tables:
+                with contextlib.suppress(duckdb.Error):
+                    con.unregister(f"_in_{name}")
+            raise
+        self.crash.reached("after_commit")
+        return written
+
+    def _store_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+        if not offsets:
+            return
+        now = datetime.now(UTC)
+        rows = [
+            {"group_id": group_id, "topic": t, "partition": p, "next_offset": o, "updated_at": now}
+            for (t, p), o in offsets.items()
+        ]
+        self.con.register("_in_offsets", to_arrow("offsets", rows))
+        try:
+            self.con.execute("INSERT OR REPLACE INTO store.offsets SELECT * FROM _in_offsets").fetchall()
+        finally:
+            self.con.unregister("_in_offsets")
+
+    def checkpoint(self) -> None:
+        self.con.execute("CHECKPOINT").fetchall()
+
+    def close(self) -> None:
+        try:
+            self.checkpoint()
+        except duckdb.Error as err:  # a failed checkpoint leaves the WAL, which replays on open
+            log.warning("checkpoint on close failed: %s", err)
+        self.con.close()
+
+
+def rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction, if the failure left one."""
+    with contextlib.suppress(duckdb.TransactionException):
+        con.execute("ROLLBACK").fetchall()
+
+
+def delete_trajectories(con: duckdb.DuckDBPyConnection, trajectory_ids: Iterable[str]) -> dict[str, int]:
+    """Delete every row of these trajectories from every table (caller holds the transaction)."""
+    ids = sorted(set(trajectory_ids))
+    if not ids:
+        return {}
+    con.register("_delete_ids", pa.table({"trajectory_id": pa.array(ids, pa.string())}))
+    try:
+        return {
+            t: con.execute(
+                f"DELETE FROM store.{t} WHERE trajectory_id IN (SELECT trajectory_id FROM _delete_ids)"
+            ).fetchone()[0]
+            for t in TRAJECTORY_TABLES
+        }
+    finally:
+        con.unregister("_delete_ids")

@@ -1,0 +1,168 @@
+"""The ``sluice`` command. Each service's command lives beside its code and is imported only when used.
+
+sluice --help
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from sluice.config import SluiceConfig, load_config
+from sluice.errors import ConfigError, SluiceError
+
+# command name -> "module:attribute" of a click command, loaded on first use (keeps `sluice --help` fast).
+LAZY_COMMANDS: dict[str, str] = {
+    "proxy": "pipeline.proxy.cli:proxy_command",
+    "stages": "pipeline.stages.cli:stages_command",
+    "sink": "sinks.cli:sink_command",
+    "query": "sinks.cli:query_command",
+    "export": "sinks.cli:export_command",
+    "erase": "sinks.cli:erase_command",
+    "train": "trainers.cli:train_command",
+    "serve-model": "trainers.cli:serve_model_command",
+    "up": "pipeline.up:up_command",
+    "demo": "pipeline.demo.cli:demo_command",
+    "status": "pipeline.status:status_command",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS:
+            module, attr = LAZY_COMMANDS[name].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    envvar="SLUICE_CONFIG",
+    help="YAML config (default: the embedded infra/sluice.yaml).",
+)
+
+
+def load_or_exit(path: Path | None) -> SluiceConfig:
+    """Load the config or print every problem and exit 2."""
+    try:
+        return load_config(path)
+    except ConfigError as err:
+        click.echo(str(err), err=True)
+        sys.exit(2)
+
+
+def setup_logging(level: str = "INFO") -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+@click.group(cls=LazyGroup)
+@click.option("--log-level", default="INFO", envvar="SLUICE_LOG_LEVEL", show_default=True)
+def cli(log_level: str) -> None:
+    """Sluice: governed, audited training data from live LLM-agent traffic."""
+    setup_logging(log_level)
+
+
+@cli.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of every event on every topic."""
+    from sluice.events import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
+@cli.group("config")
+def config_group() -> None:
+    """Validate and show config."""
+
+
+@config_group.command("check")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def config_check(path: Path) -> None:
+    """Report every bad field of PATH with its dotted path and reason (exit 2 if any)."""
+    cfg = load_or_exit(path)
+    click.echo(f"{path}: ok ({len(cfg.proxy.backends)} backends, {len(cfg.proxy.api_keys)} api keys)")
+
+
+@config_group.command("show")
+@config_option
+def config_show(config_path: Path | None) -> None:
+    """Print the config in effect (secrets masked)."""
+    cfg = load_or_exit(config_path)
+    click.echo(cfg.model_dump_json(indent=2))
+
+
+@cli.command("broker")
+@click.option("--port", type=int, default=None, help="Default: the port of broker.bootstrap_servers.")
+@config_option
+def broker_command(port: int | None, config_path: Path | None) -> None:
+    """Run the local Tansu Kafka-protocol broker on 127.0.0.1 in the foreground."""
+    from infra.broker import LocalBroker
+
+    cfg = load_or_exit(config_path)
+    broker = LocalBroker(port or cfg.broker.port).start()
+    click.echo(f"tansu broker ready on {broker.bootstrap_servers} (memory storage); Ctrl-C stops it")
+
+    def on_sigterm(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)  # `sluice up` stops services with SIGTERM
+    try:
+        broker.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+
+
+@cli.group("topics")
+def topics_group() -> None:
+    """Create and list the configured topics."""
+
+
+@topics_group.command("create")
+@config_option
+def topics_create(config_path: Path | None) -> None:
+    """Create the configured topics; existing ones are left alone."""
+    from pipeline.topics import create_topics
+
+    cfg = load_or_exit(config_path)
+    for name, state in create_topics(cfg.broker, cfg.topics).items():
+        click.echo(f"{state:8} {name}")
+
+
+@topics_group.command("list")
+@config_option
+def topics_list(config_path: Path | None) -> None:
+    """List topics on the broker with their partition counts."""
+    from pipeline.topics import existing_topics
+
+    cfg = load_or_exit(config_path)
+    for name, parts in sorted(existing_topics(cfg.broker).items()):
+        click.echo(f"{name}\t{parts}")
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=True)
+    except SluiceError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+"""The one root error of Sluice. Each package subclasses it in its own ``exceptions.py``."""
+
+from __future__ import annotations
+
+
+class SluiceError(Exception):
+    """Root of every error Sluice raises on purpose."""
+
+
+class ConfigError(SluiceError):
+    """A config file or value is invalid. ``problems`` holds one ``path: reason`` line per bad field."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        self.problems = list(problems or [])
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        head = super().__str__()
+        return "\n".join([head, *("  " + p for p in self.problems)]) if self.problems else head

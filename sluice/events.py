@@ -1,0 +1,378 @@
+"""The step-level trajectory protocol: every record on every Sluice topic is one of these models.
+
+JSON on the wire (``encode``/``decode``), versioned by ``schema_version``. Field names follow the
+OpenTelemetry GenAI semantic conventions where one exists (``gen_ai.request.model`` becomes
+``GenAIAttributes.request_model``; ``otel_attributes()`` gives the dotted names back).
+
+Linear, not quadratic: agents re-send the whole history on every call, so a step's ``Observation``
+carries only the messages that are new since the previous step of its trajectory plus the hash of the
+prefix they extend. ``reconstruct_messages`` rebuilds the full context from the steps.
+
+    sluice schema            # prints the JSON Schema of every event
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = "1.0"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A random, URL-safe event identity (uuid4 hex)."""
+    return uuid.uuid4().hex
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class _Open(BaseModel):
+    """Protocol shapes that pass unknown fields through (what agents send varies by SDK)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+# ----------------------------------------------------------------------------- messages
+
+
+class ToolCall(_Open):
+    id: str | None = None
+    type: str = "function"
+    name: str
+    arguments: str = ""  # JSON text exactly as the model produced it
+
+
+class Message(_Open):
+    """One chat message in OpenAI shape (Anthropic content blocks are translated by the proxy)."""
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+
+def message_hash(messages: list[Message], seed: str = "") -> str:
+    """Chained SHA-256 over messages: ``message_hash(a + b) == message_hash(b, message_hash(a))``."""
+    h = seed
+    for m in messages:
+        body = json.dumps(m.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+        h = hashlib.sha256((h + body).encode()).hexdigest()
+    return h
+
+
+# ----------------------------------------------------------------------------- step parts
+
+
+class Observation(_Model):
+    """What the model saw: the messages new since the previous step, and the prefix they extend."""
+
+    messages: list[Message] = Field(default_factory=list, description="Messages new since the previous step.")
+    prefix_hash: str = Field(
+        "", description="message_hash of the full history this step extends ('' = none)."
+    )
+    prefix_message_count: int = Field(0, ge=0, description="Number of messages in that prefix.")
+    tools: list[dict[str, Any]] | None = Field(
+        None, description="Tool definitions, only when they differ from the previous step's."
+    )
+    tools_fingerprint: str | None = None
+    prompt_text: str | None = Field(None, description="Prompt of a text completion (/v1/completions).")
+
+
+class Choice(_Model):
+    index: int = 0
+    message: Message
+    finish_reason: str | None = None
+    token_ids: list[int] | None = Field(
+        None, description="Completion token ids when the backend returns them."
+    )
+    logprobs: list[float] | None = Field(None, description="Sampling-time logprob per completion token.")
+
+
+class Action(_Model):
+    """What the model did: one choice per sample (n > 1 gives several)."""
+
+    choices: list[Choice] = Field(default_factory=list)
+    prompt_token_ids: list[int] | None = Field(
+        None, description="Prompt token ids after the first prompt_token_prefix_len tokens."
+    )
+    prompt_token_prefix_len: int = Field(
+        0, ge=0, description="Leading prompt tokens equal to the previous step's prompt+completion tokens."
+    )
+
+
+class ToolResult(_Model):
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_version: str | None = None
+    content: str | list[dict[str, Any]] | None = None
+    exit_code: int | None = None
+    is_error: bool = False
+
+
+FeedbackKind = Literal["accept", "edit", "retry", "delete", "thumbs_up", "thumbs_down"]
+
+
+class FeedbackSignal(_Model):
+    kind: FeedbackKind
+    detail: str | None = None
+    at: datetime = Field(default_factory=utcnow)
+
+
+class ActionResult(_Model):
+    """What the action caused: tool results and user signals (filled when the trajectory is assembled)."""
+
+    tool_results: list[ToolResult] = Field(default_factory=list)
+    feedback: list[FeedbackSignal] = Field(default_factory=list)
+    error: str | None = Field(None, description="Upstream error text when the call failed.")
+    status_code: int | None = None
+
+
+class Reward(_Model):
+    reward_id: str = Field(default_factory=new_id)
+    name: str = "reward"
+    kind: Literal["scalar", "binary", "critique", "feedback"] = "scalar"
+    value: float | None = None
+    critique: str | None = Field(None, description="Natural-language critique (kind='critique').")
+    source: str = "api"
+    step_index: int | None = Field(None, ge=0, description="Step the reward belongs to; None = trajectory.")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class SamplingParams(_Open):
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_tokens: int | None = None
+    n: int | None = None
+    stop: list[str] | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    seed: int | None = None
+
+
+class GenAIAttributes(_Model):
+    """Request/response metadata named after the OTel GenAI conventions (see ``otel_attributes``)."""
+
+    operation_name: Literal["chat", "text_completion", "responses", "messages"] = "chat"
+    provider_name: str = "openai"  # gen_ai.provider.name: the API surface the agent spoke
+    request_model: str = ""
+    response_model: str | None = None
+    response_id: str | None = None
+    finish_reasons: list[str] = Field(default_factory=list)
+    usage_input_tokens: int | None = None
+    usage_output_tokens: int | None = None
+    conversation_id: str | None = None
+
+    def otel_attributes(self) -> dict[str, Any]:
+        names = {
+            "usage_input_tokens": "gen_ai.usage.input_tokens",
+            "usage_output_tokens": "gen_ai.usage.output_tokens",
+        }
+        out: dict[str, Any] = {}
+        for field, value in self.model_dump(exclude_none=True).items():
+            key = names.get(field) or "gen_ai." + field.replace("_", ".", 1)
+            out[key] = value
+        return out
+
+
+class StepMetadata(_Model):
+    gen_ai: GenAIAttributes = Field(default_factory=GenAIAttributes)
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    backend: str = Field("", description="Upstream backend name from config.")
+    backend_fingerprint: str | None = Field(None, description="system_fingerprint or backend build id.")
+    model_version: str | None = None
+    harness_fingerprint: str | None = Field(None, description="Hash of the system prompt / harness.")
+    tool_versions: dict[str, str] = Field(default_factory=dict)
+    stream: bool = False
+    latency_ms: float | None = None
+    time_to_first_token_ms: float | None = None
+    cost_usd: float | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    side_effects: list[str] = Field(default_factory=list, description="Declared non-idempotent tool effects.")
+    request_headers: dict[str, str] = Field(
+        default_factory=dict, description="Allowlisted headers only; never credentials."
+    )
+
+
+# ----------------------------------------------------------------------------- governance
+
+
+class RedactionReport(_Model):
+    entities: dict[str, int] = Field(default_factory=dict, description="Entity type -> count; never values.")
+    recognizer_version: str = ""
+    config_version: str = ""
+    cached_texts: int = 0
+    analysed_texts: int = 0
+    residual: int = Field(
+        0, ge=0, description="Findings left in place (operator 'keep' or below the score threshold)."
+    )
+
+
+class Consent(_Model):
+    training: bool | None = None
+    flags: dict[str, bool] = Field(default_factory=dict)
+
+
+class EligibilityDecision(_Model):
+    decision: Literal["train", "audit_only", "drop"]
+    reasons: list[str] = Field(default_factory=list)
+    policy_version: str = ""
+    retention_deadline: datetime | None = None
+
+
+ReplayGradeName = Literal["deterministic", "approximate", "non_replayable"]
+
+
+class ReplayGrade(_Model):
+    grade: ReplayGradeName
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Governance(_Model):
+    redaction: Literal["raw", "redacted"] = "raw"
+    redaction_report: RedactionReport | None = None
+    data_class: str = "internal"
+    consent: Consent = Field(default_factory=Consent)
+    retention_deadline: datetime | None = None
+    eligibility: EligibilityDecision | None = None
+    replay: ReplayGrade | None = None
+    subject_ids: list[str] = Field(default_factory=list, description="Data-subject ids for erasure requests.")
+
+
+# ----------------------------------------------------------------------------- events
+
+
+class _Event(_Model):
+    schema_version: str = SCHEMA_VERSION
+    event_id: str = Field(default_factory=new_id, description="Stable identity: duplicates share it.")
+    trajectory_id: str
+    tenant: str
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class StepEvent(_Event):
+    """One LLM call of an agent: published by the proxy to the raw steps topic."""
+
+    event_type: Literal["step"] = "step"
+    session_id: str | None = None
+    step_index: int = Field(ge=0)
+    observation: Observation = Field(default_factory=Observation)
+    hidden_state: dict[str, Any] | str | None = None
+    action: Action = Field(default_factory=Action)
+    action_result: ActionResult = Field(default_factory=ActionResult)
+    rewards: list[Reward] = Field(default_factory=list)
+    metadata: StepMetadata = Field(default_factory=StepMetadata)
+    governance: Governance = Field(default_factory=Governance)
+
+
+class TrajectoryEndEvent(_Event):
+    """The agent (or harness) declares the trajectory finished: published on the steps topic."""
+
+    event_type: Literal["end"] = "end"
+    step_count: int | None = None
+    outcome: str | None = None
+    governance: Governance = Field(default_factory=Governance)
+
+
+class RewardEvent(_Event):
+    """A reward or feedback signal, possibly days after the trajectory: the rewards topic."""
+
+    event_type: Literal["reward"] = "reward"
+    reward: Reward
+
+
+class Trajectory(_Event):
+    """An assembled, governed trajectory. ``version`` grows when late rewards arrive; never edited in place.
+
+    ``event_id`` is ``"{trajectory_id}:v{version}"``, so re-emitting the same version is idempotent.
+    """
+
+    event_type: Literal["trajectory"] = "trajectory"
+    version: int = Field(1, ge=1)
+    session_id: str | None = None
+    steps: list[StepEvent] = Field(default_factory=list)
+    rewards: list[Reward] = Field(default_factory=list)
+    reward: float | None = Field(None, description="Trajectory-level reward after the configured combine.")
+    status: Literal["ended", "timed_out"] = "ended"
+    rewarded: bool = False
+    first_step_at: datetime | None = None
+    ended_at: datetime | None = None
+    emitted_at: datetime = Field(default_factory=utcnow)
+    governance: Governance = Field(default_factory=Governance)
+
+
+class DeadLetter(_Model):
+    """A record a stage could not process, with the reason and the original bytes (base64)."""
+
+    schema_version: str = SCHEMA_VERSION
+    event_type: Literal["dead_letter"] = "dead_letter"
+    event_id: str = Field(default_factory=new_id)
+    stage: str
+    reason: str
+    error_type: str = ""
+    source_topic: str = ""
+    source_partition: int | None = None
+    source_offset: int | None = None
+    key: str | None = None
+    original_b64: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+AnyEvent = Annotated[
+    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter, Field(discriminator="event_type")
+]
+_ANY = TypeAdapter(AnyEvent)
+EVENT_MODELS: tuple[type[BaseModel], ...] = (
+    StepEvent,
+    TrajectoryEndEvent,
+    RewardEvent,
+    Trajectory,
+    DeadLetter,
+)
+
+
+def encode(event: BaseModel) -> bytes:
+    """Wire form: compact JSON without nulls."""
+    return event.model_dump_json(exclude_none=True).encode()
+
+
+def decode(data: bytes | str) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter:
+    """Parse any event by its ``event_type``; raises ``pydantic.ValidationError`` on bad input."""
+    return _ANY.validate_json(data)
+
+
+def json_schema() -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"Sluice events v{SCHEMA_VERSION}",
+        **_ANY.json_schema(),
+    }
+
+
+def reconstruct_messages(steps: list[StepEvent]) -> list[Message]:
+    """Full context of the last step plus its first choice: observation deltas and actions, in order.
+
+    A step whose ``prefix_message_count`` is 0 after earlier steps starts over (the agent rewrote history).
+    """
+    history: list[Message] = []
+    for step in sorted(steps, key=lambda s: s.step_index):
+        if step.observation.prefix_message_count == 0:
+            history = []
+        else:
+            history = history[: step.observation.prefix_message_count]
+        history.extend(step.observation.messages)
+        if step.action.choices:
+            history.append(step.action.choices[0].message)
+    return history

@@ -1,0 +1,40 @@
+"""Read topics back in tests."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError
+
+from sluice.config import BrokerConfig
+
+
+def read_topic(
+    broker: BrokerConfig, topic: str, expect: int, timeout_s: float = 30.0, idle_s: float = 1.0
+) -> list[tuple[bytes | None, bytes]]:
+    """Consume ``topic`` from the beginning until ``expect`` records arrived (then ``idle_s`` more of quiet)
+    or ``timeout_s`` passed. Returns (key, value) pairs in partition order."""
+    consumer = Consumer(broker.consumer_config(f"test-{uuid.uuid4().hex[:8]}"))
+    consumer.subscribe([topic])
+    out: list[tuple[bytes | None, bytes]] = []
+    deadline = time.monotonic() + timeout_s
+    quiet_since: float | None = None
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                if len(out) >= expect:
+                    quiet_since = quiet_since or time.monotonic()
+                    if time.monotonic() - quiet_since >= idle_s:
+                        break
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise RuntimeError(msg.error())
+            quiet_since = None
+            out.append((msg.key(), msg.value()))
+    finally:
+        consumer.close()
+    return out

@@ -1,0 +1,117 @@
+"""The DuckDB store on a real file: atomic rows+offsets, idempotent upserts, views, deletes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sinks.batch import BatchTopics, PendingBatch
+from sinks.faults import CrashPlan
+from sinks.flatten import SourceRecord
+from sinks.samples import make_trajectory
+from sinks.store import DuckDBStore
+from sluice.events import Trajectory, encode
+
+TOPICS = BatchTopics(audited="a", deadletter="d")
+
+
+def _batch(trajs: list[Trajectory], start: int = 0) -> PendingBatch:
+    b = PendingBatch(TOPICS)
+    for i, t in enumerate(trajs):
+        b.add(SourceRecord("a", i % 2, start + i, t.trajectory_id, encode(t)))
+    return b
+
+
+def _one(store: DuckDBStore, sql: str) -> object:
+    return store.con.execute(sql).fetchone()[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> DuckDBStore:
+    s = DuckDBStore(tmp_path / "s.duckdb", min_train_grade="approximate")
+    yield s
+    s.close()
+
+
+def test_write_is_idempotent_and_stores_offsets(store: DuckDBStore) -> None:
+    trajs = [make_trajectory(f"t{i}", n_steps=3, reward=1.0) for i in range(10)]
+    written = store.write(_batch(trajs), "g")
+    assert written["trajectory_versions"] == 10 and written["steps"] == 30
+    again = store.write(_batch(trajs), "g")
+    assert again["trajectory_versions"] == 0 and again["steps"] == 0
+    assert _one(store, "SELECT count(*) FROM trajectories") == 10
+    assert _one(store, "SELECT count(*) FROM steps") == 30
+    assert store.stored_offsets("g") == {("a", 0): 9, ("a", 1): 10}
+    assert store.stored_offsets("other") == {}
+
+
+def test_failure_inside_the_transaction_writes_nothing(store: DuckDBStore) -> None:
+    class Boom(Exception):
+        pass
+
+    class RaiseAt(CrashPlan):
+        def reached(self, point: str) -> None:
+            if point == "before_commit":
+                raise Boom
+
+    store.crash = RaiseAt(None)
+    with pytest.raises(Boom):
+        store.write(_batch([make_trajectory("t1")]), "g")
+    assert _one(store, "SELECT count(*) FROM store.trajectory_versions") == 0
+    assert store.stored_offsets("g") == {}
+
+
+def test_late_reward_version_updates_the_latest_view(store: DuckDBStore) -> None:
+    store.write(_batch([make_trajectory("t1", n_steps=2, decision="train")]), "g")
+    assert _one(store, "SELECT count(*) FROM training_set") == 0  # not rewarded yet
+    store.write(_batch([make_trajectory("t1", n_steps=2, version=2, reward=0.75)], start=1), "g")
+    row = store.con.execute("SELECT version, reward, rewarded, versions FROM trajectories").fetchall()
+    assert row == [(2, 0.75, True, 2)]
+    assert _one(store, "SELECT count(*) FROM trajectory_versions") == 2
+    assert _one(store, "SELECT count(*) FROM steps") == 2
+    assert _one(store, "SELECT count(*) FROM training_set") == 1
+
+
+def test_training_set_applies_the_train_rule(store: DuckDBStore) -> None:
+    trajs = [
+        make_trajectory("ok", reward=1.0),
+        make_trajectory("audit", reward=1.0, decision="audit_only"),
+        make_trajectory("unrewarded"),
+        make_trajectory("nonreplay", reward=1.0, grade="non_replayable"),
+        make_trajectory("approx", reward=0.0, grade="approximate"),
+    ]
+    store.write(_batch(trajs), "g")
+    ids = {r[0] for r in store.con.execute("SELECT trajectory_id FROM training_set").fetchall()}
+    assert ids == {"ok", "approx"}
+
+
+def test_erased_trajectories_stay_erased(store: DuckDBStore) -> None:
+    store.write(_batch([make_trajectory("t1"), make_trajectory("t2")]), "g")
+    store.con.execute("INSERT INTO store.erased_trajectories VALUES ('t1', 'e1', now())").fetchall()
+    b = _batch([make_trajectory("t1", version=2, reward=1.0)], start=5)
+    b.add(SourceRecord("a", 0, 9, "t2", None))  # a tombstone deletes every row of t2
+    store.write(b, "g")
+    assert store.con.execute("SELECT trajectory_id, version FROM trajectories").fetchall() == [("t1", 1)]
+    assert _one(store, "SELECT count(*) FROM store.lineage WHERE trajectory_id = 't2'") == 0
+
+
+def test_reopen_keeps_rows_and_offsets(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    s = DuckDBStore(path)
+    s.write(_batch([make_trajectory("t1")]), "g")
+    s.close()
+    s = DuckDBStore(path)
+    assert _one(s, "SELECT count(*) FROM trajectories") == 1
+    assert s.stored_offsets("g") == {("a", 0): 1}
+    s.close()
+
+
+def test_a_record_that_does_not_fit_becomes_a_dead_letter(store: DuckDBStore) -> None:
+    too_big = make_trajectory("big", n_steps=1)
+    too_big.steps[0].action.choices[0].token_ids = [2**40]  # beyond INTEGER
+    written = store.write(_batch([make_trajectory("ok"), too_big, make_trajectory("ok2")]), "g")
+    assert written["trajectory_versions"] == 2 and written["dead_letters"] == 1
+    reason = _one(store, "SELECT reason FROM dead_letters WHERE trajectory_id = 'big'")
+    assert reason.startswith("does not fit the store schema")
+    assert store.stored_offsets("g") == {("a", 0): 3, ("a", 1): 2}

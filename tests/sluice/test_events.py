@@ -1,0 +1,79 @@
+"""The event protocol: round trips, schema, prefix hashing and context reconstruction."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from sluice.events import (
+    Action,
+    Choice,
+    Message,
+    Observation,
+    RewardEvent,
+    StepEvent,
+    decode,
+    encode,
+    json_schema,
+    message_hash,
+    reconstruct_messages,
+)
+
+
+def _step(i: int, new: list[Message], prefix: list[Message], reply: str) -> StepEvent:
+    return StepEvent(
+        trajectory_id="t1",
+        tenant="acme",
+        step_index=i,
+        observation=Observation(
+            messages=new, prefix_hash=message_hash(prefix), prefix_message_count=len(prefix)
+        ),
+        action=Action(choices=[Choice(message=Message(role="assistant", content=reply))]),
+    )
+
+
+def test_round_trip_and_discriminator() -> None:
+    step = _step(0, [Message(role="user", content="hi")], [], "hello")
+    back = decode(encode(step))
+    assert isinstance(back, StepEvent) and back == step
+    reward = decode(b'{"event_type":"reward","trajectory_id":"t1","tenant":"a","reward":{"value":1.0}}')
+    assert isinstance(reward, RewardEvent) and reward.reward.value == 1.0
+
+
+def test_bad_events_raise() -> None:
+    with pytest.raises(ValidationError):
+        decode(b'{"event_type":"step","trajectory_id":"t"}')
+    with pytest.raises(ValidationError):
+        decode(b"not json")
+
+
+def test_schema_covers_every_event() -> None:
+    schema = json.dumps(json_schema())
+    for name in ("StepEvent", "RewardEvent", "TrajectoryEndEvent", "Trajectory", "DeadLetter"):
+        assert name in schema
+
+
+def test_message_hash_chains() -> None:
+    a = [Message(role="user", content="x")]
+    b = [Message(role="assistant", content="y"), Message(role="user", content="z")]
+    assert message_hash(a + b) == message_hash(b, message_hash(a))
+
+
+def test_reconstruct_from_deltas() -> None:
+    u1, a1 = Message(role="user", content="q1"), Message(role="assistant", content="r1")
+    u2 = Message(role="user", content="q2")
+    steps = [_step(0, [u1], [], "r1"), _step(1, [u2], [u1, a1], "r2")]
+    full = reconstruct_messages(steps)
+    assert [m.content for m in full] == ["q1", "r1", "q2", "r2"]
+
+
+def test_otel_names() -> None:
+    step = _step(0, [], [], "x")
+    step.metadata.gen_ai.request_model = "m"
+    step.metadata.gen_ai.usage_input_tokens = 3
+    attrs = step.metadata.gen_ai.otel_attributes()
+    assert attrs["gen_ai.request.model"] == "m"
+    assert attrs["gen_ai.usage.input_tokens"] == 3
+    assert attrs["gen_ai.operation.name"] == "chat"

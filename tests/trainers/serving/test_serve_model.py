@@ -1,0 +1,202 @@
+"""`sluice serve-model` as a live process, driven by the real openai SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import yaml
+
+from infra.broker import free_port, port_open
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("serve")
+    cfg = tmp / "sluice.yaml"
+    cfg.write_text(yaml.safe_dump({"trainer": {"output_dir": str(tmp / "trainer")}}))
+    port = free_port()
+    log = (tmp / "serve.log").open("wb")
+    cmd = [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    deadline = time.monotonic() + 60
+    while not port_open("127.0.0.1", port):
+        assert proc.poll() is None, (tmp / "serve.log").read_text()
+        assert time.monotonic() < deadline, "serve-model did not listen within 60 s"
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/v1"
+    proc.terminate()  # SIGTERM: uvicorn shuts down cleanly
+    assert proc.wait(timeout=20) == 0
+    log.close()
+    assert "serve-model ready" in (tmp / "serve.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def client(server: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server, api_key="unused")
+
+
+MESSAGES = [{"role": "user", "content": "reverse 123"}]
+
+
+def test_models(client: openai.OpenAI) -> None:
+    assert [m.id for m in client.models.list().data] == ["sluice-tiny"]
+
+
+def test_chat_token_ids_logprobs_and_n(client: openai.OpenAI) -> None:
+    resp = client.chat.completions.create(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=6, n=3, logprobs=True, seed=7,
+        extra_body={"return_token_ids": True},
+    )  # fmt: skip
+    body = resp.model_dump()
+    assert len(resp.choices) == 3
+    prompt_ids = body["prompt_token_ids"]
+    assert prompt_ids and resp.usage.prompt_tokens == len(prompt_ids)
+    for choice in body["choices"]:
+        ids = choice["token_ids"]
+        assert 1 <= len(ids) <= 6
+        assert len(choice["logprobs"]["content"]) == len(ids)
+        assert all(e["logprob"] <= 0 for e in choice["logprobs"]["content"])
+        assert choice["finish_reason"] in ("stop", "length")
+    assert resp.usage.completion_tokens == sum(len(c["token_ids"]) for c in body["choices"])
+    again = client.chat.completions.create(
+        model="sluice-tiny",
+        messages=MESSAGES,
+        max_tokens=6,
+        n=3,
+        seed=7,
+        extra_body={"return_token_ids": True},
+    )
+    assert [c["token_ids"] for c in again.model_dump()["choices"]] == [
+        c["token_ids"] for c in body["choices"]
+    ]
+
+
+def test_chat_streaming_matches_token_ids(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=8, stream=True, seed=3,
+        stream_options={"include_usage": True}, extra_body={"return_token_ids": True},
+    )  # fmt: skip
+    chunks = [c.model_dump() for c in stream]
+    assert chunks[0]["prompt_token_ids"]
+    ids = [t for c in chunks for ch in c["choices"] for t in (ch.get("token_ids") or [])]
+    text = "".join(ch["delta"].get("content") or "" for c in chunks for ch in c["choices"])
+    assert 1 <= len(ids) <= 8
+    assert chunks[-1]["usage"]["completion_tokens"] == len(ids)
+    finishes = [ch["finish_reason"] for c in chunks for ch in c["choices"] if ch["finish_reason"]]
+    assert finishes in (["stop"], ["length"])
+    plain = client.chat.completions.create(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=8, seed=3, extra_body={"return_token_ids": True}
+    )
+    assert plain.model_dump()["choices"][0]["token_ids"] == ids
+    assert plain.choices[0].message.content == text
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "parameters": {
+                "type": "object",
+                "properties": {"limit": {"type": "integer"}, "query": {"type": "string"}},
+                "required": ["query"],
+            },
+        },
+    }
+]
+
+
+def test_forced_tool_call(client: openai.OpenAI) -> None:
+    resp = client.chat.completions.create(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=5, tools=TOOLS, seed=1,
+        tool_choice={"type": "function", "function": {"name": "search"}},
+    )  # fmt: skip
+    choice = resp.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    call = choice.message.tool_calls[0]
+    assert call.function.name == "search"
+    args = json.loads(call.function.arguments)
+    assert list(args) == ["query"] and isinstance(args["query"], str)
+
+    stream = client.chat.completions.create(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=5, tools=TOOLS, seed=1, stream=True,
+        tool_choice="required",
+    )  # fmt: skip
+    chunks = list(stream)
+    fragments = [
+        tc.function.arguments or "" for c in chunks for ch in c.choices for tc in ch.delta.tool_calls or []
+    ]
+    assert json.loads("".join(fragments)) == args  # same seed, same text, streamed as argument fragments
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_completions(client: openai.OpenAI) -> None:
+    resp = client.completions.create(
+        model="sluice-tiny",
+        prompt="abc",
+        max_tokens=4,
+        logprobs=1,
+        seed=2,
+        extra_body={"return_token_ids": True},
+    )
+    body = resp.model_dump()["choices"][0]
+    assert len(body["token_ids"]) == len(body["logprobs"]["token_logprobs"]) <= 4
+    assert body["prompt_token_ids"] == [ord("a") - 32 + 6, ord("b") - 32 + 6, ord("c") - 32 + 6]
+    streamed = client.completions.create(model="sluice-tiny", prompt="abc", max_tokens=4, seed=2, stream=True)
+    assert "".join(c.choices[0].text for c in streamed) == resp.choices[0].text
+
+
+def test_bad_requests(server: str, client: openai.OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
+    with pytest.raises(openai.BadRequestError, match="max_tokens"):
+        client.chat.completions.create(model="sluice-tiny", messages=MESSAGES, max_tokens=100_000)
+    r = httpx.post(f"{server}/chat/completions", content=b"{not json")
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+    r = httpx.post(f"{server}/chat/completions", json={"model": "sluice-tiny", "messages": []})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "messages"
+
+
+def test_unknown_fields_pass_through(server: str) -> None:
+    r = httpx.post(
+        f"{server}/chat/completions",
+        json={"model": "sluice-tiny", "messages": MESSAGES, "max_tokens": 2, "frobnicate": 1},
+    )
+    assert r.status_code == 200 and r.headers["x-sluice-ignored-fields"] == "frobnicate"
+
+
+def test_cli_rejects_bad_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"trainer": {"serve": {"port": "nope"}}}))
+    out = subprocess.run(
+        [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(bad)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "trainer.serve.port" in out.stderr
+
+
+def test_weights_resolution_prefers_explicit_then_latest_checkpoint(tmp_path: Path) -> None:
+    from sluice.config import parse_config
+    from trainers.checkpoint import TrainerState, save_checkpoint
+    from trainers.serving.server import resolve_weights
+    from trainers.tiny_model import build_tiny
+
+    cfg = parse_config({"trainer": {"output_dir": "out"}}, base_dir=tmp_path)
+    assert resolve_weights(cfg, None) == "sluice-tiny"  # nothing trained yet: the seeded model
+    model, tok = build_tiny()
+    save_checkpoint(tmp_path / "out", model, tok, TrainerState(step=3))
+    newest = save_checkpoint(tmp_path / "out", model, tok, TrainerState(step=12))
+    assert resolve_weights(cfg, None) == str(newest)
+    assert resolve_weights(cfg, Path("elsewhere")) == str(tmp_path / "elsewhere")

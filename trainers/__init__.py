@@ -1,0 +1,1 @@
+"""Learners: the Ray actors that run asynchronous GRPO, and the rollout backends."""

@@ -1,0 +1,188 @@
+"""Feeder: consumes the train topic and turns trajectories into training tasks, idempotently.
+
+- Resumes from committed offsets (or the checkpoint's, which win): partitions are assigned explicitly, so
+  there is no group-join wait; offsets are committed only at checkpoints, and only up to the oldest task
+  not yet handed to a rollout worker (at-least-once transport).
+- Idempotent by (trajectory id, version): a version at or below one already taken is skipped; a newer
+  version of a task still waiting replaces it (the latest reward wins); a newer version of a task already
+  trained becomes a new task. Never twice on the same (id, version).
+- A record that is not a Trajectory goes to the dead-letter topic with the reason; a Trajectory that cannot
+  become a task (no prompt, unknown model, prompt too long) is counted and skipped with a logged reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections import Counter, OrderedDict
+from typing import Any
+
+import torch
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from sluice.config import SluiceConfig
+from sluice.events import DeadLetter, Trajectory, decode, encode
+from trainers.exceptions import TaskError, TrainerError
+from trainers.samples import TrainingTask
+from trainers.task_builder import build_training_task
+from trainers.tasks.registry import build_task
+
+log = logging.getLogger("sluice.trainer.feeder")
+STAGE = "trainer-feeder"
+TAKEN_LIMIT = 200_000  # (id -> version) entries remembered across checkpoints
+
+
+class TaskFeeder:
+    def __init__(
+        self,
+        cfg: SluiceConfig,
+        tokenizer: Any,
+        max_prompt_tokens: int,
+        start_offsets: dict[int, int] | None = None,
+        taken: dict[str, int] | None = None,
+    ) -> None:
+        torch.set_num_threads(1)
+        self.cfg = cfg
+        self.topic = cfg.topics.name("trajectories_train")
+        self.task = build_task(cfg.trainer.task, cfg.trainer.reward_timeout_s)
+        self.tokenizer = tokenizer
+        self.max_prompt_tokens = max_prompt_tokens
+        self.taken: OrderedDict[str, int] = OrderedDict(taken or {})
+        self.pending: OrderedDict[str, TrainingTask] = OrderedDict()
+        self.counts: Counter[str] = Counter()
+        self.skip_reasons: Counter[str] = Counter()
+        self.consumer = Consumer(cfg.broker.consumer_config(cfg.trainer.consumer_group))
+        self.producer: Producer | None = None
+        self.next_offsets = self._assign(start_offsets or {})
+
+    def _assign(self, start: dict[int, int]) -> dict[int, int]:
+        md = self.consumer.list_topics(self.topic, timeout=10)
+        meta = md.topics.get(self.topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise TrainerError(f"train topic {self.topic} does not exist (run `sluice topics create`)")
+        parts = [TopicPartition(self.topic, p) for p in sorted(meta.partitions)]
+        committed = self.consumer.committed(parts, timeout=10)
+        offsets: dict[int, int] = {}
+        for tp in committed:
+            offsets[tp.partition] = start.get(tp.partition, tp.offset if tp.offset >= 0 else 0)
+        self.consumer.assign([TopicPartition(self.topic, p, o) for p, o in offsets.items()])
+        log.info("feeder reading %s from offsets %s", self.topic, offsets)
+        return offsets
+
+    # ----------------------------------------------------------------------------- consuming
+
+    def take(self, n: int, timeout_s: float) -> tuple[list[TrainingTask], dict[str, Any]]:
+        """Up to n tasks (waiting at most timeout_s for them) and the feeder's counters."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.pending) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            msgs = self.consumer.consume(num_messages=max(n, 64), timeout=min(left, 0.2))
+            for msg in msgs:
+                self._ingest(msg)
+            if not msgs and self.pending:
+                break  # nothing more right now: hand out what there is
+        out = []
+        while self.pending and len(out) < n:
+            _, task = self.pending.popitem(last=False)
+            self._mark_taken(task)
+            out.append(task)
+        self.counts["tasks"] += len(out)
+        return out, self.stats()
+
+    def _ingest(self, msg: Message) -> None:
+        if msg.error():
+            if msg.error().code() != KafkaError._PARTITION_EOF:
+                log.warning("consume error: %s", msg.error())
+            return
+        self.next_offsets[msg.partition()] = msg.offset() + 1
+        self.counts["records"] += 1
+        try:
+            event = decode(msg.value())
+        except ValueError as err:
+            self._dead_letter(msg, f"not a valid event: {str(err).splitlines()[0]}", type(err).__name__)
+            return
+        if not isinstance(event, Trajectory):
+            self._dead_letter(msg, f"expected a trajectory, got {event.event_type}", "WrongEventType")
+            return
+        self._offer(event, msg.partition(), msg.offset())
+
+    def _offer(self, traj: Trajectory, partition: int, offset: int) -> None:
+        tid, version = traj.trajectory_id, traj.version
+        waiting = self.pending.get(tid)
+        if version <= self.taken.get(tid, 0) or (waiting is not None and waiting.version >= version):
+            self.counts["duplicates"] += 1
+            return
+        try:
+            task = build_training_task(
+                traj, self.task, self.tokenizer, self.cfg.trainer.models, self.max_prompt_tokens
+            )
+        except TaskError as err:
+            self.counts["skipped"] += 1
+            self.skip_reasons[err.code] += 1
+            log.warning("skipped trajectory %s v%d: %s", tid, version, err)
+            return
+        task.topic, task.partition, task.offset = self.topic, partition, offset
+        if waiting is not None:
+            self.counts["superseded"] += 1  # a newer version arrived before the old one was trained
+            del self.pending[tid]
+        self.pending[tid] = task
+
+    def _mark_taken(self, task: TrainingTask) -> None:
+        self.taken[task.trajectory_id] = task.version
+        self.taken.move_to_end(task.trajectory_id)
+        while len(self.taken) > TAKEN_LIMIT:
+            self.taken.popitem(last=False)
+
+    def _dead_letter(self, msg: Message, reason: str, error_type: str) -> None:
+        self.counts["dead_letters"] += 1
+        log.warning("dead-lettered %s[%d]@%d: %s", msg.topic(), msg.partition(), msg.offset(), reason)
+        if self.producer is None:
+            self.producer = Producer(self.cfg.broker.producer_config())
+        key = msg.key().decode(errors="replace") if msg.key() else None
+        dl = DeadLetter(
+            stage=STAGE, reason=reason, error_type=error_type, source_topic=msg.topic(),
+            source_partition=msg.partition(), source_offset=msg.offset(), key=key,
+            original_b64=base64.b64encode(msg.value() or b"").decode(),
+        )  # fmt: skip
+        self.producer.produce(self.cfg.topics.name("deadletter"), key=key, value=encode(dl))
+        self.producer.poll(0)
+
+    # ----------------------------------------------------------------------------- offsets and state
+
+    def safe_offsets(self) -> dict[int, int]:
+        """Per partition: everything below this offset was handed out, superseded or skipped."""
+        safe = dict(self.next_offsets)
+        for task in self.pending.values():
+            safe[task.partition] = min(safe.get(task.partition, task.offset), task.offset)
+        return safe
+
+    def checkpoint(self, untrained: list[tuple[str, int, int, int]]) -> tuple[dict[int, int], dict[str, int]]:
+        """Commit offsets that are safe given the tasks handed out but not trained yet
+        (``(trajectory_id, version, partition, offset)``), and return them with the taken versions minus
+        those tasks, for trainer_state.json: after a crash, exactly the untrained tasks are read again."""
+        safe = self.safe_offsets()
+        taken = dict(self.taken)
+        for tid, version, partition, offset in untrained:
+            safe[partition] = min(safe.get(partition, offset), offset)
+            if taken.get(tid) == version:
+                if version > 1:
+                    taken[tid] = version - 1
+                else:
+                    del taken[tid]
+        if self.producer is not None:
+            self.producer.flush(10)
+        self.consumer.commit(
+            offsets=[TopicPartition(self.topic, p, o) for p, o in safe.items()], asynchronous=False
+        )
+        return safe, taken
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "pending": len(self.pending), "skip_reasons": dict(self.skip_reasons)}
+
+    def close(self) -> None:
+        if self.producer is not None:
+            self.producer.flush(10)
+        self.consumer.close()

@@ -1,0 +1,156 @@
+"""Learner: one GRPO update per batch of scored groups, then publishes the new weights (version + 1).
+
+Staleness is checked here, against the version the update is about to change: a group sampled more than
+``max_staleness`` versions ago is dropped or down-weighted (``stale_policy``). Groups whose rewards are all
+equal carry no signal and are left out. Gradients accumulate over micro-batches; the token-mean
+normaliser is the token count of the whole batch, so micro-batching does not change the loss.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from sluice.config import SluiceConfig
+from trainers.checkpoint import TrainerState, read_optimizer_state, save_checkpoint
+from trainers.grpo.advantages import group_advantages, staleness_weight
+from trainers.grpo.batch import logprobs_of, pack
+from trainers.grpo.loss import LossConfig, grpo_loss
+from trainers.samples import Group, Sample
+from trainers.tiny_model import load_model
+from trainers.weight_sync.base import WeightSync
+
+log = logging.getLogger("sluice.trainer.learner")
+
+
+class Learner:
+    def __init__(
+        self,
+        cfg: SluiceConfig,
+        model_source: str,
+        weight_sync: WeightSync,
+        start_version: int = 0,
+        resume_from: str | None = None,
+    ) -> None:
+        torch.set_num_threads(1)
+        torch.manual_seed(cfg.trainer.seed)
+        t = cfg.trainer
+        self.tcfg = t
+        self.model, self.tokenizer = load_model(model_source, t.tiny)
+        self.model.train()
+        self.ref = copy.deepcopy(self.model).eval().requires_grad_(False) if t.kl_coef > 0 else None
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay)
+        if resume_from is not None:
+            opt_state = read_optimizer_state(Path(resume_from))
+            if opt_state is not None:
+                self.opt.load_state_dict(opt_state)
+        self.loss_cfg = LossConfig(
+            clip_low=t.clip_low, clip_high=t.clip_high, mask_low=t.mask_low, mask_high=t.mask_high,
+            kl_coef=t.kl_coef, agg=t.loss_agg,
+        )  # fmt: skip
+        self.sync = weight_sync
+        self.version = start_version
+        self.sync.publish(self.model.state_dict(), self.version)
+
+    def _rows(self, groups: list[Group], m: dict[str, float]) -> list[tuple[list[int], Sample, float, float]]:
+        rows = []
+        for g in groups:
+            lag = self.version - g.policy_version
+            m["staleness_sum"] += lag * len(g.samples)
+            m["staleness_max"] = max(m["staleness_max"], lag)
+            w = staleness_weight(lag, self.tcfg.max_staleness, self.tcfg.stale_policy, self.tcfg.stale_decay)
+            if w is None:
+                m["dropped_stale"] += len(g.samples)
+                continue
+            if w < 1:
+                m["downweighted"] += len(g.samples)
+            adv = group_advantages([s.reward for s in g.samples], scale=self.tcfg.scale_rewards)
+            if all(a == 0 for a in adv):
+                m["zero_signal_groups"] += 1
+                continue
+            rows.extend((g.prompt_ids, s, a, w) for s, a in zip(g.samples, adv, strict=True) if s.token_ids)
+        return rows
+
+    def train_step(self, groups: list[Group]) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        m: dict[str, float] = {
+            k: 0.0
+            for k in ("staleness_sum", "staleness_max", "dropped_stale", "downweighted", "zero_signal_groups")
+        }
+        rows = self._rows(groups, m)
+        n_samples = sum(len(g.samples) for g in groups)
+        stats = {
+            "loss": 0.0,
+            "clip_frac": 0.0,
+            "masked_frac": 0.0,
+            "kl": 0.0,
+            "ratio_mean": 0.0,
+            "grad_norm": 0.0,
+        }
+        updated = False
+        if rows:
+            total_tokens = sum(len(s.token_ids) for _, s, _, _ in rows)
+            normalizer = float(total_tokens) if self.tcfg.loss_agg == "token_mean" else float(len(rows))
+            self.opt.zero_grad(set_to_none=True)
+            mb = self.tcfg.micro_batch_size
+            for i in range(0, len(rows), mb):
+                chunk = rows[i : i + mb]
+                batch = pack(chunk, self.tokenizer.pad_token_id)
+                lp = logprobs_of(self.model, batch, self.tcfg.temperature)  # [B, T]
+                behaviour = torch.where(batch.has_behaviour[:, None], batch.behaviour, lp.detach())
+                ref_lp = None
+                if self.ref is not None:
+                    with torch.no_grad():
+                        ref_lp = logprobs_of(self.ref, batch, self.tcfg.temperature)
+                loss, st = grpo_loss(
+                    lp, behaviour, batch.advantages, batch.completion_mask, self.loss_cfg,
+                    weights=batch.weights, ref_logprobs=ref_lp, normalizer=normalizer,
+                )  # fmt: skip
+                loss.backward()
+                share = batch.n_tokens / max(1, total_tokens)
+                stats["loss"] += float(loss.detach())
+                for k in ("clip_frac", "masked_frac", "kl", "ratio_mean"):
+                    stats[k] += float(st[k]) * share
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tcfg.max_grad_norm)
+            stats["grad_norm"] = float(grad_norm)
+            if math.isfinite(stats["grad_norm"]):
+                self.opt.step()
+                self.version += 1
+                updated = True
+                self.sync.publish(self.model.state_dict(), self.version)
+            else:
+                log.warning("non-finite gradient norm: update skipped")
+            self.opt.zero_grad(set_to_none=True)
+        return {
+            **stats,
+            "updated": updated,
+            "policy_version": self.version,
+            "trained_samples": len(rows),
+            "staleness_mean": m["staleness_sum"] / max(1, n_samples),
+            "staleness_max": m["staleness_max"],
+            "dropped_stale": m["dropped_stale"],
+            "downweighted": m["downweighted"],
+            "zero_signal_groups": m["zero_signal_groups"],
+            "learn_s": time.perf_counter() - t0,
+        }
+
+    def save(self, output_dir: str, state: TrainerState) -> str:
+        state = state.model_copy(update={"policy_version": self.version})
+        path = save_checkpoint(
+            Path(output_dir),
+            self.model,
+            self.tokenizer,
+            state,
+            self.opt.state_dict(),
+            keep=self.tcfg.keep_checkpoints,
+        )
+        return str(path)
+
+    def get_version(self) -> int:
+        return self.version

@@ -1,0 +1,1 @@
+"""GRPO pieces: group-normalised advantages, staleness weights, batch packing, the clipped loss."""

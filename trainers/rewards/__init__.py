@@ -1,0 +1,1 @@
+"""Reward functions: verifiable checks, the logged traffic reward, and their weighted combination."""

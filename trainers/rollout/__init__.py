@@ -1,0 +1,1 @@
+"""Rollout backends: vLLM on GPU (optional extra), torch/transformers on CPU (always available)."""

@@ -1,0 +1,144 @@
+"""`sluice train`: validate, start (or join) Ray, start the actors, run the async GRPO loop, checkpoint.
+
+A bad config or an unavailable backend fails before Ray starts. ``--resume`` loads the newest checkpoint
+under ``trainer.output_dir``: weights, optimizer, policy version and step (both continue counting), feeder
+offsets and the (trajectory, version) pairs already trained. ``--max-steps N`` counts updates of this run.
+
+    sluice train --config infra/sluice.yaml --max-steps 100
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sluice.config import SluiceConfig
+from trainers.checkpoint import TrainerState, latest_checkpoint, read_state
+from trainers.config import TINY_MODEL_NAME
+from trainers.exceptions import CheckpointError
+from trainers.rollout.select import resolve_backend
+
+log = logging.getLogger("sluice.trainer")
+
+
+class TrainSummary(BaseModel):
+    stopped: str
+    steps: int = Field(description="Learner updates in this run.")
+    step: int = Field(description="Step counter after this run (continues across resumes).")
+    policy_version: int
+    samples: int
+    reward_first: float | None = None
+    reward_last: float | None = None
+    reward_failures: int = 0
+    skipped: int = 0
+    dead_letters: int = 0
+    checkpoint: str | None = None
+    elapsed_s: float = 0.0
+    history: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
+
+
+def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
+    """The tokenizer (for the feeder) and the model's context length, without loading weights."""
+    from trainers.tiny_model import build_tokenizer, load_tokenizer
+
+    if source == TINY_MODEL_NAME:
+        return build_tokenizer(), cfg.trainer.tiny.max_positions
+    from transformers import AutoConfig
+
+    conf = AutoConfig.from_pretrained(source, local_files_only=True)
+    return load_tokenizer(source), int(getattr(conf, "max_position_embeddings", 2048))
+
+
+def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, str | None]:
+    t = cfg.trainer
+    source = t.model if t.model == TINY_MODEL_NAME else str(cfg.path(t.model))
+    if source != TINY_MODEL_NAME and not Path(source).is_dir():
+        raise CheckpointError(f"trainer.model: {source} is neither 'sluice-tiny' nor a model directory")
+    if not resume:
+        return TrainerState(model=t.model), source, None
+    found = latest_checkpoint(cfg.path(t.output_dir))
+    if found is None:
+        log.warning("--resume: no checkpoint under %s, starting from %s", cfg.path(t.output_dir), source)
+        return TrainerState(model=t.model), source, None
+    state = read_state(found)
+    log.info("resuming from %s (step %d, policy v%d)", found, state.step, state.policy_version)
+    return state, str(found), str(found)
+
+
+def run_training(
+    cfg: SluiceConfig,
+    resume: bool = False,
+    max_steps: int | None = None,
+    on_step: Callable[[dict[str, Any]], None] | None = None,
+) -> TrainSummary:
+    import ray
+
+    from trainers.actors.feeder import TaskFeeder
+    from trainers.actors.learner import Learner
+    from trainers.actors.rollout_worker import RolloutWorker
+    from trainers.loop import AsyncGRPOLoop, StopFlag
+    from trainers.metrics import MetricsLog
+    from trainers.ray_session import ray_session
+    from trainers.weight_sync.ray_object_store import RayObjectStoreWeightSync
+
+    t = cfg.trainer
+    backend = resolve_backend(t.backend)  # before Ray starts
+    state, source, resume_from = _start_state(cfg, resume)
+    tokenizer, max_positions = _model_limits(source, cfg)
+    max_steps = max_steps if max_steps is not None else t.max_steps
+    output_dir = cfg.path(t.output_dir)
+    topic = cfg.topics.name("trajectories_train")
+    log.info("trainer config in effect: %s", t.model_dump_json(exclude={"serve"}))
+    stop = StopFlag()
+    metrics = MetricsLog(output_dir / "metrics.jsonl")
+    with ray_session(cfg):
+        sync = RayObjectStoreWeightSync()
+        learner = ray.remote(num_cpus=1)(Learner).remote(cfg, source, sync, state.policy_version, resume_from)
+        gpus = 1 if backend == "vllm" else 0
+        workers = [
+            ray.remote(num_cpus=1, num_gpus=gpus)(RolloutWorker).remote(cfg, backend, source, sync, i)
+            for i in range(t.rollout_workers)
+        ]
+        feeder = ray.remote(num_cpus=0)(TaskFeeder).remote(
+            cfg,
+            tokenizer,
+            max_positions - t.max_new_tokens,
+            state.feeder_offsets.get(topic),
+            state.taken_versions,
+        )
+        # actors start in parallel (imports, model build); wait for all before the clock starts
+        ray.get([learner.get_version.remote(), feeder.stats.remote(), *[w.info.remote() for w in workers]])
+        loop = AsyncGRPOLoop(
+            t, str(output_dir), topic, feeder, workers, learner, state, metrics, stop, on_step
+        )
+        stop.install()
+        try:
+            reason = loop.run(max_steps)
+            checkpoint = loop.checkpoint()
+        finally:
+            stop.restore()
+            metrics.close()
+            ray.get(feeder.close.remote())
+            for actor in [feeder, learner, *workers, sync.board]:
+                ray.kill(actor)
+    hist = loop.history
+    rewards = [h["reward_mean"] for h in hist if h["reward_mean"] == h["reward_mean"]]
+    return TrainSummary(
+        stopped=reason,
+        steps=len(hist),
+        step=state.step,
+        policy_version=state.policy_version,
+        samples=state.samples,
+        reward_first=rewards[0] if rewards else None,
+        reward_last=rewards[-1] if rewards else None,
+        reward_failures=loop.failures_total,
+        skipped=int(loop.feeder_stats.get("skipped", 0)),
+        dead_letters=int(loop.feeder_stats.get("dead_letters", 0)),
+        checkpoint=checkpoint,
+        elapsed_s=hist[-1]["elapsed_s"] if hist else 0.0,
+        history=hist,
+    )

@@ -1,0 +1,1 @@
+"""`sluice serve-model`: the CPU backend (the tiny model) as an OpenAI-compatible HTTP server."""

@@ -1,0 +1,128 @@
+"""The Starlette app of `sluice serve-model`: routes turn serving results into JSON or SSE, nothing more.
+
+Shared state (engine, serving objects) lives on ``app.state``; one error shape (OpenAI's) and one set of
+handlers.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from trainers.config import ServeConfig
+from trainers.exceptions import RequestError
+from trainers.serving.chat import ChatServing
+from trainers.serving.common import now
+from trainers.serving.completions import CompletionServing
+from trainers.serving.engine import GenerateEngine
+from trainers.serving.protocol import ChatCompletionRequest, CompletionRequest
+
+log = logging.getLogger(__name__)
+
+
+class ModelNotFound(RequestError):
+    pass
+
+
+def error_response(
+    status: int, message: str, kind: str = "invalid_request_error", param: str | None = None
+) -> JSONResponse:
+    body = {"error": {"message": message, "type": kind, "param": param, "code": None}}
+    return JSONResponse(body, status_code=status)
+
+
+async def _parse(request: Request, model: type[BaseModel]) -> Any:
+    try:
+        data = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RequestError("the body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise RequestError("the body must be a JSON object")
+    req = model.model_validate(data)
+    pattern = request.app.state.cfg.model_name + "*"
+    if not fnmatch.fnmatchcase(req.model, pattern):
+        raise ModelNotFound(f"model {req.model!r} is not served here (this server serves {pattern!r})")
+    return req
+
+
+def _headers(req: Any) -> dict[str, str]:
+    ignored = req.ignored_fields()
+    return {"x-sluice-ignored-fields": ",".join(ignored)} if ignored else {}
+
+
+async def _serve(request: Request, model: type[BaseModel], serving: Any) -> Response:
+    req = await _parse(request, model)
+    if req.stream:
+        stream = serving.stream(req)  # validates before the first byte is sent
+        return StreamingResponse(stream, media_type="text/event-stream", headers=_headers(req))
+    return JSONResponse(await serving.complete(req), headers=_headers(req))
+
+
+async def chat_completions(request: Request) -> Response:
+    return await _serve(request, ChatCompletionRequest, request.app.state.chat)
+
+
+async def completions(request: Request) -> Response:
+    return await _serve(request, CompletionRequest, request.app.state.completions)
+
+
+async def models(request: Request) -> Response:
+    st = request.app.state
+    card = {"id": st.cfg.model_name, "object": "model", "created": st.created, "owned_by": "sluice",
+            "root": st.source, "max_model_len": st.max_positions}  # fmt: skip
+    return JSONResponse({"object": "list", "data": [card]})
+
+
+async def health(request: Request) -> Response:
+    eng: GenerateEngine = request.app.state.engine
+    return JSONResponse({"status": "ok", "batches": eng.batches, "rows": eng.rows})
+
+
+async def _request_error(request: Request, exc: Exception) -> Response:
+    status = 404 if isinstance(exc, ModelNotFound) else 400
+    return error_response(status, str(exc), "not_found_error" if status == 404 else "invalid_request_error")
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ValidationError)
+    first = exc.errors()[0]
+    param = ".".join(str(x) for x in first["loc"])
+    msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+    return error_response(400, msgs, param=param)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("request failed", exc_info=exc)
+    return error_response(500, f"internal error: {type(exc).__name__}", "server_error")
+
+
+def build_app(engine: GenerateEngine, cfg: ServeConfig, max_positions: int, source: str) -> Starlette:
+    app = Starlette(
+        routes=[
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/health", health, methods=["GET"]),
+        ],
+        exception_handlers={
+            RequestError: _request_error,
+            ValidationError: _validation_error,
+            Exception: _internal_error,
+        },
+    )
+    app.state.engine = engine
+    app.state.cfg = cfg
+    app.state.source = source
+    app.state.created = now()
+    app.state.max_positions = max_positions
+    app.state.chat = ChatServing(engine, cfg, max_positions)
+    app.state.completions = CompletionServing(engine, cfg, max_positions)
+    return app

@@ -1,0 +1,183 @@
+"""POST /v1/chat/completions: ChatML prompt, n choices, stop strings, token ids, logprobs, forced tool calls.
+
+Forced tool calls are a real, simple form of guided generation for a tiny model: when the request has tools
+and ``tool_choice`` names a function (or is "required", meaning the first tool), the completion is returned
+as a call to that function whose arguments are ``{"<first string parameter>": "<generated text>"}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from trainers.config import ServeConfig
+from trainers.exceptions import RequestError
+from trainers.serving.common import StopTrimmer, job_args, new_id, now, sse, usage
+from trainers.serving.engine import GenerateEngine, TokenEvent
+from trainers.serving.protocol import ChatCompletionRequest
+from trainers.tiny_model import render_chat
+
+
+@dataclass(frozen=True)
+class ForcedTool:
+    name: str
+    param: str
+
+    def open_args(self) -> str:
+        return "{" + json.dumps(self.param) + ': "'
+
+    def args(self, text: str) -> str:
+        return json.dumps({self.param: text})
+
+
+def forced_tool(req: ChatCompletionRequest) -> ForcedTool | None:
+    """The tool a request forces, or None (tool_choice auto/none/absent leaves plain text)."""
+    if not req.tools or req.tool_choice in (None, "auto", "none"):
+        return None
+    fns = {
+        t.get("function", {}).get("name"): t.get("function", {})
+        for t in req.tools
+        if t.get("type", "function") == "function"
+    }
+    if req.tool_choice == "required":
+        name = next(iter(fns), None)
+    elif isinstance(req.tool_choice, dict):
+        name = (req.tool_choice.get("function") or {}).get("name")
+    else:
+        raise RequestError(f"tool_choice {req.tool_choice!r} is not supported")
+    if name not in fns:
+        raise RequestError(f"tool_choice names {name!r}, which is not in tools")
+    props: dict[str, Any] = (fns[name].get("parameters") or {}).get("properties") or {}
+    param = next((k for k, v in props.items() if isinstance(v, dict) and v.get("type") == "string"), None)
+    return ForcedTool(name=name, param=param or next(iter(props), "text"))
+
+
+def _logprob_entry(text: str, logprob: float) -> dict[str, Any]:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": []}
+
+
+class ChatServing:
+    def __init__(self, engine: GenerateEngine, cfg: ServeConfig, max_positions: int) -> None:
+        self.engine, self.cfg, self.max_positions = engine, cfg, max_positions
+
+    def _prepare(self, req: ChatCompletionRequest) -> tuple[list[int], dict[str, Any], ForcedTool | None]:
+        tok = self.engine.tokenizer
+        prompt_ids = tok(render_chat(req.messages), add_special_tokens=False)["input_ids"]
+        args = job_args(
+            self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.token_limit(),
+            temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=req.stops(),
+            eos_id=tok.eos_token_id,
+        )  # fmt: skip
+        return prompt_ids, args, forced_tool(req)
+
+    async def complete(self, req: ChatCompletionRequest) -> dict[str, Any]:
+        prompt_ids, args, tool = self._prepare(req)
+        trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
+        entries: list[list[dict[str, Any]]] = [[] for _ in range(req.n)]
+        choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
+        async for ev in self.engine.submit(args):
+            if ev.result is None:
+                trims[ev.index].feed(ev.text)
+                entries[ev.index].append(_logprob_entry(ev.text, ev.logprob))
+                continue
+            choices[ev.index] = self._choice(req, ev, trims[ev.index], entries[ev.index], tool)
+        completion_tokens = sum(len(c.pop("_ids")) for c in choices)
+        body: dict[str, Any] = {
+            "id": new_id("chatcmpl"),
+            "object": "chat.completion",
+            "created": now(),
+            "model": req.model,
+            "choices": choices,
+            "usage": usage(len(prompt_ids), completion_tokens),
+        }
+        if req.return_token_ids:
+            body["prompt_token_ids"] = prompt_ids
+        return body
+
+    def _choice(self, req, ev: TokenEvent, trim: StopTrimmer, entries, tool) -> dict[str, Any]:  # noqa: ANN001
+        res = ev.result
+        assert res is not None
+        trim.flush()
+        message: dict[str, Any] = {"role": "assistant", "content": trim.text}
+        finish = "stop" if trim.stopped else res.finish_reason
+        if tool is not None:
+            call = {
+                "id": new_id("call"),
+                "type": "function",
+                "function": {"name": tool.name, "arguments": tool.args(trim.text)},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        choice: dict[str, Any] = {
+            "index": ev.index,
+            "message": message,
+            "finish_reason": finish,
+            "_ids": res.token_ids,
+        }
+        choice["logprobs"] = {"content": entries} if req.logprobs else None
+        if req.return_token_ids:
+            choice["token_ids"] = res.token_ids
+        return choice
+
+    def stream(self, req: ChatCompletionRequest) -> AsyncIterator[str]:
+        """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines."""
+        prompt_ids, args, tool = self._prepare(req)
+        return self._stream(req, prompt_ids, args, tool)
+
+    async def _stream(
+        self, req: ChatCompletionRequest, prompt_ids: list[int], args: dict[str, Any], tool: ForcedTool | None
+    ) -> AsyncIterator[str]:
+        trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
+        head = {
+            "id": new_id("chatcmpl"),
+            "object": "chat.completion.chunk",
+            "created": now(),
+            "model": req.model,
+        }
+        first = True
+        completion_tokens = 0
+
+        def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+            nonlocal first
+            choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish, **extra}
+            body = {**head, "choices": [choice]}
+            if first and req.return_token_ids:
+                body["prompt_token_ids"] = prompt_ids
+            first = False
+            return sse(body)
+
+        for i in range(req.n):  # role first, as OpenAI does; a forced tool announces its call here
+            delta: dict[str, Any] = {"role": "assistant", "content": "" if tool is None else None}
+            if tool is not None:
+                delta["tool_calls"] = [{"index": 0, "id": new_id("call"), "type": "function",
+                                        "function": {"name": tool.name, "arguments": tool.open_args()}}]  # fmt: skip
+            yield chunk(i, delta)
+        async for ev in self.engine.submit(args):
+            if ev.result is None:
+                completion_tokens += 1
+                text = trims[ev.index].feed(ev.text)
+                extra: dict[str, Any] = {}
+                if req.logprobs:
+                    extra["logprobs"] = {"content": [_logprob_entry(ev.text, ev.logprob)]}
+                if req.return_token_ids:
+                    extra["token_ids"] = [ev.token_id]
+                yield chunk(ev.index, self._delta(text, tool), **extra)
+                continue
+            tail = trims[ev.index].flush()
+            finish = (
+                "tool_calls" if tool else ("stop" if trims[ev.index].stopped else ev.result.finish_reason)
+            )
+            delta = self._delta(tail, tool, closing=tool is not None)
+            yield chunk(ev.index, delta, finish, **({"token_ids": []} if req.return_token_ids else {}))
+        if req.stream_options and req.stream_options.include_usage:
+            yield sse({**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)})
+        yield sse("[DONE]")
+
+    @staticmethod
+    def _delta(text: str, tool: ForcedTool | None, closing: bool = False) -> dict[str, Any]:
+        if tool is None:
+            return {"content": text} if text else {}
+        frag = json.dumps(text)[1:-1] + ('"}' if closing else "")
+        return {"tool_calls": [{"index": 0, "function": {"arguments": frag}}]} if frag else {}

@@ -1,0 +1,135 @@
+"""POST /v1/completions: raw text (or token-id) prompts, n choices per prompt, echo, logprobs, token ids."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from trainers.config import ServeConfig
+from trainers.exceptions import RequestError
+from trainers.serving.common import StopTrimmer, job_args, new_id, now, sse, usage
+from trainers.serving.engine import GenerateEngine
+from trainers.serving.protocol import CompletionRequest
+
+
+class CompletionServing:
+    def __init__(self, engine: GenerateEngine, cfg: ServeConfig, max_positions: int) -> None:
+        self.engine, self.cfg, self.max_positions = engine, cfg, max_positions
+
+    def _prompts(self, req: CompletionRequest) -> list[list[int]]:
+        if req.suffix:
+            raise RequestError("suffix is not supported by this model")
+        tok = self.engine.tokenizer
+        if isinstance(req.prompt, str):
+            return [tok(req.prompt, add_special_tokens=False)["input_ids"]]
+        if req.prompt and all(isinstance(p, int) for p in req.prompt):
+            ids = list(req.prompt)
+            if max(ids) >= len(tok) or min(ids) < 0:
+                raise RequestError(f"prompt token ids must be in [0, {len(tok)})")
+            return [ids]
+        return [tok(p, add_special_tokens=False)["input_ids"] for p in req.prompt]
+
+    def _args(self, req: CompletionRequest, prompt_ids: list[int]) -> dict[str, Any]:
+        return job_args(
+            self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.max_tokens,
+            temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=req.stops(),
+            eos_id=self.engine.tokenizer.eos_token_id,
+        )  # fmt: skip
+
+    async def _one(self, req: CompletionRequest, p: int, prompt_ids: list[int]) -> list[dict[str, Any]]:
+        trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
+        tokens: list[list[str]] = [[] for _ in range(req.n)]
+        lps: list[list[float]] = [[] for _ in range(req.n)]
+        choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
+        prompt_text = self.engine.tokenizer.decode(prompt_ids) if req.echo else ""
+        async for ev in self.engine.submit(self._args(req, prompt_ids)):
+            if ev.result is None:
+                trims[ev.index].feed(ev.text)
+                tokens[ev.index].append(ev.text)
+                lps[ev.index].append(ev.logprob)
+                continue
+            trim = trims[ev.index]
+            trim.flush()
+            choice: dict[str, Any] = {
+                "index": p * req.n + ev.index,
+                "text": prompt_text + trim.text,
+                "finish_reason": "stop" if trim.stopped else ev.result.finish_reason,
+                "logprobs": None,
+                "_n": len(ev.result.token_ids),
+            }
+            if req.logprobs is not None:
+                offsets, pos = [], len(prompt_text)
+                for t in tokens[ev.index]:
+                    offsets.append(pos)
+                    pos += len(t)
+                choice["logprobs"] = {"tokens": tokens[ev.index], "token_logprobs": lps[ev.index],
+                                      "top_logprobs": None, "text_offset": offsets}  # fmt: skip
+            if req.return_token_ids:
+                choice["prompt_token_ids"] = prompt_ids
+                choice["token_ids"] = ev.result.token_ids
+            choices[ev.index] = choice
+        return choices
+
+    async def complete(self, req: CompletionRequest) -> dict[str, Any]:
+        prompts = self._prompts(req)
+        for ids in prompts:
+            self._args(req, ids)  # validate every prompt before generating any
+        per_prompt = await asyncio.gather(*(self._one(req, p, ids) for p, ids in enumerate(prompts)))
+        choices = [c for group in per_prompt for c in group]
+        completion_tokens = sum(c.pop("_n") for c in choices)
+        return {
+            "id": new_id("cmpl"),
+            "object": "text_completion",
+            "created": now(),
+            "model": req.model,
+            "choices": choices,
+            "usage": usage(sum(map(len, prompts)), completion_tokens),
+        }
+
+    def stream(self, req: CompletionRequest) -> AsyncIterator[str]:
+        """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines."""
+        prompts = self._prompts(req)
+        if len(prompts) != 1:
+            raise RequestError("streaming supports one prompt per request")
+        return self._stream(req, prompts[0], self._args(req, prompts[0]))
+
+    async def _stream(
+        self, req: CompletionRequest, prompt_ids: list[int], args: dict[str, Any]
+    ) -> AsyncIterator[str]:
+        head = {"id": new_id("cmpl"), "object": "text_completion", "created": now(), "model": req.model}
+        trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
+        sent_ids = [False] * req.n
+        sent_echo = [False] * req.n
+        completion_tokens = 0
+
+        def chunk(index: int, text: str, finish: str | None = None, **extra: Any) -> str:
+            if req.return_token_ids and not sent_ids[index]:
+                extra["prompt_token_ids"] = prompt_ids
+                sent_ids[index] = True
+            if req.echo and not sent_echo[index]:
+                text = self.engine.tokenizer.decode(prompt_ids) + text
+                sent_echo[index] = True
+            choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish, **extra}
+            return sse({**head, "choices": [choice]})
+
+        async for ev in self.engine.submit(args):
+            if ev.result is None:
+                completion_tokens += 1
+                extra: dict[str, Any] = {}
+                if req.logprobs is not None:
+                    extra["logprobs"] = {
+                        "tokens": [ev.text],
+                        "token_logprobs": [ev.logprob],
+                        "top_logprobs": None,
+                    }
+                if req.return_token_ids:
+                    extra["token_ids"] = [ev.token_id]
+                yield chunk(ev.index, trims[ev.index].feed(ev.text), **extra)
+                continue
+            trim = trims[ev.index]
+            tail = trim.flush()
+            yield chunk(ev.index, tail, "stop" if trim.stopped else ev.result.finish_reason)
+        if req.stream_options and req.stream_options.include_usage:
+            yield sse({**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)})
+        yield sse("[DONE]")

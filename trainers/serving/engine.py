@@ -1,0 +1,168 @@
+"""The generate thread behind `sluice serve-model`: requests that arrive together are decoded together.
+
+Each request becomes one row per choice (n > 1 gives n rows); the thread drains its queue up to
+``max_batch`` rows, runs the batched decode loop, and pushes every token to the request's asyncio queue as
+it is sampled, so streaming is real (not chunks sent after generation). A request with a seed gets one
+torch.Generator per choice (seed + index): its samples do not depend on what it was batched with.
+
+    sluice serve-model --config infra/sluice.yaml
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from trainers.generation import GenRequest, GenResult, generate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """One sampled token of one choice; ``result`` is set on the choice's last event."""
+
+    index: int
+    token_id: int
+    logprob: float
+    text: str  # decoded text this token adds (special tokens add nothing)
+    result: GenResult | None = None
+
+
+@dataclass
+class Job:
+    prompt_ids: list[int]
+    n: int
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    stop_ids: frozenset[int]
+    stop: tuple[str, ...]
+    loop: asyncio.AbstractEventLoop
+    events: asyncio.Queue[TokenEvent | BaseException | None] = field(default_factory=asyncio.Queue)
+    cancelled: bool = False
+
+
+class GenerateEngine:
+    """Owns the model; one daemon thread decodes batches of queued jobs."""
+
+    def __init__(
+        self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, max_batch: int = 32
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_batch = max_batch
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="sluice-generate", daemon=True)
+        self._special = set(tokenizer.all_special_ids)
+        self.batches = 0
+        self.rows = 0
+
+    def start(self) -> GenerateEngine:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    def token_text(self, token_id: int) -> str:
+        return "" if token_id in self._special else self.tokenizer.decode([token_id])
+
+    async def submit(self, job_args: dict) -> AsyncIterator[TokenEvent]:
+        """Queue a job and yield its token events as they are sampled (choices interleaved)."""
+        job = Job(loop=asyncio.get_running_loop(), **job_args)
+        self._queue.put(job)
+        done = 0
+        try:
+            while done < job.n:
+                ev = await job.events.get()
+                if isinstance(ev, BaseException):
+                    raise ev
+                if ev is None:
+                    return
+                if ev.result is not None:
+                    done += 1
+                yield ev
+        finally:
+            job.cancelled = True  # a client that went away stops its rows at the next token
+
+    # ----------------------------------------------------------------------------- thread side
+
+    def _take_batch(self, first: Job) -> list[Job]:
+        jobs, rows = [first], first.n
+        while rows < self.max_batch:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                self._queue.put(None)
+                break
+            jobs.append(nxt)
+            rows += nxt.n
+        return jobs
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            jobs = self._take_batch(first)
+            try:
+                self._decode(jobs)
+            except Exception as err:  # a failed batch fails its requests, not the server
+                log.exception("generation failed")
+                for job in jobs:
+                    job.loop.call_soon_threadsafe(job.events.put_nowait, err)
+
+    def _decode(self, jobs: list[Job]) -> None:
+        requests: list[GenRequest] = []
+        owners: list[tuple[Job, int]] = []
+        for job in jobs:
+            for idx in range(job.n):
+                gen = None if job.seed is None else torch.Generator().manual_seed(job.seed + idx)
+                requests.append(
+                    GenRequest(
+                        prompt_ids=job.prompt_ids,
+                        max_tokens=job.max_tokens,
+                        temperature=job.temperature,
+                        top_p=job.top_p,
+                        generator=gen,
+                        stop_ids=job.stop_ids,
+                        on_token=self._callback(job, idx),
+                    )
+                )
+                owners.append((job, idx))
+        results = generate(self.model, requests, self.tokenizer.pad_token_id)
+        self.batches += 1
+        self.rows += len(requests)
+        for (job, idx), res in zip(owners, results, strict=True):
+            ev = TokenEvent(index=idx, token_id=-1, logprob=0.0, text="", result=res)
+            job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
+
+    def _callback(self, job: Job, idx: int):  # noqa: ANN202 - a TokenCallback
+        text = []  # this row's text so far, to find stop strings
+
+        def on_token(token_id: int, logprob: float) -> bool:
+            if job.cancelled:
+                return False
+            piece = self.token_text(token_id)
+            ev = TokenEvent(index=idx, token_id=token_id, logprob=logprob, text=piece)
+            job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
+            if job.stop and piece:
+                text.append(piece)
+                tail = "".join(text)[-(max(map(len, job.stop)) + len(piece)) :]
+                if any(s in tail for s in job.stop):
+                    return False
+            return True
+
+        return on_token

@@ -1,0 +1,79 @@
+"""Run the model server: pick the weights, start the generate thread, serve with uvicorn on 127.0.0.1.
+
+Weights: ``--checkpoint DIR``, else ``trainer.serve.checkpoint``, else the newest trainer checkpoint under
+``trainer.output_dir``, else the tiny model built from its seed. Logs one readiness line once the socket is
+listening; uvicorn stops cleanly on SIGTERM/SIGINT.
+
+    sluice serve-model --config infra/sluice.yaml [--checkpoint DIR] [--port 8788]
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+import uvicorn
+
+from sluice.config import SluiceConfig
+from trainers.checkpoint import latest_checkpoint
+from trainers.config import TINY_MODEL_NAME
+from trainers.serving.app import build_app
+from trainers.serving.engine import GenerateEngine
+from trainers.tiny_model import load_model
+
+log = logging.getLogger("sluice.serve_model")
+
+
+def resolve_weights(cfg: SluiceConfig, checkpoint: Path | None) -> str:
+    """What to load: a checkpoint directory, or the model name (``sluice-tiny`` builds from the seed)."""
+    if checkpoint is not None:
+        return str(cfg.path(checkpoint))
+    if cfg.trainer.serve.checkpoint is not None:
+        return str(cfg.path(cfg.trainer.serve.checkpoint))
+    found = latest_checkpoint(cfg.path(cfg.trainer.output_dir))
+    if found is not None:
+        return str(found)
+    return cfg.trainer.model
+
+
+class _Server(uvicorn.Server):
+    """uvicorn server that logs one readiness line once listening and exits 0 after a graceful SIGTERM."""
+
+    ready_line = ""
+
+    async def startup(self, sockets=None) -> None:  # noqa: ANN001 - uvicorn's signature
+        await super().startup(sockets)
+        if self.started:
+            log.info(self.ready_line)
+
+    async def shutdown(self, sockets=None) -> None:  # noqa: ANN001 - uvicorn's signature
+        await super().shutdown(sockets)
+        self._captured_signals.clear()  # SIGTERM was handled: exit 0 instead of re-raising it
+
+
+def serve(
+    cfg: SluiceConfig, checkpoint: Path | None = None, port: int | None = None, threads: int = 1
+) -> None:
+    """Blocking: serve until SIGTERM/SIGINT."""
+    torch.set_num_threads(threads)
+    source = resolve_weights(cfg, checkpoint)
+    if source != TINY_MODEL_NAME and not Path(source).is_dir():
+        from trainers.exceptions import CheckpointError
+
+        raise CheckpointError(f"checkpoint directory not found: {source}")
+    model, tokenizer = load_model(source, cfg.trainer.tiny)
+    serve_cfg = cfg.trainer.serve
+    max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
+    engine = GenerateEngine(model, tokenizer, max_batch=serve_cfg.max_batch).start()
+    app = build_app(engine, serve_cfg, max_positions, source=source)
+    port = serve_cfg.port if port is None else port
+    server = _Server(uvicorn.Config(app, host=serve_cfg.host, port=port, log_level="warning", lifespan="off"))
+    server.ready_line = (
+        f"serve-model ready: http://{serve_cfg.host}:{port}/v1 model={serve_cfg.model_name} weights={source}"
+    )
+    try:
+        server.run()
+    finally:
+        engine.stop()
+        log.info("serve-model stopped")

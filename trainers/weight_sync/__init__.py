@@ -1,0 +1,1 @@
+"""Weight sync from the learner to the rollout workers after each update."""
