@@ -97,6 +97,7 @@ def warm_up(values: list[tuple[str, bytes]], db: Path) -> None:
 
 def bench_arrow(bs: list[PendingBatch], db: Path) -> tuple[float, float]:
     """Wall seconds and CPU seconds (this process, DuckDB's threads included) to write every batch."""
+    db.unlink(missing_ok=True)
     store = DuckDBStore(db)
     started, cpu = time.perf_counter(), time.process_time()
     for b in bs:
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         "rowwise_rows_per_s": round(rowwise_per_s),
         "speedup_vs_rowwise": round(rows_per_s / rowwise_per_s, 1),
         "decode_flatten_rows_per_s": round(steps / decode_s),
+        "db_mb": round((workdir / "arrow.duckdb").stat().st_size / 1e6, 1),
         "e2e_rows_per_s": round(e2e_steps / e2e_s),
         "e2e_trajectories_per_s": round(e2e_count / e2e_s),
         "e2e_seconds": round(e2e_s, 2),
