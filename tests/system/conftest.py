@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from infra.broker import free_port
-from pipeline.demo.summary import landed, rows
+from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
 from pipeline.supervisor import Supervisor
 from pipeline.up import running_stack
@@ -50,47 +49,39 @@ class Stack:
         finally:
             client.close()
 
-    def log_tail(self, lines: int = 80) -> str:
-        return "\n".join(self.log.getvalue().splitlines()[-lines:])
+    def wait(self, check: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
+        """``wait_until``, failing the test with the tail of the stack's log."""
+        try:
+            wait_until(check, timeout_s, what)
+        except TimeoutError as err:
+            tail = "\n".join(self.log.getvalue().splitlines()[-80:])
+            raise AssertionError(f"{err}\n{tail}") from None
 
     def wait_landed(self, ids: list[str], timeout_s: float = 120) -> None:
         client = connect_client(self.cfg, None)
         try:
-            deadline = time.monotonic() + timeout_s
-            while not landed(client, ids):
-                if time.monotonic() >= deadline:
-                    raise AssertionError(f"not landed within {timeout_s}s: {ids}\n{self.log_tail()}")
-                time.sleep(0.5)
+            self.wait(lambda: landed(client, ids), f"trajectories {ids} to land", timeout_s)
         finally:
             client.close()
 
     def step_counts(self, ids: list[str]) -> dict[str, tuple[int, int]]:
         """Per trajectory: (step_count of its latest version, step rows stored)."""
-        id_sql = ", ".join(f"'{i}'" for i in ids)
         got = self.query(
             "SELECT trajectory_id, step_count, (SELECT count(*) FROM steps s WHERE s.trajectory_id = "
-            f"t.trajectory_id) AS stored_steps FROM trajectories t WHERE trajectory_id IN ({id_sql})"
+            f"t.trajectory_id) AS stored_steps FROM trajectories t WHERE trajectory_id IN ({id_list(ids)})"
         )
         return {r["trajectory_id"]: (r["step_count"], r["stored_steps"]) for r in got}
 
     def assert_exactly_once(self, report: RunReport, timeout_s: float = 120) -> None:
-        """Every trajectory sent is in DuckDB once, with every step once. A step that reaches the stages
-        after its trajectory was emitted (delivery order across an outage is per record, not per call)
-        makes a new version rather than rewriting history: wait for the version that has them all."""
+        """Every trajectory sent is in DuckDB once, with every step once. A step that reaches the join
+        after its trajectory was emitted (seen once after a broker freeze under CPU load) makes a new
+        version rather than rewriting history: wait for the version that has them all."""
         ids = [sc.trajectory_id for sc in report.scenarios]
-        turns = {sc.trajectory_id: sc.turns for sc in report.scenarios}
-        want = {i: (turns[i], turns[i]) for i in ids}
+        want = {sc.trajectory_id: (sc.turns, sc.turns) for sc in report.scenarios}
         self.wait_landed(ids, timeout_s)
-        deadline = time.monotonic() + timeout_s
-        while (got := self.step_counts(ids)) != want:
-            if time.monotonic() >= deadline:
-                raise AssertionError(
-                    f"(step_count, stored steps) per trajectory {got}, want {want}\n{self.log_tail()}"
-                )
-            time.sleep(0.5)
-        id_sql = ", ".join(f"'{i}'" for i in ids)
+        self.wait(lambda: self.step_counts(ids) == want, f"(step_count, stored steps) = {want}", timeout_s)
         dup = self.query(
-            f"SELECT trajectory_id, step_index, count(*) AS n FROM steps WHERE trajectory_id IN ({id_sql}) "
+            f"SELECT trajectory_id, step_index, count(*) AS n FROM steps WHERE trajectory_id IN ({id_list(ids)}) "
             "GROUP BY ALL HAVING count(*) > 1"
         )
         assert dup == []

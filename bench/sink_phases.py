@@ -1,0 +1,84 @@
+"""Where the sink's write time goes, and what zstd on the JSON ``record`` columns changes (A/B, one run).
+
+Same workload and batches as ``bench.sink`` (5,000 trajectories x 10 steps, 500 per batch). For each
+store variant, in alternating rounds: seconds to build the Arrow tables, to insert and commit (one
+transaction per batch, offsets included), and for the final CHECKPOINT, plus the database file size.
+``auto`` is DuckDB's own choice of string compression, ``zstd`` is the shipped schema. Ends with one
+JSON line; the target is the one ``bench.sink`` checks (50,000 steps/s over the three phases).
+
+    python -m bench.sink_phases      # ~30 s
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import sinks.schema as schema
+from bench.sink import STEPS, batches, warm_up, workload
+from sinks.store import INSERT_SQL, DuckDBStore
+from sluice.events import encode
+
+TRAJECTORIES, PER_BATCH, ROUNDS = 5000, 500, 2
+
+
+def measure(bs: list, db: Path) -> dict[str, float]:
+    store = DuckDBStore(db)
+    arrow_s = write_s = 0.0
+    for b in bs:
+        t0 = time.perf_counter()
+        tables = b.arrow_tables()
+        t1 = time.perf_counter()
+        store._write(b, tables, "bench", INSERT_SQL)  # write() minus its Arrow step, timed above
+        arrow_s, write_s = arrow_s + t1 - t0, write_s + time.perf_counter() - t1
+    t0 = time.perf_counter()
+    store.checkpoint()
+    checkpoint_s = time.perf_counter() - t0
+    store.close()
+    total = arrow_s + write_s + checkpoint_s
+    return {
+        "arrow_s": arrow_s,
+        "insert_commit_s": write_s,
+        "checkpoint_s": checkpoint_s,
+        "steps_per_s": TRAJECTORIES * STEPS / total,
+        "db_mb": db.stat().st_size / 1e6,
+    }
+
+
+def main() -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-sink-phases-"))
+    values = [(t.trajectory_id, encode(t)) for t in workload(TRAJECTORIES, "b")]
+    warm_up([(t.trajectory_id, encode(t)) for t in workload(20, "w")], workdir / "w.duckdb")
+    bs, _ = batches(values, PER_BATCH)
+    shipped = dict(schema.TABLES)
+    variants = {
+        "auto": {k: v.replace(" USING COMPRESSION zstd", "") for k, v in shipped.items()},
+        "zstd": shipped,
+    }
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
+    try:
+        for r in range(ROUNDS):
+            for name, tables in variants.items():
+                schema.TABLES.update(tables)
+                runs[name].append(measure(bs, workdir / f"{name}{r}.duckdb"))
+    finally:
+        schema.TABLES.update(shipped)
+    best = {name: max(rs, key=lambda m: m["steps_per_s"]) for name, rs in runs.items()}
+    result = {
+        "bench": "sink_phases",
+        "steps": TRAJECTORIES * STEPS,
+        **{
+            f"{name}_{k}": round(v) if k == "steps_per_s" else round(v, 3 if k.endswith("_s") else 1)
+            for name, m in best.items()
+            for k, v in m.items()
+        },
+        "zstd_speedup": round(best["zstd"]["steps_per_s"] / best["auto"]["steps_per_s"], 2),
+        "target_steps_per_s": 50_000,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
