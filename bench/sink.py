@@ -35,6 +35,7 @@ from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sinks.arrow_tables import columns
 from sinks.batch import BatchTopics, PendingBatch
+from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
 from sinks.samples import make_trajectory
@@ -44,6 +45,12 @@ from sluice.events import Trajectory, encode
 
 TARGETS = {"rows_per_s": 50_000, "speedup_vs_rowwise": 10.0}
 STEPS = 10
+
+
+def open_store(db: Path) -> DuckDBStore:
+    """A store with the sink's default settings (what ``sluice sink`` runs with)."""
+    sink = SinkConfig()
+    return DuckDBStore(db, checkpoint_threshold_mb=sink.checkpoint_threshold_mb, threads=sink.threads)
 
 
 def workload(n: int, seed: str) -> list[Trajectory]:
@@ -90,7 +97,7 @@ def total_rows(bs: list[PendingBatch]) -> int:
 
 def warm_up(values: list[tuple[str, bytes]], db: Path) -> None:
     """One small write first, so one-time costs (pyarrow and DuckDB initialisation) are not timed."""
-    store = DuckDBStore(db)
+    store = open_store(db)
     store.write(batches(values[:20], 20)[0][0], "warm")
     store.close()
 
@@ -98,7 +105,7 @@ def warm_up(values: list[tuple[str, bytes]], db: Path) -> None:
 def bench_arrow(bs: list[PendingBatch], db: Path) -> tuple[float, float]:
     """Wall seconds and CPU seconds (this process, DuckDB's threads included) to write every batch."""
     db.unlink(missing_ok=True)
-    store = DuckDBStore(db)
+    store = open_store(db)
     started, cpu = time.perf_counter(), time.process_time()
     for b in bs:
         store.write(b, "bench")
@@ -109,7 +116,7 @@ def bench_arrow(bs: list[PendingBatch], db: Path) -> tuple[float, float]:
 
 
 def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
-    store = DuckDBStore(db)
+    store = open_store(db)
     con = store.con
     started = time.perf_counter()
     for b in bs:

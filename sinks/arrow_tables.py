@@ -71,8 +71,10 @@ def gc_paused() -> Iterator[None]:
 def to_arrow(table: str, rows: Sequence[dict[str, Any]]) -> pa.Table:
     """Rows (dicts keyed by column name; missing keys are NULL) as an Arrow table of ``table``'s schema.
 
-    Fast path: when every row's keys are exactly the schema's columns in order (what ``sinks.flatten``
-    builds), the rows are transposed with ``zip`` in C instead of one lookup per cell.
+    Fast path: when the rows are what ``sinks.flatten`` builds, one builder per table whose keys are the
+    schema's columns in order (``tests/sinks/test_flatten.py`` holds every builder to that), they are
+    transposed with ``zip`` in C instead of one lookup per cell. The first row's key order and every
+    row's length are checked: comparing every row's keys cost 15% of the conversion.
     """
     with gc_paused():
         return _to_arrow(table, rows)
@@ -83,8 +85,8 @@ def _to_arrow(table: str, rows: Sequence[dict[str, Any]]) -> pa.Table:
     names = schema.names
     if not rows:
         return schema.empty_table()
-    key_order = tuple(names)
-    if all(tuple(r) == key_order for r in rows):
+    n = len(names)
+    if tuple(rows[0]) == tuple(names) and all(len(r) == n for r in rows):
         cols = zip(*(r.values() for r in rows), strict=True)
         return pa.Table.from_arrays(
             [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema

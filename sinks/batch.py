@@ -26,11 +26,9 @@ from sinks.flatten import (
     SourceRecord,
     dead_letter_row,
     invalid_row,
-    lineage_row,
     scrub_headers,
     trajectory_rows,
     unredacted_steps,
-    version_id,
 )
 from sluice.events import DeadLetter, Trajectory, decode
 
@@ -39,9 +37,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "trajectory_versions": ("event_id",),
     "steps": ("trajectory_id", "step_index"),
     "rewards": ("reward_id",),
-    "eligibility_decisions": ("event_id",),
     "dead_letters": ("event_id",),
-    "lineage": ("record_id",),
 }
 # Tables where a newer version's row replaces an older one only when its content changed.
 _VERSIONED = ("steps",)
@@ -132,9 +128,7 @@ class PendingBatch:
         self, rec: SourceRecord, reason: str, error_type: str, now: datetime, withhold: bool
     ) -> None:
         self.counts.invalid += 1
-        row = invalid_row(rec, reason, error_type, now, withhold_original=withhold)
-        self._put("dead_letters", row)
-        self._put("lineage", lineage_row(row["event_id"], "invalid", rec, now, rec.key, None))
+        self._put("dead_letters", invalid_row(rec, reason, error_type, now, withhold_original=withhold))
 
     def _add_trajectory(self, rec: SourceRecord, now: datetime) -> None:
         try:
@@ -159,11 +153,9 @@ class PendingBatch:
             steps = [scrub_headers(s, self.sensitive_headers) for s in event.steps]
             event = event.model_copy(update={"steps": steps})
         self.counts.trajectories += 1
-        for table, rows in trajectory_rows(event, now).items():
+        for table, rows in trajectory_rows(event, rec, now).items():
             for row in rows:
                 self._put(table, row)
-        vid = version_id(event.trajectory_id, event.version)
-        self._put("lineage", lineage_row(vid, "trajectory", rec, now, event.trajectory_id, event.tenant))
 
     def _add_dead_letter(self, rec: SourceRecord, now: datetime) -> None:
         if rec.value is None:
@@ -179,9 +171,7 @@ class PendingBatch:
             return
         self.counts.dead_letters += 1
         withhold = event.source_topic in self.topics.raw
-        row = dead_letter_row(event, withhold, now)
-        self._put("dead_letters", row)
-        self._put("lineage", lineage_row(event.event_id, "dead_letter", rec, now, event.key, None))
+        self._put("dead_letters", dead_letter_row(event, rec, withhold, now))
 
     def _add_tombstone(self, rec: SourceRecord) -> None:
         self.counts.tombstones += 1

@@ -37,6 +37,13 @@ class SinkConfig(BaseModel):
         description="WAL size that triggers a DuckDB checkpoint; larger means fewer rewrites of the "
         "partly filled row group while ingesting (16 MB, DuckDB's default, halves throughput).",
     )
+    threads: int = Field(
+        1,
+        ge=1,
+        description="DuckDB worker threads of the sink process (its writes and the queries it serves). "
+        "1 writes fastest: parallel inserts of a batch cost more than they save "
+        "(python -m bench.sink_phases); raise it when heavy queries through the sink matter more.",
+    )
     memory_limit: str | None = Field(
         None, description="DuckDB memory_limit of the sink, e.g. '2GB' (default: DuckDB's, 80% of RAM)."
     )

@@ -1,8 +1,9 @@
 """Turn audited records into rows of the store's tables: pure functions, no DuckDB, no Kafka.
 
-A ``Trajectory`` version becomes one ``trajectory_versions`` row (its header JSON without steps), one
-``steps`` row per step (the step's full JSON and redaction report, keyed by trajectory and step index),
-one ``rewards`` row per reward and one ``eligibility_decisions`` row. Credentials that slipped into a
+A ``Trajectory`` version becomes one ``trajectory_versions`` row (its header JSON without steps, its
+eligibility decision, and where it was read: the lineage), one ``steps`` row per step (the columns
+queries filter on, the redaction counts and the step's full JSON, keyed by trajectory and step index)
+and one ``rewards`` row per reward. Credentials that slipped into a
 step's recorded headers are scrubbed before anything is stored. A dead letter whose source is a raw
 topic keeps only the hash and size of its original bytes: raw traffic never reaches DuckDB.
 
@@ -73,6 +74,7 @@ def unredacted_steps(t: Trajectory) -> list[int]:
 
 
 def step_row(t: Trajectory, step: StepEvent, now: datetime) -> Row:
+    """The stored columns of a step; the rest of it is read from ``record`` (``STEP_RECORD_FIELDS``)."""
     record = step.model_dump_json(exclude_none=True)
     meta, gen_ai = step.metadata, step.metadata.gen_ai
     first = step.action.choices[0] if step.action.choices else None
@@ -80,48 +82,34 @@ def step_row(t: Trajectory, step: StepEvent, now: datetime) -> Row:
     return {
         "trajectory_id": t.trajectory_id,
         "step_index": step.step_index,
-        "step_id": step.event_id,
         "tenant": t.tenant,
         "session_id": step.session_id or t.session_id,
         "since_version": t.version,
         "created_at": step.created_at,
-        "started_at": meta.started_at,
-        "operation": gen_ai.operation_name,
-        "provider": gen_ai.provider_name,
         "request_model": gen_ai.request_model,
         "response_model": gen_ai.response_model,
         "model_version": meta.model_version,
-        "backend": meta.backend,
-        "stream": meta.stream,
         "finish_reason": first.finish_reason if first else None,
-        "n_choices": len(step.action.choices),
         "input_tokens": gen_ai.usage_input_tokens,
         "output_tokens": gen_ai.usage_output_tokens,
         "latency_ms": meta.latency_ms,
         "ttft_ms": meta.time_to_first_token_ms,
         "cost_usd": meta.cost_usd,
-        "prefix_message_count": step.observation.prefix_message_count,
-        "prefix_hash": step.observation.prefix_hash,
         "error": step.action_result.error,
         "status_code": step.action_result.status_code,
-        "prompt_token_ids": step.action.prompt_token_ids,
-        "prompt_token_prefix_len": step.action.prompt_token_prefix_len,
-        "completion_token_ids": first.token_ids if first else None,
-        "completion_logprobs": first.logprobs if first else None,
-        "harness_fingerprint": meta.harness_fingerprint,
         "redaction": step.governance.redaction,
         "data_class": step.governance.data_class,
         "entity_count": sum(report.entities.values()) if report else None,
-        "entity_types": sorted(report.entities) if report else None,
         "entities": _json(dict(sorted(report.entities.items()))) if report else None,
-        "recognizer_version": report.recognizer_version if report else None,
-        "redaction_config_version": report.config_version if report else None,
-        "cached_texts": report.cached_texts if report else None,
-        "analysed_texts": report.analysed_texts if report else None,
         "content_hash": _digest(record),
         "record": record,
         "ingested_at": now,
     }
+
+
+def _lineage(rec: SourceRecord) -> Row:
+    """Where a stored row was read (the lineage view's topic, partition and offset)."""
+    return {"record_topic": rec.topic, "record_partition": rec.partition, "record_offset": rec.offset}
 
 
 def _sum(values: Iterable[float | int | None]) -> float | int | None:
@@ -129,8 +117,8 @@ def _sum(values: Iterable[float | int | None]) -> float | int | None:
     return sum(present) if present else None
 
 
-def trajectory_rows(t: Trajectory, now: datetime) -> dict[str, list[Row]]:
-    """Rows of every table for one trajectory version (steps already scrubbed by the caller)."""
+def trajectory_rows(t: Trajectory, rec: SourceRecord, now: datetime) -> dict[str, list[Row]]:
+    """Rows of every table for one trajectory version read at ``rec`` (steps already scrubbed)."""
     gov = t.governance
     elig, replay = gov.eligibility, gov.replay
     vid = version_id(t.trajectory_id, t.version)
@@ -188,35 +176,18 @@ def trajectory_rows(t: Trajectory, now: datetime) -> dict[str, list[Row]]:
         "schema_version": t.schema_version,
         "record": t.model_dump_json(exclude={"steps"}, exclude_none=True),
         "ingested_at": now,
+        **_lineage(rec),
     }
-    decisions = []
-    if elig is not None:
-        decisions.append(
-            {
-                "event_id": vid,
-                "trajectory_id": t.trajectory_id,
-                "version": t.version,
-                "tenant": t.tenant,
-                "decision": elig.decision,
-                "reasons": list(elig.reasons),
-                "policy_version": elig.policy_version,
-                "retention_deadline": elig.retention_deadline,
-                "replay_grade": replay.grade if replay else None,
-                "replay_reasons": list(replay.reasons) if replay else None,
-                "decided_at": t.emitted_at,
-                "ingested_at": now,
-            }
-        )
     return {
         "trajectory_versions": [header],
         "steps": steps,
         "rewards": list(rewards.values()),
-        "eligibility_decisions": decisions,
     }
 
 
-def dead_letter_row(dl: DeadLetter, withhold_original: bool, now: datetime) -> Row:
-    """A dead letter from a stage. ``withhold_original``: keep only hash and size of its bytes."""
+def dead_letter_row(dl: DeadLetter, rec: SourceRecord, withhold_original: bool, now: datetime) -> Row:
+    """A dead letter from a stage, read at ``rec``. ``withhold_original``: keep only hash and size of
+    its bytes."""
     try:
         original = base64.b64decode(dl.original_b64, validate=False) if dl.original_b64 else b""
     except ValueError:
@@ -237,6 +208,7 @@ def dead_letter_row(dl: DeadLetter, withhold_original: bool, now: datetime) -> R
         "original_withheld": withhold_original,
         "created_at": dl.created_at,
         "ingested_at": now,
+        **_lineage(rec),
     }
 
 
@@ -261,19 +233,5 @@ def invalid_row(
         "original_withheld": withhold_original,
         "created_at": now,
         "ingested_at": now,
-    }
-
-
-def lineage_row(
-    record_id: str, kind: str, rec: SourceRecord, now: datetime, trajectory_id: str | None, tenant: str | None
-) -> Row:
-    return {
-        "record_id": record_id,
-        "kind": kind,
-        "trajectory_id": trajectory_id,
-        "tenant": tenant,
-        "topic": rec.topic,
-        "partition": rec.partition,
-        "offset": rec.offset,
-        "ingested_at": now,
+        **_lineage(rec),
     }

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from sinks.batch import BatchTopics, PendingBatch
+from sinks.batch import KEYS, BatchTopics, PendingBatch
 from sinks.erasure import erase, erasure_producer
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import ErasureError, SinkError
@@ -57,6 +57,7 @@ class SinkRunner:
             self.crash,
             cfg.sink.checkpoint_threshold_mb,
             cfg.sink.memory_limit,
+            cfg.sink.threads,
         )
         t = cfg.topics
         self.topics = BatchTopics(
@@ -314,17 +315,7 @@ class SinkRunner:
 
     def _progress_line(self) -> str:
         m = self.metrics
-        rows = sum(
-            m.value("sluice_sink_rows_written_total", table=t)
-            for t in (
-                "trajectory_versions",
-                "steps",
-                "rewards",
-                "eligibility_decisions",
-                "dead_letters",
-                "lineage",
-            )
-        )
+        rows = sum(m.value("sluice_sink_rows_written_total", table=t) for t in KEYS)
         return (
             f"{int(m.value('sluice_sink_records_total', kind='trajectories'))} trajectory versions, "
             f"{int(rows)} rows in {int(m.value('sluice_sink_batches_total'))} batches, "

@@ -1,26 +1,27 @@
-"""DuckDB schema of the audited trajectory store: base tables in schema ``store``, user views in ``main``.
+"""DuckDB schema of the audited trajectory store: base tables in schema ``store``, and their migrations.
 
 Base tables hold every version and every row with its identity as primary key, so re-delivered records
-upsert instead of duplicating. The views users reach for first live in ``main``: ``trajectories``
-(latest version of each), ``steps``, ``rewards``, ``training_set`` (the train topic's rule over the
-latest version) and the audit tables. A tenant's query runs on a connection where the same names are
-TEMP views filtered to its tenant (``tenant_view_ddl``); ``store`` is unreachable to it (see
-``query_guard``). Usual recipe departed from: steps are stored once per (trajectory, step) rather than
-per version, since history is immutable and versions differ only in late rewards. The full-JSON
-``record`` columns are stored with zstd rather than DuckDB's automatic choice (FSST/dictionary): JSON
-compresses far better that way and the checkpoint spends less time choosing (``python -m bench.sink``
-reports the file size as ``db_mb``).
+upsert instead of duplicating; users query the views over them (``sinks.views``). Usual recipe departed
+from, to write each byte once (``python -m bench.sink_phases``):
+- steps are stored once per (trajectory, step) rather than per version, since history is immutable and
+  versions differ only in late rewards;
+- a step stores the columns queries filter on plus its full JSON ``record``; the other fields (token
+  ids, logprobs, messages, fingerprints, redaction details) are read from the record at query time;
+- eligibility decisions and lineage (topic, partition, offset) are columns of the trajectory-version
+  and dead-letter rows they describe, not tables with indexes of their own;
+- ``record`` columns are stored with zstd rather than DuckDB's automatic choice (FSST/dictionary):
+  JSON compresses far better that way and the checkpoint spends less time choosing.
+A store written at an older ``STORE_SCHEMA_VERSION`` is migrated in place when the sink opens it.
 
     sluice query "SELECT * FROM trajectories LIMIT 5"
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from sinks.exceptions import SinkError
+from sinks.views import VIEWS, quote_literal
 
-STORE_SCHEMA_VERSION = "1"
-
-GRADE_ORDER = ("deterministic", "approximate", "non_replayable")
+STORE_SCHEMA_VERSION = "2"
 
 TABLES: dict[str, str] = {
     "meta": """
@@ -58,48 +59,32 @@ TABLES: dict[str, str] = {
         replay_reasons VARCHAR[],
         schema_version VARCHAR,
         record VARCHAR USING COMPRESSION zstd,
-        ingested_at TIMESTAMPTZ""",
+        ingested_at TIMESTAMPTZ,
+        record_topic VARCHAR,
+        record_partition INTEGER,
+        record_offset BIGINT""",
     "steps": """
         trajectory_id VARCHAR NOT NULL,
         step_index INTEGER NOT NULL,
-        step_id VARCHAR,
         tenant VARCHAR NOT NULL,
         session_id VARCHAR,
         since_version INTEGER,
         created_at TIMESTAMPTZ,
-        started_at TIMESTAMPTZ,
-        operation VARCHAR,
-        provider VARCHAR,
         request_model VARCHAR,
         response_model VARCHAR,
         model_version VARCHAR,
-        backend VARCHAR,
-        stream BOOLEAN,
         finish_reason VARCHAR,
-        n_choices INTEGER,
         input_tokens BIGINT,
         output_tokens BIGINT,
         latency_ms DOUBLE,
         ttft_ms DOUBLE,
         cost_usd DOUBLE,
-        prefix_message_count INTEGER,
-        prefix_hash VARCHAR,
         error VARCHAR,
         status_code INTEGER,
-        prompt_token_ids INTEGER[],
-        prompt_token_prefix_len INTEGER,
-        completion_token_ids INTEGER[],
-        completion_logprobs DOUBLE[],
-        harness_fingerprint VARCHAR,
         redaction VARCHAR,
         data_class VARCHAR,
         entity_count INTEGER,
-        entity_types VARCHAR[],
         entities JSON,
-        recognizer_version VARCHAR,
-        redaction_config_version VARCHAR,
-        cached_texts INTEGER,
-        analysed_texts INTEGER,
         content_hash VARCHAR,
         record VARCHAR USING COMPRESSION zstd,
         ingested_at TIMESTAMPTZ,
@@ -117,19 +102,6 @@ TABLES: dict[str, str] = {
         created_at TIMESTAMPTZ,
         first_version INTEGER,
         ingested_at TIMESTAMPTZ""",
-    "eligibility_decisions": """
-        event_id VARCHAR PRIMARY KEY,
-        trajectory_id VARCHAR NOT NULL,
-        version INTEGER NOT NULL,
-        tenant VARCHAR NOT NULL,
-        decision VARCHAR,
-        reasons VARCHAR[],
-        policy_version VARCHAR,
-        retention_deadline TIMESTAMPTZ,
-        replay_grade VARCHAR,
-        replay_reasons VARCHAR[],
-        decided_at TIMESTAMPTZ,
-        ingested_at TIMESTAMPTZ""",
     "dead_letters": """
         event_id VARCHAR PRIMARY KEY,
         trajectory_id VARCHAR,
@@ -145,16 +117,10 @@ TABLES: dict[str, str] = {
         original_bytes BIGINT,
         original_withheld BOOLEAN,
         created_at TIMESTAMPTZ,
-        ingested_at TIMESTAMPTZ""",
-    "lineage": """
-        record_id VARCHAR PRIMARY KEY,
-        kind VARCHAR NOT NULL,
-        trajectory_id VARCHAR,
-        tenant VARCHAR,
-        topic VARCHAR NOT NULL,
-        partition INTEGER NOT NULL,
-        "offset" BIGINT NOT NULL,
-        ingested_at TIMESTAMPTZ""",
+        ingested_at TIMESTAMPTZ,
+        record_topic VARCHAR,
+        record_partition INTEGER,
+        record_offset BIGINT""",
     "offsets": """
         group_id VARCHAR NOT NULL,
         topic VARCHAR NOT NULL,
@@ -183,115 +149,65 @@ TABLES: dict[str, str] = {
 }
 
 # Tables whose rows belong to a trajectory (erasure and tombstones delete from all of them).
-TRAJECTORY_TABLES = (
-    "trajectory_versions",
-    "steps",
-    "rewards",
-    "eligibility_decisions",
-    "dead_letters",
-    "lineage",
-)
+TRAJECTORY_TABLES = ("trajectory_versions", "steps", "rewards", "dead_letters")
 
-_LATEST = """
-    SELECT trajectory_id, version, tenant, session_id, status, reward, rewarded, reward_count,
-           eligibility, eligibility_reasons, policy_version, replay_grade, replay_reasons,
-           step_count, input_tokens, output_tokens, input_tokens + output_tokens AS total_tokens, cost_usd,
-           first_step_at, ended_at, emitted_at,
-           epoch(ended_at) - epoch(first_step_at) AS duration_s,
-           data_class, consent_training, retention_deadline, models, model_versions, subject_ids,
-           count(*) OVER (PARTITION BY trajectory_id) AS versions
-    FROM store.trajectory_versions WHERE {cond}
-    QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY version DESC) = 1"""
+# Lineage columns: where the sink read a stored trajectory version or dead letter.
+_LINEAGE_COLUMNS = (("record_topic", "VARCHAR"), ("record_partition", "INTEGER"), ("record_offset", "BIGINT"))
 
-# Message JSON is read out of the step record at query time rather than stored twice. Records are stored
-# as VARCHAR (a JSON column would re-parse every record on insert, 4x the cost of the whole insert).
-_STEPS = """
-    SELECT * EXCLUDE (entity_count, entity_types, entities, recognizer_version, redaction_config_version,
-                      cached_texts, analysed_texts, content_hash, record, ingested_at),
-           json_extract(record, '$.observation.messages') AS new_messages,
-           json_extract(record, '$.action.choices[0].message') AS completion,
-           json_extract(record, '$.action.choices[0].message.tool_calls') AS tool_calls,
-           json_extract(record, '$.action_result.tool_results') AS tool_results,
-           entity_count, record::JSON AS record, ingested_at
-    FROM store.steps WHERE {cond}"""
-
-# Redaction reports are 1:1 with steps, so they are stored as columns of store.steps.
-_REDACTION = """
-    SELECT trajectory_id, step_index, tenant, since_version, redaction, entity_count, entity_types, entities,
-           recognizer_version, redaction_config_version AS config_version, cached_texts, analysed_texts,
-           ingested_at
-    FROM store.steps WHERE entities IS NOT NULL AND {cond}"""
-
-
-def _grades_ok(min_train_grade: str) -> str:
-    ok = GRADE_ORDER[: GRADE_ORDER.index(min_train_grade) + 1]
-    return ", ".join(f"'{g}'" for g in ok)
-
-
-def _training_set(cond: str, grade: str) -> str:
-    """The train topic's rule (governance.eligibility.train_gate) over the latest versions."""
-    return (
-        f"SELECT * FROM ({_LATEST.format(cond=cond)}) "
-        "WHERE eligibility = 'train' AND rewarded AND reward IS NOT NULL "
-        f"AND replay_grade IN ({_grades_ok(grade)})"
-    )
-
-
-def _simple(table: str) -> Callable[[str, str], str]:
-    return lambda cond, _grade: f"SELECT * FROM store.{table} WHERE {cond}"
-
-
-# View name -> SQL template of (row condition: 'TRUE' or a tenant filter, min replay grade for training).
-VIEWS: dict[str, Callable[[str, str], str]] = {
-    "trajectories": lambda cond, _grade: _LATEST.format(cond=cond),
-    "training_set": _training_set,
-    "trajectory_versions": lambda cond, _grade: (
-        f"SELECT * REPLACE (record::JSON AS record) FROM store.trajectory_versions WHERE {cond}"
+# What brings a store written at an older schema version to the next one, keyed by the older version.
+MIGRATIONS: dict[str, tuple[str, ...]] = {
+    # 2: step fields in STEP_RECORD_FIELDS are read from the record; lineage and eligibility decisions
+    # become columns of the rows they describe (each was a second table with an index of its own).
+    "1": (
+        *(
+            f"ALTER TABLE store.steps DROP COLUMN {c}"
+            for c in (
+                "step_id", "started_at", "operation", "provider", "backend", "stream", "n_choices",
+                "prefix_message_count", "prefix_hash", "prompt_token_ids", "prompt_token_prefix_len",
+                "completion_token_ids", "completion_logprobs", "harness_fingerprint", "entity_types",
+                "recognizer_version", "redaction_config_version", "cached_texts", "analysed_texts",
+            )
+        ),
+        *(
+            f"ALTER TABLE store.{t} ADD COLUMN {c} {sql_type}"
+            for t in ("trajectory_versions", "dead_letters")
+            for c, sql_type in _LINEAGE_COLUMNS
+        ),
+        *(
+            f"UPDATE store.{t} AS r SET record_topic = l.topic, record_partition = l.partition, "
+            f'record_offset = l."offset" FROM store.lineage AS l WHERE l.record_id = r.event_id'
+            for t in ("trajectory_versions", "dead_letters")
+        ),
+        "DROP TABLE store.lineage",
+        "DROP TABLE store.eligibility_decisions",
     ),
-    "steps": lambda cond, _grade: _STEPS.format(cond=cond),
-    "rewards": _simple("rewards"),
-    "redaction_reports": lambda cond, _grade: _REDACTION.format(cond=cond),
-    "eligibility_decisions": _simple("eligibility_decisions"),
-    "dead_letters": _simple("dead_letters"),
-    "lineage": _simple("lineage"),
-    "erasures": _simple("erasures"),
-    "sink_offsets": _simple("offsets"),
-}
-
-# What a tenant's query may name: each resolves to a TEMP view filtered to that tenant.
-TENANT_VIEWS = (
-    "trajectories",
-    "training_set",
-    "trajectory_versions",
-    "steps",
-    "rewards",
-    "redaction_reports",
-    "eligibility_decisions",
-)
+}  # fmt: skip
 
 
-def quote_literal(value: str) -> str:
-    """A SQL string literal (single quotes doubled)."""
-    return "'" + value.replace("'", "''") + "'"
+def migration_ddl(stored_version: str) -> list[str]:
+    """Statements that bring a store at ``stored_version`` to ``STORE_SCHEMA_VERSION``."""
+    if int(stored_version) > int(STORE_SCHEMA_VERSION):
+        raise SinkError(
+            f"the store has schema version {stored_version}, newer than this Sluice's "
+            f"{STORE_SCHEMA_VERSION}: upgrade Sluice to open it"
+        )
+    stmts: list[str] = []
+    for version in range(int(stored_version), int(STORE_SCHEMA_VERSION)):
+        stmts += MIGRATIONS[str(version)]
+    return stmts
 
 
-def schema_ddl(min_train_grade: str = "approximate") -> list[str]:
-    """Statements that create the base tables (if missing) and (re)create the views."""
+def schema_ddl(min_train_grade: str = "approximate", stored_version: str | None = None) -> list[str]:
+    """Statements that create the base tables (if missing), migrate a store written at
+    ``stored_version`` (None: a new store), (re)create the views and record the schema version."""
     stmts = ["CREATE SCHEMA IF NOT EXISTS store"]
     stmts += [f"CREATE TABLE IF NOT EXISTS store.{name} ({cols})" for name, cols in TABLES.items()]
+    stmts += migration_ddl(stored_version or STORE_SCHEMA_VERSION)
     stmts += [
         f"CREATE OR REPLACE VIEW main.{name} AS {sql('TRUE', min_train_grade)}" for name, sql in VIEWS.items()
     ]
     stmts.append(
-        "INSERT INTO store.meta VALUES ('store_schema_version', "
-        f"{quote_literal(STORE_SCHEMA_VERSION)}) ON CONFLICT DO NOTHING"
+        "INSERT OR REPLACE INTO store.meta VALUES ('store_schema_version', "
+        f"{quote_literal(STORE_SCHEMA_VERSION)})"
     )
     return stmts
-
-
-def tenant_view_ddl(tenant: str, min_train_grade: str = "approximate") -> list[str]:
-    """TEMP views that shadow the user-facing names with the tenant's rows only (one connection)."""
-    cond = f"tenant = {quote_literal(tenant)}"
-    return [
-        f"CREATE OR REPLACE TEMP VIEW {name} AS {VIEWS[name](cond, min_train_grade)}" for name in TENANT_VIEWS
-    ]

@@ -18,7 +18,7 @@ import pyarrow as pa
 from sinks.exceptions import QueryError
 from sinks.principal import Principal
 from sinks.query_guard import check_read_only, check_tenant_scope
-from sinks.schema import TENANT_VIEWS, tenant_view_ddl
+from sinks.views import TENANT_VIEWS, tenant_view_ddl
 
 BATCH_ROWS = 8192
 

@@ -36,7 +36,8 @@ def test_tombstone_drops_earlier_rows_and_keeps_later_versions() -> None:
     assert b.deletes == {"t1"} and b.trajectory_ids() == {"t2"}
     b.add(_rec(3, "t1", encode(make_trajectory("t1", version=2))))
     assert b.trajectory_ids() == {"t1", "t2"}
-    assert {r["trajectory_id"] for r in b.tables["lineage"].values()} == {"t1", "t2"}
+    versions = b.tables["trajectory_versions"].values()
+    assert {(r["trajectory_id"], r["record_offset"]) for r in versions} == {("t2", 1), ("t1", 3)}
     ignoring = PendingBatch(TOPICS, apply_tombstones=False)
     ignoring.add(_rec(0, "t1", None))
     assert not ignoring.deletes and ignoring.counts.tombstones == 1
@@ -68,7 +69,8 @@ def test_bad_records_become_dead_letters_with_reasons() -> None:
     staged = [r for r in b.tables["dead_letters"].values() if r["stage"] == "redact"]
     assert staged[0]["original_withheld"] and staged[0]["reason"] == "spaCy failed"
     assert b.counts.invalid == 4 and b.counts.dead_letters == 1 and not b.tables["trajectory_versions"]
-    assert len(b.tables["lineage"]) == 5
+    positions = {(r["record_topic"], r["record_offset"]) for r in b.tables["dead_letters"].values()}
+    assert positions == {("a", 0), ("a", 1), ("a", 2), ("a", 3), ("d", 0)}  # lineage of each
 
 
 def test_validation_reason_leaves_values_out() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from datetime import UTC, datetime
 
 from sinks.arrow_tables import arrow_schema, to_arrow
@@ -10,7 +11,6 @@ from sinks.flatten import (
     SourceRecord,
     dead_letter_row,
     invalid_row,
-    lineage_row,
     scrub_headers,
     trajectory_rows,
     unredacted_steps,
@@ -27,9 +27,8 @@ def test_rows_follow_table_schemas_in_order() -> None:
     rec = SourceRecord("topic", 0, 7, "t1", b"{}")
     dl = DeadLetter(stage="redact", reason="boom")
     tables = {
-        **trajectory_rows(t, NOW),
-        "dead_letters": [dead_letter_row(dl, False, NOW), invalid_row(rec, "bad", "X", NOW)],
-        "lineage": [lineage_row("t1:v1", "trajectory", rec, NOW, "t1", "acme")],
+        **trajectory_rows(t, rec, NOW),
+        "dead_letters": [dead_letter_row(dl, rec, False, NOW), invalid_row(rec, "bad", "X", NOW)],
     }
     for table, rows in tables.items():
         for row in rows:
@@ -39,8 +38,9 @@ def test_rows_follow_table_schemas_in_order() -> None:
 
 def test_trajectory_header_aggregates_steps() -> None:
     t = make_trajectory("t1", tenant="globex", n_steps=4, version=2, reward=1.0, subject_ids=["s-9"])
-    rows = trajectory_rows(t, NOW)
+    rows = trajectory_rows(t, SourceRecord("audited", 2, 41, "t1", b"{}"), NOW)
     (header,) = rows["trajectory_versions"]
+    assert (header["record_topic"], header["record_partition"], header["record_offset"]) == ("audited", 2, 41)
     assert header["event_id"] == "t1:v2" and header["version"] == 2 and header["tenant"] == "globex"
     assert header["step_count"] == 4 and len(rows["steps"]) == 4
     assert header["output_tokens"] == sum(s["output_tokens"] for s in rows["steps"]) == 16
@@ -49,8 +49,9 @@ def test_trajectory_header_aggregates_steps() -> None:
     assert header["subject_ids"] == ["s-9"] and '"steps"' not in header["record"]
     assert [r["reward_id"] for r in rows["rewards"]] == ["t1-r2"]
     step = rows["steps"][1]
-    assert step["entity_types"] == ["PERSON"] and step["entity_count"] == 1
-    assert step["completion_token_ids"] and step["prompt_token_prefix_len"] > 0
+    assert step["entities"] == '{"PERSON":1}' and step["entity_count"] == 1
+    recorded = json.loads(step["record"])  # what the steps view reads the unstored fields from
+    assert recorded["action"]["choices"][0]["token_ids"] and recorded["action"]["prompt_token_prefix_len"] > 0
 
 
 def test_credentials_in_recorded_headers_are_scrubbed() -> None:
@@ -78,7 +79,8 @@ def test_dead_letter_from_raw_topic_keeps_only_hash() -> None:
         source_topic="p.steps.raw",
         original_b64=base64.b64encode(original).decode(),
     )
-    row = dead_letter_row(dl, True, NOW)
+    rec = SourceRecord("p.deadletter", 0, 3, None, b"{}")
+    row = dead_letter_row(dl, rec, True, NOW)
     assert row["original_b64"] is None and row["original_withheld"] is True
     assert row["original_bytes"] == len(original) and len(row["original_sha256"]) == 64
-    assert dead_letter_row(dl, False, NOW)["original_b64"] == dl.original_b64
+    assert dead_letter_row(dl, rec, False, NOW)["original_b64"] == dl.original_b64

@@ -84,7 +84,8 @@ def test_only_read_only_statements(db: Path, sql: str) -> None:
 
 def test_operator_reaches_everything_but_files(db: Path) -> None:
     assert _rows(db, "SELECT count(*) AS n FROM dead_letters", OPERATOR) == [{"n": 1}]
-    assert _rows(db, "SELECT count(*) AS n FROM store.lineage", OPERATOR) == [{"n": 5}]
+    assert _rows(db, "SELECT count(*) AS n FROM store.steps", OPERATOR) == [{"n": 8}]
+    assert _rows(db, "SELECT count(*) AS n FROM lineage", OPERATOR) == [{"n": 5}]
     with pytest.raises(QueryError, match="disabled"):
         _rows(db, "SELECT * FROM read_csv('/etc/hostname')", OPERATOR)
 

@@ -93,7 +93,7 @@ def test_erased_trajectories_stay_erased(store: DuckDBStore) -> None:
     b.add(SourceRecord("a", 0, 9, "t2", None))  # a tombstone deletes every row of t2
     store.write(b, "g")
     assert store.con.execute("SELECT trajectory_id, version FROM trajectories").fetchall() == [("t1", 1)]
-    assert _one(store, "SELECT count(*) FROM store.lineage WHERE trajectory_id = 't2'") == 0
+    assert _one(store, "SELECT count(*) FROM lineage WHERE trajectory_id = 't2'") == 0
 
 
 def test_reopen_keeps_rows_and_offsets(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_reopen_keeps_rows_and_offsets(tmp_path: Path) -> None:
 
 def test_a_record_that_does_not_fit_becomes_a_dead_letter(store: DuckDBStore) -> None:
     too_big = make_trajectory("big", n_steps=1)
-    too_big.steps[0].action.choices[0].token_ids = [2**40]  # beyond INTEGER
+    too_big.steps[0].action_result.status_code = 2**40  # beyond INTEGER
     written = store.write(_batch([make_trajectory("ok"), too_big, make_trajectory("ok2")]), "g")
     assert written["trajectory_versions"] == 2 and written["dead_letters"] == 1
     reason = _one(store, "SELECT reason FROM dead_letters WHERE trajectory_id = 'big'")

@@ -1,0 +1,183 @@
+"""The views users query, over the store's base tables (``sinks.schema``): SQL templates, no DuckDB.
+
+``trajectories`` is the latest version of each trajectory, ``training_set`` the train topic's rule over
+it, ``steps`` and ``redaction_reports`` the stored step columns plus fields read from the step record
+at query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows
+they describe. Each template takes a row condition, so a tenant's connection gets the same names as
+TEMP views filtered to its rows (``tenant_view_ddl``).
+
+    sluice query "SELECT * FROM steps LIMIT 5"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+GRADE_ORDER = ("deterministic", "approximate", "non_replayable")
+
+_LATEST = """
+    SELECT trajectory_id, version, tenant, session_id, status, reward, rewarded, reward_count,
+           eligibility, eligibility_reasons, policy_version, replay_grade, replay_reasons,
+           step_count, input_tokens, output_tokens, input_tokens + output_tokens AS total_tokens, cost_usd,
+           first_step_at, ended_at, emitted_at,
+           epoch(ended_at) - epoch(first_step_at) AS duration_s,
+           data_class, consent_training, retention_deadline, models, model_versions, subject_ids,
+           count(*) OVER (PARTITION BY trajectory_id) AS versions
+    FROM store.trajectory_versions WHERE {cond}
+    QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY version DESC) = 1"""
+
+
+def _text(path: str) -> str:
+    return f"json_extract_string(record, '{path}')"
+
+
+def _typed(path: str, sql_type: str) -> str:
+    return f"TRY_CAST(json_extract_string(record, '{path}') AS {sql_type})"
+
+
+def _json(path: str, sql_type: str = "JSON") -> str:
+    return (
+        f"json_extract(record, '{path}')"
+        if sql_type == "JSON"
+        else f"TRY_CAST(json_extract(record, '{path}') AS {sql_type})"
+    )
+
+
+# Step fields that are read out of the step record at query time rather than stored twice. A stored
+# column costs every write (WAL, index, checkpoint): these are the ones queries rarely filter on, plus
+# token ids and logprobs, which real completions make the largest part of a step and which as list
+# columns cost a quarter of the write (``python -m bench.sink_phases``). TRY_CAST: one odd record never
+# breaks a query; DuckDB drops the extractions a query does not select.
+STEP_RECORD_FIELDS: dict[str, str] = {
+    "step_id": _text("$.event_id"),
+    "started_at": _typed("$.metadata.started_at", "TIMESTAMPTZ"),
+    "operation": _text("$.metadata.gen_ai.operation_name"),
+    "provider": _text("$.metadata.gen_ai.provider_name"),
+    "backend": _text("$.metadata.backend"),
+    "stream": _typed("$.metadata.stream", "BOOLEAN"),
+    "n_choices": "json_array_length(record, '$.action.choices')",
+    "prefix_message_count": _typed("$.observation.prefix_message_count", "INTEGER"),
+    "prefix_hash": _text("$.observation.prefix_hash"),
+    "prompt_token_ids": _json("$.action.prompt_token_ids", "INTEGER[]"),
+    "prompt_token_prefix_len": _typed("$.action.prompt_token_prefix_len", "INTEGER"),
+    "completion_token_ids": _json("$.action.choices[0].token_ids", "INTEGER[]"),
+    "completion_logprobs": _json("$.action.choices[0].logprobs", "DOUBLE[]"),
+    "harness_fingerprint": _text("$.metadata.harness_fingerprint"),
+    "new_messages": _json("$.observation.messages"),
+    "completion": _json("$.action.choices[0].message"),
+    "tool_calls": _json("$.action.choices[0].message.tool_calls"),
+    "tool_results": _json("$.action_result.tool_results"),
+    "recognizer_version": _text("$.governance.redaction_report.recognizer_version"),
+    "config_version": _text("$.governance.redaction_report.config_version"),
+    "cached_texts": _typed("$.governance.redaction_report.cached_texts", "INTEGER"),
+    "analysed_texts": _typed("$.governance.redaction_report.analysed_texts", "INTEGER"),
+    "entity_types": "json_keys(entities)",
+    # Records are stored as VARCHAR: a JSON column would re-parse every record on insert (4x the insert).
+    "record": "record::JSON",
+}
+
+_STEPS_VIEW = (
+    "trajectory_id", "step_index", "step_id", "tenant", "session_id", "since_version", "created_at",
+    "started_at", "operation", "provider", "request_model", "response_model", "model_version", "backend",
+    "stream", "finish_reason", "n_choices", "input_tokens", "output_tokens", "latency_ms", "ttft_ms",
+    "cost_usd", "prefix_message_count", "prefix_hash", "error", "status_code", "prompt_token_ids",
+    "prompt_token_prefix_len", "completion_token_ids", "completion_logprobs", "harness_fingerprint",
+    "redaction", "data_class", "new_messages", "completion", "tool_calls", "tool_results", "entity_count",
+    "record", "ingested_at",
+)  # fmt: skip
+
+# Redaction reports are 1:1 with steps, so they live in store.steps (counts as columns, details in the record).
+_REDACTION_VIEW = (
+    "trajectory_id", "step_index", "tenant", "since_version", "redaction", "entity_count", "entity_types",
+    "entities", "recognizer_version", "config_version", "cached_texts", "analysed_texts", "ingested_at",
+)  # fmt: skip
+
+
+def _step_select(columns: tuple[str, ...]) -> str:
+    return ", ".join(f"{STEP_RECORD_FIELDS[c]} AS {c}" if c in STEP_RECORD_FIELDS else c for c in columns)
+
+
+_STEPS = f"SELECT {_step_select(_STEPS_VIEW)} FROM store.steps WHERE {{cond}}"
+_REDACTION = (
+    f"SELECT {_step_select(_REDACTION_VIEW)} FROM store.steps WHERE entities IS NOT NULL AND {{cond}}"
+)
+
+# Eligibility decisions are 1:1 with trajectory versions: their columns live in store.trajectory_versions.
+_ELIGIBILITY = """
+    SELECT event_id, trajectory_id, version, tenant, eligibility AS decision, eligibility_reasons AS reasons,
+           policy_version,
+           TRY_CAST(json_extract_string(record, '$.governance.eligibility.retention_deadline') AS TIMESTAMPTZ)
+               AS retention_deadline,
+           replay_grade, replay_reasons, emitted_at AS decided_at, ingested_at
+    FROM store.trajectory_versions WHERE eligibility IS NOT NULL AND {cond}"""
+
+# Lineage is 1:1 with consumed records, each stored as a trajectory version or a dead letter with the
+# topic, partition and offset it was read from; a step's version is its since_version.
+_LINEAGE = """
+    SELECT event_id AS record_id, 'trajectory' AS kind, trajectory_id, tenant, record_topic AS topic,
+           record_partition AS "partition", record_offset AS "offset", ingested_at
+    FROM store.trajectory_versions WHERE {cond}
+    UNION ALL
+    SELECT event_id, CASE WHEN stage = 'sink' THEN 'invalid' ELSE 'dead_letter' END, trajectory_id, NULL,
+           record_topic, record_partition, record_offset, ingested_at
+    FROM store.dead_letters WHERE {cond}"""
+
+
+def _grades_ok(min_train_grade: str) -> str:
+    ok = GRADE_ORDER[: GRADE_ORDER.index(min_train_grade) + 1]
+    return ", ".join(f"'{g}'" for g in ok)
+
+
+def _training_set(cond: str, grade: str) -> str:
+    """The train topic's rule (governance.eligibility.train_gate) over the latest versions."""
+    return (
+        f"SELECT * FROM ({_LATEST.format(cond=cond)}) "
+        "WHERE eligibility = 'train' AND rewarded AND reward IS NOT NULL "
+        f"AND replay_grade IN ({_grades_ok(grade)})"
+    )
+
+
+def _simple(table: str) -> Callable[[str, str], str]:
+    return lambda cond, _grade: f"SELECT * FROM store.{table} WHERE {cond}"
+
+
+# View name -> SQL template of (row condition: 'TRUE' or a tenant filter, min replay grade for training).
+VIEWS: dict[str, Callable[[str, str], str]] = {
+    "trajectories": lambda cond, _grade: _LATEST.format(cond=cond),
+    "training_set": _training_set,
+    "trajectory_versions": lambda cond, _grade: (
+        f"SELECT * REPLACE (record::JSON AS record) FROM store.trajectory_versions WHERE {cond}"
+    ),
+    "steps": lambda cond, _grade: _STEPS.format(cond=cond),
+    "rewards": _simple("rewards"),
+    "redaction_reports": lambda cond, _grade: _REDACTION.format(cond=cond),
+    "eligibility_decisions": lambda cond, _grade: _ELIGIBILITY.format(cond=cond),
+    "dead_letters": _simple("dead_letters"),
+    "lineage": lambda cond, _grade: _LINEAGE.format(cond=cond),
+    "erasures": _simple("erasures"),
+    "sink_offsets": _simple("offsets"),
+}
+
+# What a tenant's query may name: each resolves to a TEMP view filtered to that tenant.
+TENANT_VIEWS = (
+    "trajectories",
+    "training_set",
+    "trajectory_versions",
+    "steps",
+    "rewards",
+    "redaction_reports",
+    "eligibility_decisions",
+)
+
+
+def quote_literal(value: str) -> str:
+    """A SQL string literal (single quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def tenant_view_ddl(tenant: str, min_train_grade: str = "approximate") -> list[str]:
+    """TEMP views that shadow the user-facing names with the tenant's rows only (one connection)."""
+    cond = f"tenant = {quote_literal(tenant)}"
+    return [
+        f"CREATE OR REPLACE TEMP VIEW {name} AS {VIEWS[name](cond, min_train_grade)}" for name in TENANT_VIEWS
+    ]
