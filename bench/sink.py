@@ -15,8 +15,8 @@ logprobs, redaction reports; ~1.3 KB of JSON per step). Three measurements in on
 Rates are step rows per wall-clock second (``all_rows_per_s``: rows of every table; ``rows_per_cpu_s``:
 per CPU second of this process, which a shared machine disturbs less). Ends with one JSON line.
 
-    python -m bench.sink                      # ~1 min
-    python -m bench.sink --trajectories 500   # quicker
+    python -m bench.sink                        # ~2 min
+    python -m bench.sink --trajectories 5000    # quicker
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import json
 import sys
 import tempfile
 import time
+import tracemalloc
 import uuid
 from pathlib import Path
 
@@ -45,12 +46,12 @@ from sluice.events import Trajectory, encode
 
 TARGETS = {"rows_per_s": 50_000, "speedup_vs_rowwise": 10.0}
 STEPS = 10
+ROWS_PER_TRAJECTORY = STEPS + 2  # its steps, its version row, its reward
 
 
 def open_store(db: Path) -> DuckDBStore:
     """A store with the sink's default settings (what ``sluice sink`` runs with)."""
-    sink = SinkConfig()
-    return DuckDBStore(db, checkpoint_threshold_mb=sink.checkpoint_threshold_mb, threads=sink.threads)
+    return DuckDBStore.for_sink(db, SinkConfig())
 
 
 def workload(n: int, seed: str) -> list[Trajectory]:
@@ -174,17 +175,36 @@ def bench_e2e(trajs: list[Trajectory], workdir: Path) -> tuple[float, int, int]:
     return elapsed, count, steps
 
 
+def batch_memory(values: list[tuple[str, bytes]], per_batch: int) -> tuple[float, int]:
+    """Bytes one batch holds at its peak (pending rows while it converts, plus its Arrow tables), and
+    its rows. Python objects by tracemalloc; Arrow buffers (its own allocator) by their size."""
+    tracemalloc.start()
+    try:
+        (b,), _ = batches(values[:per_batch], per_batch)
+        tables = b.arrow_tables()
+        _, python_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return python_peak + sum(t.nbytes for t in tables.values()), b.rows
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trajectories", type=int, default=5000, help="For the Arrow path and end to end.")
+    ap.add_argument("--trajectories", type=int, default=30_000, help="For the Arrow path and end to end.")
     ap.add_argument("--rowwise-trajectories", type=int, default=50, help="Baseline sample (it is slow).")
-    ap.add_argument("--batch", type=int, default=500, help="Trajectories per batch (~7,000 rows).")
+    ap.add_argument(
+        "--batch",
+        type=int,
+        default=SinkConfig().batch_max_rows // ROWS_PER_TRAJECTORY,
+        help="Trajectories per batch (default: what fills the sink's default batch_max_rows).",
+    )
     args = ap.parse_args(argv)
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-sink-"))
     trajs = workload(args.trajectories, "b")
     values = [(t.trajectory_id, encode(t)) for t in trajs]
     warm_up([(t.trajectory_id, encode(t)) for t in workload(20, "w")], workdir / "w.duckdb")
+    batch_bytes, batch_rows = batch_memory(values, args.batch)
     bs, decode_s = batches(values, args.batch)
     steps = args.trajectories * STEPS
     arrow_s, arrow_cpu_s = bench_arrow(bs, workdir / "arrow.duckdb")
@@ -207,6 +227,9 @@ def main(argv: list[str] | None = None) -> None:
         "speedup_vs_rowwise": round(rows_per_s / rowwise_per_s, 1),
         "decode_flatten_rows_per_s": round(steps / decode_s),
         "db_mb": round((workdir / "arrow.duckdb").stat().st_size / 1e6, 1),
+        "batch_rows": batch_rows,
+        "batch_peak_mb": round(batch_bytes / 1e6, 1),
+        "bytes_per_pending_row": round(batch_bytes / batch_rows),
         "e2e_rows_per_s": round(e2e_steps / e2e_s),
         "e2e_trajectories_per_s": round(e2e_count / e2e_s),
         "e2e_seconds": round(e2e_s, 2),

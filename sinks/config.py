@@ -27,7 +27,12 @@ class SinkConfig(BaseModel):
         description="group: subscribe and seek to the offsets stored in DuckDB on assignment; "
         "manual: assign every partition at start (no group join, one sink per database).",
     )
-    batch_max_rows: int = Field(5000, ge=1, description="Flush once this many rows are pending.")
+    batch_max_rows: int = Field(
+        20_000,
+        ge=1,
+        description="Flush once this many rows are pending. Larger batches write faster (fewer, bigger "
+        "transactions) and hold more memory: about 4 KB per pending row of a 10-step trajectory.",
+    )
     batch_max_wait_s: float = Field(
         0.5, gt=0, description="Flush once the oldest pending record is this old."
     )
@@ -37,12 +42,13 @@ class SinkConfig(BaseModel):
         description="WAL size that triggers a DuckDB checkpoint; larger means fewer rewrites of the "
         "partly filled row group while ingesting (16 MB, DuckDB's default, halves throughput).",
     )
-    threads: int = Field(
-        1,
-        ge=1,
-        description="DuckDB worker threads of the sink process (its writes and the queries it serves). "
-        "1 writes fastest: parallel inserts of a batch cost more than they save "
-        "(python -m bench.sink_phases); raise it when heavy queries through the sink matter more.",
+    row_group_size: int = Field(
+        8192,
+        ge=2048,
+        multiple_of=2048,
+        description="Rows per DuckDB row group the sink writes. A batch's full row groups go to the file "
+        "compressed at commit instead of through the WAL and again at the checkpoint; DuckDB's own "
+        "122,880 is more than a batch holds (python -m bench.sink_phases compares them).",
     )
     memory_limit: str | None = Field(
         None, description="DuckDB memory_limit of the sink, e.g. '2GB' (default: DuckDB's, 80% of RAM)."

@@ -51,14 +51,7 @@ class SinkRunner:
         self.path = cfg.path(cfg.sink.database)
         self.crash = crash or CrashPlan.from_env()
         self.metrics = SinkMetrics()
-        self.store = DuckDBStore(
-            self.path,
-            cfg.replay.min_train_grade,
-            self.crash,
-            cfg.sink.checkpoint_threshold_mb,
-            cfg.sink.memory_limit,
-            cfg.sink.threads,
-        )
+        self.store = DuckDBStore.for_sink(self.path, cfg.sink, cfg.replay.min_train_grade, self.crash)
         t = cfg.topics
         self.topics = BatchTopics(
             audited=t.name("trajectories_audited"),

@@ -50,6 +50,7 @@ class QueryService:
         health: Callable[[], dict[str, Any]],
     ) -> None:
         self._root = con.cursor()  # made on the owner's thread; cursors for requests come from it
+        self._catalog = con.execute("SELECT current_database()").fetchone()[0]
         self._lock = threading.Lock()
         self.cfg = cfg
         self.metrics = metrics
@@ -57,9 +58,12 @@ class QueryService:
         self.health = health
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A new connection to the same database for one request (thread-safe)."""
+        """A new connection to the same database for one request (thread-safe), defaulting to the
+        owner's catalog (a cursor starts in DuckDB's in-memory one)."""
         with self._lock:
-            return self._root.cursor()
+            cur = self._root.cursor()
+        cur.execute(f'USE "{self._catalog}"').fetchall()
+        return cur
 
     def close(self) -> None:
         self._root.close()

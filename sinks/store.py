@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from sinks.arrow_tables import columns, to_arrow
 from sinks.batch import KEYS, PendingBatch
+from sinks.config import SinkConfig
 from sinks.exceptions import SinkError
 from sinks.faults import CrashPlan
 from sinks.schema import TRAJECTORY_TABLES, schema_ddl
@@ -75,13 +76,37 @@ def _expects_no_conflicts(batch: PendingBatch) -> bool:
     return all(r["version"] == 1 for r in batch.tables["trajectory_versions"].values())
 
 
-def connect(path: Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the store file (file access from SQL disabled)."""
+# The catalog the sink attaches its file as (readers open the file as their default database instead).
+STORE_CATALOG = "sluice_store"
+
+
+def connect(
+    path: Path, read_only: bool = False, row_group_size: int | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Open the store file (file access from SQL disabled).
+
+    ``row_group_size`` (the sink): the file is attached as ``STORE_CATALOG`` with row groups of that many
+    rows and made the default catalog. A batch's full row groups are then written compressed to the file
+    at commit (DuckDB's optimistic write) instead of through the WAL and again at the checkpoint; with
+    DuckDB's 122,880-row groups a batch never fills one.
+    """
     if read_only and not path.exists():
         raise SinkError(f"no store at {path}: start the sink (sluice sink) to create it")
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
+        if row_group_size is None:
+            return duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
+        con = duckdb.connect()
+        try:
+            con.execute(
+                f"ATTACH {quote_literal(str(path))} AS {STORE_CATALOG} (ROW_GROUP_SIZE {int(row_group_size)})"
+            ).fetchall()
+            con.execute(f"USE {STORE_CATALOG}").fetchall()
+            con.execute("SET enable_external_access = false").fetchall()  # cannot be turned back on
+        except BaseException:
+            con.close()
+            raise
+        return con
     except duckdb.IOException as err:
         raise SinkError(f"cannot open {path}: {err}") from None
 
@@ -96,13 +121,11 @@ class DuckDBStore:
         crash: CrashPlan | None = None,
         checkpoint_threshold_mb: int = 256,
         memory_limit: str | None = None,
-        threads: int | None = None,
+        row_group_size: int | None = None,
     ) -> None:
         self.path = path
-        self.con = connect(path)
+        self.con = connect(path, row_group_size=row_group_size)
         self.con.execute(f"SET checkpoint_threshold = '{int(checkpoint_threshold_mb)}MB'").fetchall()
-        if threads:
-            self.con.execute(f"SET threads = {int(threads)}").fetchall()
         if memory_limit:
             self.con.execute("SET memory_limit = ?", [memory_limit]).fetchall()
         self.crash = crash or CrashPlan(None)
@@ -112,6 +135,24 @@ class DuckDBStore:
         except BaseException:
             self.con.close()
             raise
+
+    @classmethod
+    def for_sink(
+        cls,
+        path: Path,
+        sink: SinkConfig,
+        min_train_grade: str = "approximate",
+        crash: CrashPlan | None = None,
+    ) -> DuckDBStore:
+        """The store opened with the sink's settings (what ``sluice sink`` and the benchmarks use)."""
+        return cls(
+            path,
+            min_train_grade,
+            crash,
+            sink.checkpoint_threshold_mb,
+            sink.memory_limit,
+            sink.row_group_size,
+        )
 
     def ensure_schema(self) -> None:
         """Create or migrate the schema and (re)create the views, in one transaction."""
@@ -239,7 +280,8 @@ def without_erased(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) 
 def stored_schema_version(con: duckdb.DuckDBPyConnection) -> str | None:
     """The schema version a store was written at; None for a new (empty) database."""
     exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'store' AND table_name = 'meta'"
+        "SELECT count(*) FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND schema_name = 'store' AND table_name = 'meta'"
     ).fetchone()[0]
     if not exists:
         return None

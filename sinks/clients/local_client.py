@@ -56,11 +56,7 @@ class LocalStoreClient:
 
     def erase(self, request: ErasureRequest) -> ErasureResult:
         try:
-            store = DuckDBStore(
-                self.path,
-                self.cfg.replay.min_train_grade,
-                checkpoint_threshold_mb=self.cfg.sink.checkpoint_threshold_mb,
-            )
+            store = DuckDBStore.for_sink(self.path, self.cfg.sink, self.cfg.replay.min_train_grade)
         except SinkError as err:
             raise _locked(err) from None
         try:

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from sinks.batch import BatchTopics, PendingBatch
+from sinks.config import SinkConfig
 from sinks.faults import CrashPlan
 from sinks.flatten import SourceRecord
 from sinks.samples import make_trajectory
-from sinks.store import DuckDBStore
+from sinks.store import DuckDBStore, connect
 from sluice.events import Trajectory, encode
 
 TOPICS = BatchTopics(audited="a", deadletter="d")
@@ -115,3 +116,18 @@ def test_a_record_that_does_not_fit_becomes_a_dead_letter(store: DuckDBStore) ->
     reason = _one(store, "SELECT reason FROM dead_letters WHERE trajectory_id = 'big'")
     assert reason.startswith("does not fit the store schema")
     assert store.stored_offsets("g") == {("a", 0): 3, ("a", 1): 2}
+
+
+def test_the_sink_writes_row_groups_of_its_configured_size(tmp_path: Path) -> None:
+    store = DuckDBStore.for_sink(tmp_path / "s.duckdb", SinkConfig(row_group_size=2048))
+    try:
+        store.write(_batch([make_trajectory(f"t{i}", n_steps=10) for i in range(300)]), "g")  # 3,000 steps
+        store.checkpoint()
+        groups = _one(store, "SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('store.steps')")
+        assert groups == 2  # DuckDB's default would hold all 3,000 in one
+        assert _one(store, "SELECT count(*) FROM steps") == 3000
+    finally:
+        store.close()
+    reader = connect(tmp_path / "s.duckdb", read_only=True)  # readers open the file as usual
+    assert reader.execute("SELECT count(*) FROM trajectories").fetchone()[0] == 300
+    reader.close()
