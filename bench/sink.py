@@ -40,7 +40,7 @@ from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
 from sinks.samples import make_trajectory
-from sinks.store import DuckDBStore
+from sinks.store import DuckDBStore, connect
 from sluice.config import SluiceConfig, parse_config
 from sluice.events import Trajectory, encode
 
@@ -114,6 +114,31 @@ def bench_arrow(bs: list[PendingBatch], db: Path) -> tuple[float, float]:
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     store.close()
     return elapsed, cpu
+
+
+# What storing a field as a column buys at query time: one aggregate over every step, on a stored column
+# and on a field the steps view reads from the step record (``sinks.views.STEP_RECORD_FIELDS``).
+QUERIES = {
+    "query_stored_column_ms": "SELECT request_model, sum(input_tokens) FROM steps GROUP BY 1",
+    "query_record_field_ms": "SELECT operation, count(*) FROM steps GROUP BY 1",
+}
+
+
+def bench_queries(db: Path) -> dict[str, float]:
+    """Milliseconds per query of ``QUERIES`` on the written store (best of three, read-only)."""
+    con = connect(db, read_only=True)
+    try:
+        out = {}
+        for name, sql in QUERIES.items():
+            runs = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                con.execute(sql).fetchall()
+                runs.append(time.perf_counter() - t0)
+            out[name] = round(min(runs) * 1e3, 1)
+        return out
+    finally:
+        con.close()
 
 
 def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
@@ -208,6 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     bs, decode_s = batches(values, args.batch)
     steps = args.trajectories * STEPS
     arrow_s, arrow_cpu_s = bench_arrow(bs, workdir / "arrow.duckdb")
+    queries = bench_queries(workdir / "arrow.duckdb")
     sample, _ = batches(values[: args.rowwise_trajectories], args.batch)
     rowwise_s = bench_rowwise(sample, workdir / "rowwise.duckdb")
     rowwise_steps = args.rowwise_trajectories * STEPS
@@ -230,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         "batch_rows": batch_rows,
         "batch_peak_mb": round(batch_bytes / 1e6, 1),
         "bytes_per_pending_row": round(batch_bytes / batch_rows),
+        **queries,
         "e2e_rows_per_s": round(e2e_steps / e2e_s),
         "e2e_trajectories_per_s": round(e2e_count / e2e_s),
         "e2e_seconds": round(e2e_s, 2),

@@ -44,10 +44,10 @@ def _json(path: str, sql_type: str = "JSON") -> str:
 
 
 # Step fields that are read out of the step record at query time rather than stored twice. A stored
-# column costs every write (WAL, index, checkpoint): these are the ones queries rarely filter on, plus
-# token ids and logprobs, which real completions make the largest part of a step and which as list
-# columns cost a quarter of the write (``python -m bench.sink_phases``). TRY_CAST: one odd record never
-# breaks a query; DuckDB drops the extractions a query does not select.
+# column costs every write (WAL or row group, checkpoint): these are the ones queries rarely filter on,
+# plus token ids and logprobs, which real completions make the largest part of a step and which DuckDB
+# writes slowest as list columns. TRY_CAST: one odd record never breaks a query; DuckDB drops the
+# extractions a query does not select.
 STEP_RECORD_FIELDS: dict[str, str] = {
     "step_id": _text("$.event_id"),
     "started_at": _typed("$.metadata.started_at", "TIMESTAMPTZ"),

@@ -13,6 +13,7 @@ import yaml
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
+from pipeline.status import collect, render
 from pipeline.supervisor import Supervisor
 from pipeline.up import running_stack
 from sinks.clients import connect_client
@@ -55,7 +56,15 @@ class Stack:
             wait_until(check, timeout_s, what)
         except TimeoutError as err:
             tail = "\n".join(self.log.getvalue().splitlines()[-80:])
-            raise AssertionError(f"{err}\n{tail}") from None
+            raise AssertionError(f"{err}\n{tail}\n{self.where_events_wait()}") from None
+
+    def where_events_wait(self) -> str:
+        """``sluice status`` of the stack (lag per group and topic, spool depth, pending joins): which hop
+        holds what has not landed."""
+        try:
+            return "sluice status at the timeout:\n" + render(collect(self.cfg, interval_s=0.5))
+        except Exception as err:  # a diagnosis must not hide the failure it explains
+            return f"sluice status failed: {err!r}"
 
     def wait_landed(self, ids: list[str], timeout_s: float = 120) -> None:
         client = connect_client(self.cfg, None)
