@@ -50,13 +50,21 @@ class Stack:
         finally:
             client.close()
 
-    def wait(self, check: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
-        """``wait_until``, failing the test with the tail of the stack's log."""
+    def wait(
+        self,
+        check: Callable[[], bool],
+        what: str,
+        timeout_s: float = 120,
+        seen: Callable[[], object] | None = None,
+    ) -> None:
+        """``wait_until``, failing the test with what ``seen`` last returned, the tail of the stack's log
+        and its status."""
         try:
             wait_until(check, timeout_s, what)
         except TimeoutError as err:
+            last = f"\nlast seen: {seen()}" if seen else ""
             tail = "\n".join(self.log.getvalue().splitlines()[-80:])
-            raise AssertionError(f"{err}\n{tail}\n{self.where_events_wait()}") from None
+            raise AssertionError(f"{err}{last}\n{tail}\n{self.where_events_wait()}") from None
 
     def where_events_wait(self) -> str:
         """``sluice status`` of the stack (lag per group and topic, spool depth, pending joins): which hop
@@ -82,13 +90,26 @@ class Stack:
         return {r["trajectory_id"]: (r["step_count"], r["stored_steps"]) for r in got}
 
     def assert_exactly_once(self, report: RunReport, timeout_s: float = 120) -> None:
-        """Every trajectory sent is in DuckDB once, with every step once. A step that reaches the join
-        after its trajectory was emitted (seen once after a broker freeze under CPU load) makes a new
-        version rather than rewriting history: wait for the version that has them all."""
+        """Every trajectory sent is in DuckDB once, with every step once."""
+        self.wait_complete(report, timeout_s)
+        self.assert_no_duplicates(report)
+
+    def wait_complete(self, report: RunReport, timeout_s: float = 120) -> None:
+        """Every trajectory sent has landed with every step. A step that reaches the join after its
+        trajectory was emitted (seen once after a broker freeze under CPU load) makes a new version
+        rather than rewriting history: wait for the version that has them all."""
         ids = [sc.trajectory_id for sc in report.scenarios]
         want = {sc.trajectory_id: (sc.turns, sc.turns) for sc in report.scenarios}
         self.wait_landed(ids, timeout_s)
-        self.wait(lambda: self.step_counts(ids) == want, f"(step_count, stored steps) = {want}", timeout_s)
+        self.wait(
+            lambda: self.step_counts(ids) == want,
+            f"(step_count, stored steps) = {want}",
+            timeout_s,
+            seen=lambda: self.step_counts(ids),
+        )
+
+    def assert_no_duplicates(self, report: RunReport) -> None:
+        ids = [sc.trajectory_id for sc in report.scenarios]
         dup = self.query(
             f"SELECT trajectory_id, step_index, count(*) AS n FROM steps WHERE trajectory_id IN ({id_list(ids)}) "
             "GROUP BY ALL HAVING count(*) > 1"
