@@ -62,9 +62,16 @@ class Stack:
         try:
             wait_until(check, timeout_s, what)
         except TimeoutError as err:
-            last = f"\nlast seen: {seen()}" if seen else ""
+            last = f"\nlast seen: {self._describe(seen)}" if seen else ""
             tail = "\n".join(self.log.getvalue().splitlines()[-80:])
             raise AssertionError(f"{err}{last}\n{tail}\n{self.where_events_wait()}") from None
+
+    @staticmethod
+    def _describe(seen: Callable[[], object]) -> object:
+        try:
+            return seen()
+        except Exception as err:  # a diagnosis must not hide the failure it explains
+            return f"could not be read: {err!r}"
 
     def where_events_wait(self) -> str:
         """``sluice status`` of the stack (lag per group and topic, spool depth, pending joins): which hop
