@@ -28,10 +28,10 @@ from sluice.events import encode
 
 TRAJECTORIES, ROUNDS = 30_000, 2
 DUCKDB_ROW_GROUP = 122_880  # DuckDB's default row-group size
-PER_BATCH = SinkConfig().batch_max_rows // ROWS_PER_TRAJECTORY
+SINK = SinkConfig()
+PER_BATCH = SINK.batch_max_rows // ROWS_PER_TRAJECTORY
 SHIPPED = dict(schema.TABLES)
 AUTO_COMPRESSION = {k: v.replace(" USING COMPRESSION zstd", "") for k, v in SHIPPED.items()}
-SINK = SinkConfig()
 # name -> (table DDL, sink settings)
 VARIANTS = {
     "shipped": (SHIPPED, SINK),

@@ -2,7 +2,7 @@
 
 Base tables hold every version and every row with its identity as primary key, so re-delivered records
 upsert instead of duplicating; users query the views over them (``sinks.views``). Usual recipe departed
-from, to write each byte once (``python -m bench.sink_phases``):
+from, so that the sink writes less (``python -m bench.sink`` measures the write path):
 - steps are stored once per (trajectory, step) rather than per version, since history is immutable and
   versions differ only in late rewards;
 - a step stores the columns queries filter on plus its full JSON ``record``; the other fields (token
@@ -23,11 +23,15 @@ from sinks.views import VIEWS, quote_literal
 
 STORE_SCHEMA_VERSION = "2"
 
+# Lineage columns: where the sink read a stored trajectory version or dead letter.
+_LINEAGE_COLUMNS = (("record_topic", "VARCHAR"), ("record_partition", "INTEGER"), ("record_offset", "BIGINT"))
+_LINEAGE_DDL = ", ".join(f"{name} {sql_type}" for name, sql_type in _LINEAGE_COLUMNS)
+
 TABLES: dict[str, str] = {
     "meta": """
         key VARCHAR PRIMARY KEY,
         value VARCHAR""",
-    "trajectory_versions": """
+    "trajectory_versions": f"""
         event_id VARCHAR PRIMARY KEY,
         trajectory_id VARCHAR NOT NULL,
         version INTEGER NOT NULL,
@@ -60,9 +64,7 @@ TABLES: dict[str, str] = {
         schema_version VARCHAR,
         record VARCHAR USING COMPRESSION zstd,
         ingested_at TIMESTAMPTZ,
-        record_topic VARCHAR,
-        record_partition INTEGER,
-        record_offset BIGINT""",
+        {_LINEAGE_DDL}""",
     "steps": """
         trajectory_id VARCHAR NOT NULL,
         step_index INTEGER NOT NULL,
@@ -102,7 +104,7 @@ TABLES: dict[str, str] = {
         created_at TIMESTAMPTZ,
         first_version INTEGER,
         ingested_at TIMESTAMPTZ""",
-    "dead_letters": """
+    "dead_letters": f"""
         event_id VARCHAR PRIMARY KEY,
         trajectory_id VARCHAR,
         stage VARCHAR,
@@ -118,9 +120,7 @@ TABLES: dict[str, str] = {
         original_withheld BOOLEAN,
         created_at TIMESTAMPTZ,
         ingested_at TIMESTAMPTZ,
-        record_topic VARCHAR,
-        record_partition INTEGER,
-        record_offset BIGINT""",
+        {_LINEAGE_DDL}""",
     "offsets": """
         group_id VARCHAR NOT NULL,
         topic VARCHAR NOT NULL,
@@ -151,8 +151,6 @@ TABLES: dict[str, str] = {
 # Tables whose rows belong to a trajectory (erasure and tombstones delete from all of them).
 TRAJECTORY_TABLES = ("trajectory_versions", "steps", "rewards", "dead_letters")
 
-# Lineage columns: where the sink read a stored trajectory version or dead letter.
-_LINEAGE_COLUMNS = (("record_topic", "VARCHAR"), ("record_partition", "INTEGER"), ("record_offset", "BIGINT"))
 
 # What brings a store written at an older schema version to the next one, keyed by the older version.
 MIGRATIONS: dict[str, tuple[str, ...]] = {

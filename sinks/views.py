@@ -35,12 +35,12 @@ def _typed(path: str, sql_type: str) -> str:
     return f"TRY_CAST(json_extract_string(record, '{path}') AS {sql_type})"
 
 
-def _json(path: str, sql_type: str = "JSON") -> str:
-    return (
-        f"json_extract(record, '{path}')"
-        if sql_type == "JSON"
-        else f"TRY_CAST(json_extract(record, '{path}') AS {sql_type})"
-    )
+def _json(path: str) -> str:
+    return f"json_extract(record, '{path}')"
+
+
+def _list(path: str, sql_type: str) -> str:
+    return f"TRY_CAST({_json(path)} AS {sql_type})"
 
 
 # Step fields that are read out of the step record at query time rather than stored twice. A stored
@@ -58,10 +58,10 @@ STEP_RECORD_FIELDS: dict[str, str] = {
     "n_choices": "json_array_length(record, '$.action.choices')",
     "prefix_message_count": _typed("$.observation.prefix_message_count", "INTEGER"),
     "prefix_hash": _text("$.observation.prefix_hash"),
-    "prompt_token_ids": _json("$.action.prompt_token_ids", "INTEGER[]"),
+    "prompt_token_ids": _list("$.action.prompt_token_ids", "INTEGER[]"),
     "prompt_token_prefix_len": _typed("$.action.prompt_token_prefix_len", "INTEGER"),
-    "completion_token_ids": _json("$.action.choices[0].token_ids", "INTEGER[]"),
-    "completion_logprobs": _json("$.action.choices[0].logprobs", "DOUBLE[]"),
+    "completion_token_ids": _list("$.action.choices[0].token_ids", "INTEGER[]"),
+    "completion_logprobs": _list("$.action.choices[0].logprobs", "DOUBLE[]"),
     "harness_fingerprint": _text("$.metadata.harness_fingerprint"),
     "new_messages": _json("$.observation.messages"),
     "completion": _json("$.action.choices[0].message"),
