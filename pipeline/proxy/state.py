@@ -65,6 +65,8 @@ class ProxyState:
             timeout_ms=proxy.publish_timeout_ms,
             max_memory_events=proxy.spool_max_memory_events,
             segment_bytes=proxy.spool_segment_bytes,
+            segment_max_age_s=proxy.wal_segment_max_age_s,
+            fsync=proxy.wal_fsync,
             probe_interval_s=proxy.probe_interval_s,
             shutdown_flush_s=proxy.shutdown_flush_s,
             on_delivered=self.metrics.publish_lag.observe,
