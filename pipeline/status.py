@@ -11,6 +11,7 @@ the trainer's JSONL metrics log (last step and reward). A service that is down s
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 import uuid
@@ -46,6 +47,7 @@ class Status:
     stages: dict[str, float] | str = "down"
     sink: dict[str, float] | str = "down"
     trainer: dict[str, float] | str = "not running"
+    services: dict[str, dict] = field(default_factory=dict)  # `sluice up`'s services: state, restarts
 
 
 def parse_prometheus(text: str, prefix: str = "sluice_") -> dict[str, float]:
@@ -117,6 +119,17 @@ def trainer_progress(cfg: SluiceConfig) -> dict[str, float] | str:
     return {k: row[k] for k in ("step", "policy_version", "reward_mean", "samples_per_s") if k in row}
 
 
+def up_services(cfg: SluiceConfig) -> dict[str, dict]:
+    """What the running `sluice up` supervises (its state file), or nothing when it is not running."""
+    path = cfg.path(cfg.up.state_file)
+    try:
+        data = json.loads(Path(path).read_text())
+        os.kill(int(data["supervisor_pid"]), 0)  # a file left by a `sluice up` that is gone says nothing
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return data.get("services", {})
+
+
 def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     status = Status(broker=cfg.broker.bootstrap_servers)
     try:
@@ -136,6 +149,7 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
         status.stages = scrape(f"http://127.0.0.1:{cfg.stages.web_port}/metrics")
     status.sink = scrape(f"http://127.0.0.1:{cfg.sink.query_port}/metrics")
     status.trainer = trainer_progress(cfg)
+    status.services = up_services(cfg)
     return status
 
 
@@ -161,6 +175,11 @@ def render(status: Status) -> str:
     show("stages", status.stages, ("pending", "processed", "dead"))
     show("sink", status.sink, ("rows", "dead", "offset", "lag"))
     show("trainer", status.trainer, ("step", "reward", "version"))
+    for name, svc in status.services.items():
+        last = f" last={svc['last_exit']}" if svc.get("last_exit") else ""
+        lines.append(
+            f"service     {name:<11} {svc.get('state', '?'):<10} restarts={svc.get('restarts', 0)}{last}"
+        )
     return "\n".join(lines)
 
 

@@ -2,7 +2,8 @@
 
 Order: local broker (unless a real one is configured) → topics → local CPU model server (when enabled) →
 proxy → stage worker(s) → DuckDB sink → trainer (optional). One log stream with a prefix per service
-(also appended to ``var/logs/up.log``); Ctrl-C stops everything in reverse order.
+(also appended to ``var/logs/up.log``); a service that crashes is restarted with backoff (the supervisor
+says why; ``sluice status`` counts restarts); Ctrl-C stops everything in reverse order.
 
     sluice up                    # embedded default
     sluice up --with-trainer     # also run the async GRPO trainer on the train topic
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +39,20 @@ def http_ok(url: str) -> Callable[[], bool]:
     return probe
 
 
+def recreate_topics(cfg: SluiceConfig) -> Callable[[], None]:
+    """After a restart of the embedded broker: wait for its port, then create missing topics."""
+
+    def run() -> None:
+        from pipeline.topics import create_topics
+
+        deadline = time.monotonic() + 30
+        while not port_open("127.0.0.1", cfg.broker.port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        create_topics(cfg.broker, cfg.topics)
+
+    return run
+
+
 def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: bool) -> list[ServiceSpec]:
     """The services `sluice up` runs for this config, in start order."""
     specs: list[ServiceSpec] = []
@@ -47,6 +63,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 sluice_argv("broker", config=config_path),
                 ready_probe=lambda: port_open("127.0.0.1", cfg.broker.port),
                 ready_timeout_s=30,
+                after_restart=recreate_topics(cfg),
             )
         )
     model_port = cfg.local_model_port()
@@ -99,7 +116,12 @@ def running_stack(
     """Start every service, yield the supervisor, stop everything on exit (also on errors)."""
     from pipeline.topics import create_topics
 
-    sup = Supervisor(log_path=log_path or cfg.path(cfg.up.log_file), sink=sink)
+    sup = Supervisor(
+        log_path=log_path or cfg.path(cfg.up.log_file),
+        sink=sink,
+        policy=cfg.up,
+        state_path=cfg.path(cfg.up.state_file),
+    )
     specs = service_specs(cfg, config_path, with_trainer)
     if cfg.broker.embedded:
         if port_open("127.0.0.1", cfg.broker.port):

@@ -164,6 +164,17 @@ class UpConfig(Frozen):
         description="Proxy backend served by `sluice serve-model` on its base_url port; None = none.",
     )
     log_file: Path = Path("var/logs/up.log")
+    state_file: Path = Field(
+        Path("var/run/up.json"), description="Services, pids and restart counts of `sluice up` (for status)."
+    )
+    restart_backoff_s: float = Field(1.0, gt=0, description="Wait before restarting a crashed service.")
+    restart_backoff_max_s: float = Field(30.0, gt=0, description="The wait doubles per fast failure, to this.")
+    restart_fast_failure_s: float = Field(
+        30.0, gt=0, description="A service that dies sooner than this after its start failed fast."
+    )
+    restart_max_fast_failures: int = Field(
+        5, ge=1, description="Give up (stop everything) after this many fast failures of one service in a row."
+    )
 
 
 class SluiceConfig(Frozen):

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError
+from sluice.config import UpConfig
 
 CHILD = (
     "import signal, sys, time\n"
@@ -66,3 +71,64 @@ def test_child_ignoring_sigterm_is_killed() -> None:
     t0 = time.monotonic()
     sup.stop_all()
     assert time.monotonic() - t0 < 10
+
+
+def _policy(**kw: float) -> UpConfig:
+    base = {"restart_backoff_s": 0.1, "restart_backoff_max_s": 0.4, "restart_fast_failure_s": 3.0}
+    return UpConfig(**{**base, **kw})
+
+
+def _supervising(sup: Supervisor) -> tuple[threading.Event, threading.Thread, list[BaseException]]:
+    stop, errors = threading.Event(), []
+
+    def run() -> None:
+        try:
+            sup.supervise(stop, poll_s=0.05)
+        except BaseException as err:  # noqa: BLE001 - handed to the test
+            errors.append(err)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return stop, thread, errors
+
+
+def test_crashed_service_is_restarted_and_counted(tmp_path: Path) -> None:
+    out = io.StringIO()
+    state = tmp_path / "up.json"
+    sup = Supervisor(sink=out, policy=_policy(), state_path=state)
+    sup.start(_spec("alpha"))
+    first = sup.pid("alpha")
+    stop, thread, errors = _supervising(sup)
+    try:
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 15
+        while (sup.pid("alpha") == first or sup.dead()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sup.pid("alpha") != first and sup.dead() == [] and sup.restarts() == {"alpha": 1}
+        data = json.loads(state.read_text())
+        assert data["services"]["alpha"]["restarts"] == 1
+        assert data["services"]["alpha"]["last_exit"] == "killed by SIGKILL"
+        assert "alpha exited (killed by SIGKILL)" in out.getvalue()  # says why
+    finally:
+        stop.set()
+        thread.join(5)
+        sup.stop_all()
+    assert errors == []
+
+
+def test_gives_up_after_repeated_fast_failures() -> None:
+    out = io.StringIO()
+    sup = Supervisor(sink=out, policy=_policy(restart_max_fast_failures=3))
+    sup.start(
+        _spec("flaky", script="import time; print('ready', flush=True); time.sleep(0.2); raise SystemExit(4)")
+    )
+    stop, thread, errors = _supervising(sup)
+    thread.join(30)
+    stop.set()
+    sup.stop_all()
+    assert len(errors) == 1 and isinstance(errors[0], SupervisorError)
+    assert "3 times in a row" in str(errors[0]) and "exit code 4" in str(errors[0])
+    text = out.getvalue()
+    assert text.count("flaky restarted") == 2 and "giving up" in text
+    # the backoff doubles with every fast failure in a row
+    assert "restarting it in 0.1s" in text and "restarting it in 0.2s" in text
