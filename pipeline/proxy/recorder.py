@@ -58,6 +58,7 @@ def _publish_step(state: ProxyState, rec: StepRecord) -> None:
 
 def _after_response(state: ProxyState, rec: StepRecord) -> None:
     state.linker.settle(rec.plan)  # exact prefix hashes, so the linker keeps no message text
+    state.step_recorded(rec.plan.tenant, rec.plan.trajectory_id, rec.plan.step_index)
     if state.publishing:  # proxy.publish=false (benchmarks of the bare proxy): no event is built at all
         _publish_step(state, rec)
 

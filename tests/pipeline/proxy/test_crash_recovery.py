@@ -1,6 +1,7 @@
 """kill -9 of the proxy under load: every call the agent received a complete answer for reaches the raw
 topic exactly once (the write-ahead log is written before the answer completes, replayed at the next
-start, and what the broker had already acknowledged is not sent twice)."""
+start, and what the broker had already acknowledged is not sent twice), and trajectories that go on
+across the crash keep their step numbering (the step journal)."""
 
 from __future__ import annotations
 
@@ -23,41 +24,65 @@ from tests.pipeline.proxy.conftest import KEY, ProxyProcess, proxy_section, writ
 CLIENTS = 16
 
 
+async def _call(
+    http: httpx.AsyncClient, body: dict, headers: dict, stream: bool, stop: asyncio.Event
+) -> bool:
+    """True when the complete answer arrived. A refused connection (the proxy is down: the call never
+    reached it) is retried until the proxy is back, so trajectories go on across the crash; a call cut off
+    by the crash is not (it may have been recorded), the trajectory just goes on."""
+    while not stop.is_set():
+        try:
+            if stream:
+                async with http.stream("POST", "/v1/chat/completions", json=body, headers=headers) as r:
+                    data = b"".join([c async for c in r.aiter_bytes()])
+                return r.status_code == 200 and b"[DONE]" in data
+            r = await http.post("/v1/chat/completions", json=body, headers=headers)
+            return r.status_code == 200 and bool(r.json()["choices"])
+        except httpx.ConnectError:
+            await asyncio.sleep(0.05)
+        except httpx.HTTPError:
+            return False
+    return False
+
+
 async def _agent(url: str, client_no: int, stop: asyncio.Event, answered: list[str]) -> None:
-    """One agent: calls in a loop (every other one streamed); a trajectory id per call. A call counts as
-    answered when the complete answer arrived (the JSON body, or a stream up to ``[DONE]``)."""
+    """One agent: trajectories of three calls each (explicit id, the whole history re-sent; every other
+    call streamed). A call counts as answered when the complete answer arrived (the JSON body, or a
+    stream up to ``[DONE]``)."""
     async with httpx.AsyncClient(base_url=url, timeout=10) as http:
         i = 0
         while not stop.is_set():
-            tid = f"crash-{client_no}-{i}-{uuid.uuid4().hex[:6]}"
-            stream = i % 2 == 1
-            body = {"model": "plain", "messages": [{"role": "user", "content": tid}], "stream": stream}
+            tid = f"crash-{client_no}-{uuid.uuid4().hex[:8]}"
             headers = {"Authorization": f"Bearer {KEY}", "x-sluice-trajectory-id": tid}
-            i += 1
-            try:
-                if stream:
-                    async with http.stream("POST", "/v1/chat/completions", json=body, headers=headers) as r:
-                        text = b"".join([chunk async for chunk in r.aiter_bytes()])
-                    if r.status_code == 200 and b"[DONE]" in text:
-                        answered.append(tid)
-                else:
-                    r = await http.post("/v1/chat/completions", json=body, headers=headers)
-                    if r.status_code == 200 and r.json()["choices"]:
-                        answered.append(tid)
-            except httpx.HTTPError:
-                await asyncio.sleep(0.05)  # the proxy is down: try again shortly
+            messages: list[dict] = []
+            for turn in range(3):
+                text = f"{tid} turn {turn}"
+                messages.append({"role": "user", "content": text})
+                stream = i % 2 == 1
+                i += 1
+                body = {"model": "plain", "messages": messages, "stream": stream}
+                done = await _call(http, body, headers, stream, stop)
+                if done:
+                    answered.append(text)
+                messages.append({"role": "assistant", "content": "ok"})
+
+
+async def _until(answered: list[str], count: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(answered) < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
 
 
 async def _load(url: str, proxy: ProxyProcess, port: int) -> list[str]:
     stop = asyncio.Event()
     answered: list[str] = []
     agents = [asyncio.create_task(_agent(url, n, stop, answered)) for n in range(CLIENTS)]
-    await asyncio.sleep(3.0)
+    await _until(answered, 150)
     proxy.proc.send_signal(signal.SIGKILL)  # mid-load: requests in flight, events not yet acknowledged
     proxy.proc.wait(10)
     killed_at = len(answered)
     await asyncio.to_thread(proxy.start, port)
-    await asyncio.sleep(2.0)
+    await _until(answered, killed_at + 100)
     stop.set()
     await asyncio.gather(*agents)
     assert 0 < killed_at < len(answered), "load ran before and after the kill"
@@ -87,14 +112,17 @@ def test_kill_9_under_load_loses_and_duplicates_nothing(
     finally:
         if proxy.proc is not None:
             proxy.stop()
-    on_topic = Counter(
-        e.trajectory_id for e in map(decode, (v for _, v in records)) if isinstance(e, StepEvent)
-    )
-    missing = [t for t in answered if on_topic[t] == 0]
-    duplicated = {t: n for t, n in on_topic.items() if n > 1}
+    events = [e for e in (decode(v) for _, v in records) if isinstance(e, StepEvent)]
+    by_text = Counter(e.observation.messages[-1].content for e in events)
+    missing = [t for t in answered if by_text[t] == 0]
+    duplicated = {t: n for t, n in by_text.items() if n > 1}
+    indexes = Counter((e.trajectory_id, e.step_index) for e in events)
+    collisions = {k: n for k, n in indexes.items() if n > 1}
     assert missing == [], f"{len(missing)} of {len(answered)} answered calls never reached the raw topic"
     assert duplicated == {}, f"{len(duplicated)} steps reached the raw topic more than once"
-    assert len(answered) > 100
+    assert collisions == {}, f"steps numbered twice after the restart: {list(collisions)[:5]}"
+    continued = {e.trajectory_id for e in events if e.step_index > 0}
+    assert len(answered) > 100 and continued, "trajectories went on across calls"
 
 
 def proxy_depth(tmp_path: Path) -> int:
