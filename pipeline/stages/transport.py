@@ -1,4 +1,5 @@
-"""Faust's aiokafka transport with two fixes: a short fetch wait, and no record fetched but never delivered.
+"""Faust's aiokafka transport for the local Tansu broker: a short fetch wait, no record fetched but never
+delivered, no connection waited on for minutes.
 
 1. **Fetch wait.** Faust hard-codes ``fetch_max_wait_ms=1500`` for its consumers. Real Kafka answers a
    fetch as soon as data arrives, so the wait costs nothing there; Tansu answers a waiting fetch only on
@@ -12,6 +13,14 @@
    until the worker restarted: its lag stayed put with rate 0 and no error. Here every record fetched
    but not delivered is fetched again: its partition (when still assigned) is sought back to the first
    such offset, so delivery stays at-least-once and the stage's idempotence does the rest.
+
+3. **Connections the broker stopped answering.** After a freeze (SIGSTOP/SIGCONT) Tansu may never answer
+   a request on a connection opened before it. aiokafka replaces a connection only when a request on it
+   times out, and Faust gives consumer requests 90 s and producer requests 1,200 s: a stage worker whose
+   output was waiting for an acknowledgement on such a connection stalled for 20 minutes (its input lag
+   stuck, rate 0). Here every request of the worker's clients times out after ``request_timeout_ms``
+   (15 s), so the dead connection is closed and the request retried on a new one; the producer's batches
+   keep Faust's long lifetime, so a retried record is delivered, not failed.
 
 It is registered under the URL scheme ``sluice-tansu`` through the ``faust.transports`` entry point, and
 ``BrokerConfig.faust_settings()`` selects it for the tansu profile.
@@ -29,13 +38,26 @@ from faust.types import TP, Message
 log = logging.getLogger(__name__)
 
 
+REQUEST_TIMEOUT_MS = 15_000  # per request on a connection; a batch still lives as long as Faust says
+
+
 class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
     fetch_max_wait_ms: ClassVar[int] = 50
 
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
         consumer._fetch_max_wait_ms = self.fetch_max_wait_ms  # read when the consumer starts its fetcher
+        consumer._client._request_timeout_ms = REQUEST_TIMEOUT_MS  # read when it opens a connection
         return consumer
+
+
+class ReconnectingProducer(stock.Producer):
+    """Faust's producer whose connections give up on a request after ``REQUEST_TIMEOUT_MS``."""
+
+    def _new_producer(self, transactional_id: str | None = None) -> Any:
+        producer = super()._new_producer(transactional_id)
+        producer.client._request_timeout_ms = REQUEST_TIMEOUT_MS  # batches keep their own lifetime
+        return producer
 
 
 def undelivered(records: Mapping[TP, Sequence[Any]], delivered: Mapping[TP, int]) -> dict[TP, int]:
@@ -100,6 +122,7 @@ class ShortFetchConsumer(stock.Consumer):
 
 class Transport(stock.Transport):
     Consumer = ShortFetchConsumer
+    Producer = ReconnectingProducer
     driver_version = stock.Transport.driver_version
 
 
