@@ -66,7 +66,7 @@ MODEL = "sluice-tiny"
 @dataclass
 class Trajectory:
     tid: str
-    steps: list[str] = field(default_factory=list)  # the user message of every answered call
+    steps: list[str] = field(default_factory=list)  # the marker of every answered call (survives redaction)
     rewards: list[str] = field(default_factory=list)  # reward ids the proxy accepted
     complete: bool = False  # every call answered and the end accepted
     abandoned: bool = False
@@ -129,8 +129,9 @@ class Agents:
         persona = self.rng.choice(PERSONAS)
         messages: list[dict[str, Any]] = []
         for turn in range(turns):
+            marker = f"[{tid} turn {turn}]"
             text = (
-                f"[{tid} turn {turn}] I am {persona.name}, mail {persona.email}, phone {persona.phone}, "
+                f"{marker} I am {persona.name}, mail {persona.email}, phone {persona.phone}, "
                 f"card {persona.card}; key {self.rng.choice(SECRETS)}. Say ok."
             )
             messages.append({"role": "user", "content": text})
@@ -139,7 +140,7 @@ class Agents:
             if resp is None or resp.status_code != 200 or (body["stream"] and b"[DONE]" not in resp.content):
                 traj.abandoned = True
                 return traj
-            traj.steps.append(text)
+            traj.steps.append(marker)
             reply = "ok"
             if not body["stream"]:
                 reply = resp.json()["choices"][0]["message"].get("content") or ""
@@ -172,7 +173,11 @@ class Agents:
         async def agent(n: int) -> None:
             async with httpx.AsyncClient(base_url=self.root, timeout=30) as http:
                 while not self.stop.is_set():
-                    await self.trajectory(http, f"chaos-{n}-{uuid.uuid4().hex[:10]}", self.rng.randint(2, 4))
+                    traj = await self.trajectory(
+                        http, f"chaos-{n}-{uuid.uuid4().hex[:10]}", self.rng.randint(2, 4)
+                    )
+                    if traj.abandoned:
+                        await asyncio.sleep(1.0)  # the model server (or the proxy) is down: try again soon
 
         await asyncio.gather(*(agent(n) for n in range(self.count)))
         await asyncio.gather(*self.late)
@@ -234,7 +239,7 @@ def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
         steps = stored.get(t.tid, [])
         indexes = collections.Counter(i for i, _ in steps)
         duplicated += sum(n - 1 for n in indexes.values() if n > 1)
-        where = {text: [i for i, rec in steps if text in rec] for text in t.steps}
+        where = {marker: [i for i, rec in steps if marker in rec] for marker in t.steps}
         duplicated += sum(1 for found in where.values() if len(set(found)) > 1)
         ok = t.tid in latest and latest[t.tid]["step_count"] == len(t.steps)
         ok = ok and all(len(found) >= 1 for found in where.values()) and len(indexes) == len(t.steps)
