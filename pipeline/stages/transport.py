@@ -14,7 +14,15 @@ delivered, no connection waited on for minutes.
    but not delivered is fetched again: its partition (when still assigned) is sought back to the first
    such offset, so delivery stays at-least-once and the stage's idempotence does the rest.
 
-3. **Connections the broker stopped answering.** After a freeze (SIGSTOP/SIGCONT) Tansu may never answer
+3. **Seeking back a partition that never committed.** After a rebalance Faust seeks every partition back
+   to its committed offset, so that records fetched but not processed are read again. aiokafka's
+   ``seek_to_committed`` seeks only when the committed offset is above 0: a partition with nothing
+   committed yet keeps its position, past records that were fetched by a ``getmany`` the rebalance
+   cancelled (the consumer thread finished the call, the caller was gone, the records were dropped).
+   That was the stuck worker after a broker freeze: aiokafka's position at the high watermark, Faust's
+   read offset unset, lag stuck with rate 0, no error. Here such a partition is sought back to its
+   beginning, which is what its committed offset means (``consumer_auto_offset_reset: earliest``).
+4. **Connections the broker stopped answering.** After a freeze (SIGSTOP/SIGCONT) Tansu may never answer
    a request on a connection opened before it. aiokafka replaces a connection only when a request on it
    times out, and Faust gives consumer requests 90 s and producer requests 1,200 s: a stage worker whose
    output was waiting for an acknowledgement on such a connection stalled for 20 minutes (its input lag
@@ -43,6 +51,18 @@ REQUEST_TIMEOUT_MS = 15_000  # per request on a connection; a batch still lives 
 
 class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
     fetch_max_wait_ms: ClassVar[int] = 50
+
+    async def seek_to_committed(self) -> Mapping[TP, int]:
+        """Seek every assigned partition to its committed offset, the never-committed ones included."""
+        return await self.call_thread(self._seek_to_committed_all)
+
+    async def _seek_to_committed_all(self) -> Mapping[TP, int]:
+        consumer = self._ensure_consumer()
+        offsets = await consumer.seek_to_committed()  # seeks only where the committed offset is > 0
+        unset = [tp for tp, offset in offsets.items() if not offset or offset <= 0]
+        if unset:
+            await consumer.seek_to_beginning(*unset)
+        return offsets
 
     def _create_worker_consumer(self, transport: Any) -> Any:
         consumer = super()._create_worker_consumer(transport)
