@@ -73,6 +73,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 "model",
                 sluice_argv("serve-model", "--port", str(model_port), config=config_path),
                 ready_probe=http_ok(f"http://127.0.0.1:{model_port}/v1/models"),
+                ready_timeout_s=cfg.up.ready_timeout_s,
             )
         )
     specs.append(
@@ -80,6 +81,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             "proxy",
             sluice_argv("proxy", config=config_path),
             ready_probe=http_ok(f"http://{cfg.proxy.host}:{cfg.proxy.port}/healthz"),
+            ready_timeout_s=cfg.up.ready_timeout_s,
         )
     )
     for i in range(cfg.stages.workers):
@@ -87,11 +89,20 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             ServiceSpec(
                 f"stages-{i}" if cfg.stages.workers > 1 else "stages",
                 sluice_argv("stages", config=config_path),
+                ready_timeout_s=cfg.up.ready_timeout_s,
             )
         )
-    specs.append(ServiceSpec("sink", sluice_argv("sink", config=config_path)))
+    specs.append(
+        ServiceSpec("sink", sluice_argv("sink", config=config_path), ready_timeout_s=cfg.up.ready_timeout_s)
+    )
     if with_trainer or cfg.trainer.enabled:
-        specs.append(ServiceSpec("trainer", sluice_argv("train", config=config_path), ready_timeout_s=300))
+        specs.append(
+            ServiceSpec(
+                "trainer",
+                sluice_argv("train", config=config_path),
+                ready_timeout_s=max(300, cfg.up.ready_timeout_s),
+            )
+        )
     return specs
 
 

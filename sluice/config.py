@@ -167,13 +167,18 @@ class UpConfig(Frozen):
     state_file: Path = Field(
         Path("var/run/up.json"), description="Services, pids and restart counts of `sluice up` (for status)."
     )
+    ready_timeout_s: float = Field(120.0, gt=0, description="How long a service may take to become ready.")
     restart_backoff_s: float = Field(1.0, gt=0, description="Wait before restarting a crashed service.")
-    restart_backoff_max_s: float = Field(30.0, gt=0, description="The wait doubles per fast failure, to this.")
+    restart_backoff_max_s: float = Field(
+        30.0, gt=0, description="The wait doubles per fast failure, to this."
+    )
     restart_fast_failure_s: float = Field(
         30.0, gt=0, description="A service that dies sooner than this after its start failed fast."
     )
     restart_max_fast_failures: int = Field(
-        5, ge=1, description="Give up (stop everything) after this many fast failures of one service in a row."
+        5,
+        ge=1,
+        description="Give up (stop everything) after this many fast failures of one service in a row.",
     )
 
 

@@ -137,7 +137,11 @@ def stack_config(tmp: Path) -> Path:
     data["stages"]["workers"] = 2  # one is killed mid-stream while the other keeps its partitions
     data["sink"] = {**data.get("sink", {}), "database": str(tmp / "sluice.duckdb"), "query_port": free_port()}
     data["rewards"] = {**data["rewards"], "wait_s": 2}
-    data["up"] = {"log_file": str(tmp / "logs" / "up.log")}
+    data["up"] = {
+        "log_file": str(tmp / "logs" / "up.log"),
+        "state_file": str(tmp / "up.json"),
+        "ready_timeout_s": 300,
+    }
     data.setdefault("trainer", {})["output_dir"] = str(tmp / "trainer")
     path = tmp / "sluice.yaml"
     path.write_text(yaml.safe_dump(data))
