@@ -3,7 +3,8 @@
 Reads only what the services already publish: consumer-group offsets and high watermarks from the broker
 (lag per topic, and throughput as the change of committed offsets over ``--interval`` seconds), the proxy's
 and the stage workers' Prometheus ``/metrics`` (spool depth, pending reward joins), the sink's position, and
-the trainer's JSONL metrics log (last step and reward). A service that is down shows as ``down``.
+the trainer's JSONL metrics log (last step and reward), and each policy server's ``GET /v1/policy`` (the
+version it serves, against the learner's). A service that is down shows as ``down``.
 
     sluice status [--interval 2] [--json]
 """
@@ -23,6 +24,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
+from trainers.serving.policy_view import PolicyView, policy_view, render_policy
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Status:
     sink: dict[str, float] | str = "down"
     trainer: dict[str, float] | str = "not running"
     services: dict[str, dict] = field(default_factory=dict)  # `sluice up`'s services: state, restarts
+    policy: PolicyView | None = None  # serving version per policy server, and the learner's
 
 
 def parse_prometheus(text: str, prefix: str = "sluice_") -> dict[str, float]:
@@ -150,6 +153,7 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     status.sink = scrape(f"http://127.0.0.1:{cfg.sink.query_port}/metrics")
     status.trainer = trainer_progress(cfg)
     status.services = up_services(cfg)
+    status.policy = policy_view(cfg)
     return status
 
 
@@ -180,6 +184,8 @@ def render(status: Status) -> str:
         lines.append(
             f"service     {name:<11} {svc.get('state', '?'):<10} restarts={svc.get('restarts', 0)}{last}"
         )
+    if status.policy is not None:
+        lines += render_policy(status.policy)
     return "\n".join(lines)
 
 
@@ -188,7 +194,8 @@ def render(status: Status) -> str:
 @click.option("--interval", default=2.0, show_default=True, help="Seconds between the two offset samples.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status_command(config_path: Path | None, interval: float, as_json: bool) -> None:
-    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step."""
+    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step,
+    the policy version each policy server serves and the learner's."""
     cfg = load_or_exit(config_path)
     status = collect(cfg, interval)
     if as_json:

@@ -341,6 +341,32 @@ class DeadLetter(_Model):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+# How a policy server names the version that produced a response (the proxy records it on the step).
+POLICY_VERSION_HEADER = "x-sluice-policy-version"
+POLICY_EXTENSION_FIELD = "sluice"  # {"policy_version": v, "policy_versions": [v, ...]} at the top level
+TASK_ID_HEADER = "x-sluice-task-id"
+TASK_ID_METADATA_KEY = "sluice_task_id"
+
+
+class PolicyEvent(_Model):
+    """A policy server started serving a version: the weights it loaded at start, a weight update, or a
+    rollback. Published to the policy-events topic and appended to the server's JSONL log."""
+
+    schema_version: str = SCHEMA_VERSION
+    event_type: Literal["policy"] = "policy"
+    event_id: str = Field(default_factory=new_id)
+    action: Literal["load", "update", "rollback"]
+    version: str
+    previous_version: str | None = None
+    model: str
+    server: str = Field(description="Root URL of the policy server.")
+    tensors: int = Field(0, ge=0, description="Tensors an update replaced (0: load, rollback).")
+    swap_ms: float = Field(0.0, ge=0, description="How long generation paused for the swap.")
+    load_ms: float = Field(0.0, ge=0, description="Reading and checking the tensors, while serving went on.")
+    kept_versions: list[str] = Field(default_factory=list, description="Rollback targets after the change.")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 AnyEvent = Annotated[
     StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter, Field(discriminator="event_type")
 ]
