@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
+from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
 from sluice.errors import ConfigError
@@ -156,6 +157,11 @@ class StagesConfig(Frozen):
     rocksdb_cache_mb: int = Field(64, ge=1, description="RocksDB block cache per table partition.")
     commit_interval_s: float = Field(1.0, gt=0, description="How often processed offsets are committed.")
     stats_interval_s: float = Field(30.0, gt=0, description="How often the worker logs its counters.")
+    heartbeat_s: float = Field(
+        2.0,
+        gt=0,
+        description="How often the worker refreshes its heartbeat file (what `sluice status` reads).",
+    )
 
 
 class UpConfig(Frozen):
@@ -170,12 +176,16 @@ class UpConfig(Frozen):
         Path("var/run/up.json"), description="Services, pids and restart counts of `sluice up` (for status)."
     )
     restart_backoff_s: float = Field(1.0, gt=0, description="Wait before restarting a crashed service.")
-    restart_backoff_max_s: float = Field(30.0, gt=0, description="The wait doubles per fast failure, to this.")
+    restart_backoff_max_s: float = Field(
+        30.0, gt=0, description="The wait doubles per fast failure, to this."
+    )
     restart_fast_failure_s: float = Field(
         30.0, gt=0, description="A service that dies sooner than this after its start failed fast."
     )
     restart_max_fast_failures: int = Field(
-        5, ge=1, description="Give up (stop everything) after this many fast failures of one service in a row."
+        5,
+        ge=1,
+        description="Give up (stop everything) after this many fast failures of one service in a row.",
     )
 
 
@@ -193,6 +203,7 @@ class SluiceConfig(Frozen):
     sink: SinkConfig = Field(default_factory=SinkConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     up: UpConfig = Field(default_factory=UpConfig)
+    otel: OtelExportConfig = Field(default_factory=OtelExportConfig)
     base_dir: Path = Field(Path("."), description="Relative paths in this file resolve against it.")
 
     @field_validator("base_dir")

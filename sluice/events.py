@@ -162,6 +162,19 @@ class SamplingParams(_Open):
     seed: int | None = None
 
 
+OTEL_GENAI_NAMES: dict[str, str] = {
+    "operation_name": "gen_ai.operation.name",
+    "provider_name": "gen_ai.provider.name",
+    "request_model": "gen_ai.request.model",
+    "response_model": "gen_ai.response.model",
+    "response_id": "gen_ai.response.id",
+    "finish_reasons": "gen_ai.response.finish_reasons",
+    "usage_input_tokens": "gen_ai.usage.input_tokens",
+    "usage_output_tokens": "gen_ai.usage.output_tokens",
+    "conversation_id": "gen_ai.conversation.id",
+}
+
+
 class GenAIAttributes(_Model):
     """Request/response metadata named after the OTel GenAI conventions (see ``otel_attributes``)."""
 
@@ -176,14 +189,15 @@ class GenAIAttributes(_Model):
     conversation_id: str | None = None
 
     def otel_attributes(self) -> dict[str, Any]:
-        names = {
-            "usage_input_tokens": "gen_ai.usage.input_tokens",
-            "usage_output_tokens": "gen_ai.usage.output_tokens",
-        }
+        """The span attributes of the current GenAI semantic conventions. The conventions know the
+        operations ``chat`` and ``text_completion`` only: the Responses and Messages APIs are chats."""
         out: dict[str, Any] = {}
         for field, value in self.model_dump(exclude_none=True).items():
-            key = names.get(field) or "gen_ai." + field.replace("_", ".", 1)
-            out[key] = value
+            if field == "operation_name":
+                value = "text_completion" if value == "text_completion" else "chat"
+            if value == []:
+                continue  # an empty array attribute says nothing
+            out[OTEL_GENAI_NAMES[field]] = value
         return out
 
 
