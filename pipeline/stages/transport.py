@@ -96,3 +96,13 @@ class ShortFetchConsumer(stock.Consumer):
             )
             await self._seek(tp, target)
             self._read_offset[tp] = target if target > 0 else None  # the drain loop delivers offsets >= it
+
+
+class Transport(stock.Transport):
+    Consumer = ShortFetchConsumer
+    driver_version = stock.Transport.driver_version
+
+
+def set_fetch_max_wait_ms(ms: int) -> None:
+    """Apply the broker profile's fetch wait to every consumer this transport creates."""
+    ShortFetchConsumerThread.fetch_max_wait_ms = ms
