@@ -222,8 +222,11 @@ class Supervisor:
         while time.monotonic() < deadline:
             if not child.alive():
                 tail = "\n".join(child.lines[-15:])
+                log = self.service_log_path(spec.name)
                 raise SupervisorError(
-                    f"{spec.name} exited with code {child.proc.returncode} while starting:\n{tail}"
+                    f"{spec.name} exited with code {child.proc.returncode} while starting"
+                    + (f" (its log: {log})" if log is not None else "")
+                    + f":\n{tail}"
                 )
             if spec.ready_probe is not None and spec.ready_probe():
                 return

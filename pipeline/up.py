@@ -90,6 +90,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             ServiceSpec(
                 f"stages-{i}" if cfg.stages.workers > 1 else "stages",
                 sluice_argv("stages", config=config_path),
+                ready_timeout_s=300,  # engines + group join + table recovery: minutes on a busy 2-core box
             )
         )
     specs.append(

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
+from pipeline.console.config import ConsoleConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
@@ -204,6 +205,7 @@ class SluiceConfig(Frozen):
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     up: UpConfig = Field(default_factory=UpConfig)
     otel: OtelExportConfig = Field(default_factory=OtelExportConfig)
+    ui: ConsoleConfig = Field(default_factory=ConsoleConfig)
     base_dir: Path = Field(Path("."), description="Relative paths in this file resolve against it.")
 
     @field_validator("base_dir")
