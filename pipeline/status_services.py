@@ -75,8 +75,9 @@ def judge_services(
         Backlog(int(sink_metrics.get("sluice_sink_lag_total", 0)), sink_rate_per_s) if sink_up else None
     )
     out["sink"] = consumer("sink", sink_backlog, sink_up, sup.get("sink"))
-    if "trainer" in sup:
-        out["trainer"] = probed("trainer", sup["trainer"].get("state") == "up", sup["trainer"])
+    for name, entry in sup.items():  # the rest (trainer, otel-export, ...): what the supervisor sees
+        if name not in out:
+            out[name] = probed(name, entry.get("state") == "up", entry, "process running")
     return out
 
 

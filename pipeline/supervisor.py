@@ -66,6 +66,14 @@ def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[st
     return argv
 
 
+def shown_path(path: Path) -> str:
+    """A path as a user reads it: relative to the working directory when it lies under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "running"
@@ -211,7 +219,7 @@ class Supervisor:
         where = f"  {spec.endpoint}" if spec.endpoint else ""
         self._sink.write(
             f"  {spec.name:<10} up   {seconds:5.1f}s  pid {child.proc.pid:<7}{where}"
-            + (f"  log {log}" if log is not None else "")
+            + (f"  log {shown_path(log)}" if log is not None else "")
             + "\n"
         )
         self._sink.flush()
@@ -225,7 +233,7 @@ class Supervisor:
                 log = self.service_log_path(spec.name)
                 raise SupervisorError(
                     f"{spec.name} exited with code {child.proc.returncode} while starting"
-                    + (f" (its log: {log})" if log is not None else "")
+                    + (f" (its log: {shown_path(log)})" if log is not None else "")
                     + f":\n{tail}"
                 )
             if spec.ready_probe is not None and spec.ready_probe():

@@ -23,7 +23,7 @@ from typing import TextIO
 import click
 
 from infra.broker import port_open
-from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, sluice_argv
+from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
 
@@ -177,7 +177,8 @@ def up_command(config_path: Path | None, with_trainer: bool, verbose: bool) -> N
     """Start the whole pipeline on this machine; Ctrl-C stops it cleanly."""
     cfg = load_or_exit(config_path)
     if not verbose:
-        click.echo(f"starting sluice; service logs: {cfg.path(cfg.up.log_file).parent}/<service>.log")
+        logs = shown_path(cfg.path(cfg.up.log_file).parent)
+        click.echo(f"starting sluice; service logs: {logs}/<service>.log (--verbose streams them here)")
     with running_stack(cfg, config_path, with_trainer, verbose=verbose) as sup:
         click.echo(
             f"sluice is up: {', '.join(sup.names())}. Agents: base_url=http://{cfg.proxy.host}:{cfg.proxy.port}/v1 "

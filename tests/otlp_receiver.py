@@ -73,7 +73,10 @@ class OtlpReceiver:
                                 "kind": s.kind,
                                 "attributes": {kv.key: any_value(kv.value) for kv in s.attributes},
                                 "events": [
-                                    {"name": e.name, "attributes": {kv.key: any_value(kv.value) for kv in e.attributes}}
+                                    {
+                                        "name": e.name,
+                                        "attributes": {kv.key: any_value(kv.value) for kv in e.attributes},
+                                    }
                                     for e in s.events
                                 ],
                                 "links": [link.span_id.hex() for link in s.links],

@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pipeline.console import queries as q
 from pipeline.console.render import highlight_redactions, learning_svg, message_text, parse_messages
 from sinks.clients import connect_client
-from sinks.exceptions import AuthError
+from sinks.exceptions import AuthError, SinkError
 from sinks.principal import Principal, resolve_principal
 from sluice.config import SluiceConfig
 
@@ -223,7 +223,21 @@ def make_app(cfg: SluiceConfig) -> web.Application:
     async def healthz(request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
-    app = web.Application()
+    @web.middleware
+    async def store_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+        """The store being unreachable or refusing the key is a page, not a stack trace."""
+        try:
+            return await handler(request)
+        except AuthError as err:
+            resp = console.page("login.html", None, error=str(err), next=request.path_qs)
+            resp.set_status(401)
+            return resp
+        except SinkError as err:
+            resp = console.page("not_found.html", console.session_of(request), what=f"store ({err})")
+            resp.set_status(503)
+            return resp
+
+    app = web.Application(middlewares=[store_errors])
     app.add_routes(routes)
     app.router.add_static("/static", HERE / "static")
     app["console"] = console

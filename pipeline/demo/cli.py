@@ -26,6 +26,7 @@ from rich.table import Table
 from pipeline.demo.progress import DemoProgress
 from pipeline.demo.summary import EXAMPLE_QUERIES, landed, rows, summarise, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
+from pipeline.supervisor import shown_path
 from pipeline.up import http_ok, running_stack
 from sinks.clients import connect_client
 from sluice.cli import config_option, load_or_exit
@@ -137,7 +138,7 @@ def demo_command(
         stack = running_stack(cfg, config_path, verbose=verbose)
         if not verbose:
             console.print(
-                f"starting Sluice on this machine; service logs: {cfg.path(cfg.up.log_file).parent}/<service>.log"
+                f"starting Sluice on this machine; service logs: {shown_path(cfg.path(cfg.up.log_file).parent)}/<service>.log"
                 " (--verbose streams them here)"
             )
     with stack as sup:

@@ -8,7 +8,9 @@ import time
 from pipeline.health import Backlog, consumer, probed, stage_worker
 from pipeline.stages.heartbeat import WorkerHeartbeat
 
-BEAT = WorkerHeartbeat(slot=0, pid=1, updated=time.time(), assigned=True, counts={"redact_in": 5, "join_in": 3})
+BEAT = WorkerHeartbeat(
+    slot=0, pid=1, updated=time.time(), assigned=True, counts={"redact_in": 5, "join_in": 3}
+)
 
 
 def test_backlog_lagging_only_when_it_does_not_drain() -> None:

@@ -10,9 +10,14 @@ from pipeline.console.render import highlight_redactions, learning_svg, message_
 
 
 def test_every_operator_output_is_highlighted_and_text_is_escaped() -> None:
-    text = 'mail <EMAIL_ADDRESS_1>, card **** **** **** 1111, key=<REDACTED>, ssn <US_SSN:9f3a>, <b>x</b>'
+    text = "mail <EMAIL_ADDRESS_1>, card **** **** **** 1111, key=<REDACTED>, ssn <US_SSN:9f3a>, <b>x</b>"
     html = str(highlight_redactions(text))
-    for marker in ("&lt;EMAIL_ADDRESS_1&gt;", "**** **** **** 1111", "&lt;REDACTED&gt;", "&lt;US_SSN:9f3a&gt;"):
+    for marker in (
+        "&lt;EMAIL_ADDRESS_1&gt;",
+        "**** **** **** 1111",
+        "&lt;REDACTED&gt;",
+        "&lt;US_SSN:9f3a&gt;",
+    ):
         assert f'<mark class="redacted" title="redacted">{marker}</mark>' in html
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
     assert "<mark" not in str(highlight_redactions("a * b ** c, <lowercase>"))
@@ -25,7 +30,13 @@ def test_message_text_shows_tool_calls() -> None:
 
 def test_filters_validate_and_quote() -> None:
     f = TrajectoryFilter.from_query(
-        {"tenant": "ac'me", "eligibility": "train", "rewarded": "yes", "reward_min": "0.5", "policy_version": "v1"}
+        {
+            "tenant": "ac'me",
+            "eligibility": "train",
+            "rewarded": "yes",
+            "reward_min": "0.5",
+            "policy_version": "v1",
+        }
     )
     sql = trajectories_sql(f)
     assert "tenant = 'ac''me'" in sql and "eligibility = 'train'" in sql and "reward >= 0.5" in sql

@@ -33,9 +33,13 @@ def _trajectory(version: int = 1, rewards: list[Reward] | None = None) -> Trajec
         tenant="acme",
         step_index=0,
         observation=Observation(messages=[Message(role="user", content="I am <EMAIL_ADDRESS_1>")]),
-        action=Action(choices=[Choice(message=Message(role="assistant", tool_calls=[call]), finish_reason="tool_calls")]),
+        action=Action(
+            choices=[Choice(message=Message(role="assistant", tool_calls=[call]), finish_reason="tool_calls")]
+        ),
         metadata=StepMetadata(model_version="tiny-1", latency_ms=12.0, started_at=T0),
-        governance=Governance(redaction="redacted", redaction_report=RedactionReport(entities={"EMAIL_ADDRESS": 2})),
+        governance=Governance(
+            redaction="redacted", redaction_report=RedactionReport(entities={"EMAIL_ADDRESS": 2})
+        ),
     )
     s0.metadata.gen_ai.request_model = "sluice-tiny"
     s0.metadata.gen_ai.finish_reasons = ["tool_calls"]
@@ -49,7 +53,9 @@ def _trajectory(version: int = 1, rewards: list[Reward] | None = None) -> Trajec
             messages=[Message(role="tool", tool_call_id="call_1", content='{"phone": "<PHONE_NUMBER_1>"}')],
             prefix_message_count=2,
         ),
-        action=Action(choices=[Choice(message=Message(role="assistant", content="done"), finish_reason="stop")]),
+        action=Action(
+            choices=[Choice(message=Message(role="assistant", content="done"), finish_reason="stop")]
+        ),
         metadata=StepMetadata(model_version="tiny-2", started_at=T0 + timedelta(seconds=1)),
     )
     s1.metadata.gen_ai.request_model = "sluice-tiny"
@@ -66,7 +72,9 @@ def _trajectory(version: int = 1, rewards: list[Reward] | None = None) -> Trajec
         ended_at=T0 + timedelta(seconds=2),
         governance=Governance(
             redaction="redacted",
-            eligibility=EligibilityDecision(decision="train", reasons=["tenant opted in"], policy_version="p1"),
+            eligibility=EligibilityDecision(
+                decision="train", reasons=["tenant opted in"], policy_version="p1"
+            ),
             replay=ReplayGrade(grade="approximate", reasons=["sampled at temperature 0.7"]),
         ),
     )
@@ -76,7 +84,12 @@ def test_one_trace_root_steps_tools_and_version() -> None:
     reward = Reward(name="outcome", value=0.5, step_index=0, critique="ok for <EMAIL_ADDRESS_1>")
     spans = trajectory_spans(_trajectory(2, [reward]), Resource.create({"service.name": "sluice"}))
     by_name = {s.name: s for s in spans}
-    assert set(by_name) == {"invoke_agent", "chat sluice-tiny", "execute_tool lookup_customer", "sluice.version 2"}
+    assert set(by_name) == {
+        "invoke_agent",
+        "chat sluice-tiny",
+        "execute_tool lookup_customer",
+        "sluice.version 2",
+    }
     assert {s.context.trace_id for s in spans} == {trace_id("tr-1")}
     root = by_name["invoke_agent"]
     assert root.parent is None and root.attributes["sluice.tenant"] == "acme"
@@ -88,7 +101,10 @@ def test_one_trace_root_steps_tools_and_version() -> None:
     assert len(steps) == 2 and all(s.parent.span_id == root.context.span_id for s in steps)
     first = next(s for s in steps if s.attributes["sluice.step.index"] == 0)
     assert first.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
-    assert first.attributes["gen_ai.usage.input_tokens"] == 30 and first.attributes["gen_ai.request.temperature"] == 0.7
+    assert (
+        first.attributes["gen_ai.usage.input_tokens"] == 30
+        and first.attributes["gen_ai.request.temperature"] == 0.7
+    )
     assert first.attributes["sluice.policy.version"] == "tiny-1"
     assert first.attributes["sluice.redaction.entities.EMAIL_ADDRESS"] == 2
     assert "<EMAIL_ADDRESS_1>" in first.attributes["gen_ai.input.messages"]
@@ -99,7 +115,9 @@ def test_one_trace_root_steps_tools_and_version() -> None:
     version = by_name["sluice.version 2"]
     assert version.attributes["sluice.reward"] == 0.5
     [event] = version.events
-    assert event.name == "gen_ai.evaluation.result" and event.attributes["gen_ai.evaluation.score.value"] == 0.5
+    assert (
+        event.name == "gen_ai.evaluation.result" and event.attributes["gen_ai.evaluation.score.value"] == 0.5
+    )
     assert [link.context.span_id for link in version.links] == [first.context.span_id]
 
 
@@ -119,4 +137,6 @@ def test_ids_are_stable_across_versions_and_content_can_be_left_out() -> None:
     assert a["chat"] == b["chat"] and len(a["chat"]) == 2 and a["execute_tool"] == b["execute_tool"]
     assert a["sluice.version"] != b["sluice.version"]
     bare = trajectory_spans(t2, resource, content=False)
-    assert not any("gen_ai.input.messages" in s.attributes or "gen_ai.tool.call.arguments" in s.attributes for s in bare)
+    assert not any(
+        "gen_ai.input.messages" in s.attributes or "gen_ai.tool.call.arguments" in s.attributes for s in bare
+    )
