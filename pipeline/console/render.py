@@ -38,6 +38,7 @@ def message_text(message: dict[str, Any]) -> str:
         f"→ {c.get('name') or c.get('function', {}).get('name')}({c.get('arguments') or c.get('function', {}).get('arguments', '')})"
         for c in message.get("tool_calls") or []
     ]
+    text = re.sub(r"\n\s*\n+", "\n", text).strip()  # runs of blank lines add nothing to read
     return "\n".join(x for x in [text, *calls] if x)
 
 

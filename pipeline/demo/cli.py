@@ -137,10 +137,8 @@ def demo_command(
     else:
         stack = running_stack(cfg, config_path, verbose=verbose)
         if not verbose:
-            console.print(
-                f"starting Sluice on this machine; service logs: {shown_path(cfg.path(cfg.up.log_file).parent)}/<service>.log"
-                " (--verbose streams them here)"
-            )
+            logs = shown_path(cfg.path(cfg.up.log_file).parent)
+            console.print(f"starting Sluice; service logs in {logs}/ (--verbose streams them here)")
     with stack as sup:
         summary = drive(cfg, count, model, console, timeout_s, quiet=not verbose)
         print_summary(console, summary)

@@ -50,3 +50,7 @@ def test_learning_svg_plots_each_version() -> None:
     svg = str(learning_svg([("v1", 0.1), ("v2", 0.4), ("v3", None)]))
     assert svg.count("<circle") == 2 and "v2: 0.400" in svg
     assert "No rewarded" in str(learning_svg([]))
+
+
+def test_message_text_drops_runs_of_blank_lines() -> None:
+    assert message_text({"role": "assistant", "content": "a\n\n\n  \nb\n\n"}) == "a\nb"
