@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,10 @@ def print_summary(console: Console, summary: dict[str, Any]) -> None:
         console.print(t)
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 @click.command("demo")
 @config_option
 @click.option("--trajectories", "count", default=24, show_default=True, help="Scripted agent trajectories.")
@@ -125,6 +130,8 @@ def demo_command(
 ) -> None:
     """Drive realistic agent traffic through Sluice and show what landed."""
     cfg = load_or_exit(config_path)
+    # SIGTERM (a timeout, a terminal closing) stops the services it started, as Ctrl-C does
+    signal.signal(signal.SIGTERM, _interrupt)
     for noisy in ("httpx", "httpx2", "openai"):  # one line per SDK request would drown the summary
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if not verbose:
