@@ -4,6 +4,7 @@ restarts and dead processes each say what they are."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from pipeline.health import Backlog, consumer, probed, stage_worker
 from pipeline.stages.heartbeat import WorkerHeartbeat
@@ -43,3 +44,31 @@ def test_probed_and_consumer_states() -> None:
     assert consumer("sink", Backlog(5, 100.0), True, None).state == "up"
     assert consumer("sink", Backlog(5_000, 0.0), True, None).state == "lagging"
     assert consumer("sink", None, False, None).state == "down"
+
+
+def test_heartbeat_files_name_every_worker_on_the_machine(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from pipeline.stages.heartbeat import heartbeat_path, write_heartbeat
+    from pipeline.status_services import _stage_workers, stage_app_dir
+    from sluice.config import parse_config
+
+    cfg = parse_config({"stages": {"data_dir": str(tmp_path / "stages")}}, base_dir=tmp_path)
+    app_dir = stage_app_dir(cfg)
+    app_dir.mkdir(parents=True)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    now = time.time()
+    write_heartbeat(
+        heartbeat_path(app_dir / "worker-0"), BEAT.model_copy(update={"pid": os.getpid(), "updated": now})
+    )
+    write_heartbeat(
+        heartbeat_path(app_dir / "worker-1"),
+        BEAT.model_copy(update={"slot": 1, "pid": int(gone.stdout), "updated": now}),
+    )
+    got = _stage_workers(cfg, Backlog(0, 0.0), {})
+    assert {k: v.state for k, v in got.items()} == {"stages@0": "up", "stages@1": "down"}
+    assert "is gone" in got["stages@1"].detail
