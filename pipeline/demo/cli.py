@@ -147,7 +147,14 @@ def demo_command(
             logs = shown_path(cfg.path(cfg.up.log_file).parent)
             console.print(f"starting Sluice; service logs in {logs}/ (--verbose streams them here)")
     with stack as sup:
-        summary = drive(cfg, count, model, console, timeout_s, quiet=not verbose)
+        try:
+            summary = drive(cfg, count, model, console, timeout_s, quiet=not verbose)
+        except TimeoutError as err:
+            logs = shown_path(cfg.path(cfg.up.log_file).parent)
+            raise click.ClickException(
+                f"{err} (a busy machine may need --timeout longer than {timeout_s:.0f}s); where events wait: "
+                f"`sluice status` while it runs, the services' logs in {logs}/"
+            ) from None
         print_summary(console, summary)
         console.print(
             '\nTry: [bold]sluice query "SELECT * FROM trajectories LIMIT 5"[/], '

@@ -47,13 +47,14 @@ class DemoProgress:
         self._poller.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self._stop.set()
         self._poller.join(5)
         self._poll_once()
-        self.phase = "done"
+        self.phase = "done" if exc_type is None else "stopped"
         self._live.refresh()
         self._live.__exit__(None, None, None)
+        self.console.line()  # off a terminal the last frame ends without one
 
     def _poll(self) -> None:
         while not self._stop.wait(1.0):
