@@ -218,9 +218,7 @@ def test_console_in_chromium(stack: Stack, landed: dict, console_url: str) -> No
             with page.expect_navigation():
                 page.click(f'a.tid:text-is("{best["trajectory_id"]}")')
             assert page.inner_text("#tid") == best["trajectory_id"]
-            marks = page.eval_on_selector_all(
-                "mark.redacted", "ms => ms.map(m => m.textContent)"
-            )
+            marks = page.eval_on_selector_all("mark.redacted", "ms => ms.map(m => m.textContent)")
             assert marks and all(m.startswith("<") or "*" in m for m in marks), marks
             assert page.locator("#versions tbody tr").count() == best["versions"]
             assert f"v{best['versions']} of {best['versions']}" == page.inner_text("#latest-version")
