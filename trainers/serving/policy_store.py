@@ -49,6 +49,8 @@ class Prepared:
 
 
 class PolicyStore:
+    MAX_HISTORY = 1000  # entries of GET /v1/policy's history (the event log keeps everything)
+
     def __init__(
         self, model: torch.nn.Module, model_name: str, base_version: str = "0", keep: int = 3
     ) -> None:
@@ -143,6 +145,7 @@ class PolicyStore:
                     tensors=prepared.replaced,
                 )  # fmt: skip
             )
+            del self.history[: -self.MAX_HISTORY]
         return swap_ms
 
     # ----------------------------------------------------------------------------- reads
