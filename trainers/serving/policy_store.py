@@ -49,6 +49,8 @@ class Prepared:
 
 
 class PolicyStore:
+    MAX_HISTORY = 1000  # entries of GET /v1/policy's history (the event log keeps everything)
+
     def __init__(
         self, model: torch.nn.Module, model_name: str, base_version: str = "0", keep: int = 3
     ) -> None:
@@ -75,7 +77,6 @@ class PolicyStore:
 
     def prepare_update(self, version: str, tensors: Mapping[str, torch.Tensor]) -> Prepared:
         """Check ``tensors`` against the served model and lay them over the serving version."""
-        t0 = time.perf_counter()
         self.check_new_name(version)
         if not tensors:
             raise BadTensors("the update has no tensors")
@@ -102,7 +103,7 @@ class PolicyStore:
             new[canonical] = value
         with self._lock:
             base = self._versions[self.serving]
-        return Prepared(version, {**base, **new}, len(new), "update", (time.perf_counter() - t0) * 1000)
+        return Prepared(version, {**base, **new}, len(new), "update")
 
     def prepare_rollback(self, version: str) -> Prepared:
         with self._lock:
@@ -144,6 +145,7 @@ class PolicyStore:
                     tensors=prepared.replaced,
                 )  # fmt: skip
             )
+            del self.history[: -self.MAX_HISTORY]
         return swap_ms
 
     # ----------------------------------------------------------------------------- reads
