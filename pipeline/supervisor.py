@@ -10,6 +10,10 @@ died within ``restart_fast_failure_s`` of its start); the supervisor says why it
 signal, the service's last lines) and gives up, stopping everything, after ``restart_max_fast_failures``
 fast failures in a row. A service that stayed up longer starts over from the first backoff. The services,
 their pids, states and restart counts go to ``up.state_file`` (``sluice status`` shows them).
+
+Logs: every line goes to the combined log file (``up.log``) and, with ``log_dir``, to ``<service>.log``;
+with ``echo`` (``--verbose``) also to the terminal, prefixed. Quiet (``echo=False``), the terminal gets one
+status line per service once it is ready, and the supervisor's own lines (restarts and why).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class ServiceSpec:
     ready_timeout_s: float = 120.0
     env: dict[str, str] = field(default_factory=dict)
     stop_grace_s: float = 15.0
+    endpoint: str = ""  # shown on its status line (e.g. the proxy's URL)
     after_restart: Callable[[], None] | None = None  # e.g. the broker: create the topics again
 
 
@@ -59,6 +64,14 @@ def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[st
     if config is not None:
         argv += ["--config", str(config)]
     return argv
+
+
+def shown_path(path: Path) -> str:
+    """A path as a user reads it: relative to the working directory when it lies under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def describe_exit(code: int | None) -> str:
@@ -73,7 +86,14 @@ def describe_exit(code: int | None) -> str:
 
 
 class _Child:
-    def __init__(self, spec: ServiceSpec, color: str, sink: TextIO, log_file: TextIO | None) -> None:
+    def __init__(
+        self,
+        spec: ServiceSpec,
+        color: str,
+        sink: TextIO | None,
+        log_file: TextIO | None,
+        service_log: TextIO | None = None,
+    ) -> None:
         self.spec = spec
         self.ready = threading.Event()
         self.lines: list[str] = []
@@ -94,9 +114,10 @@ class _Child:
             bufsize=1,
             start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops children in order
         )
-        self._prefix = f"\033[{color}m{spec.name:>11}\033[0m | " if sink.isatty() else f"{spec.name:>11} | "
+        tty = sink is not None and sink.isatty()
+        self._prefix = f"\033[{color}m{spec.name:>11}\033[0m | " if tty else f"{spec.name:>11} | "
         self._plain = f"{spec.name:>11} | "
-        self._sink, self._log = sink, log_file
+        self._sink, self._log, self._service_log = sink, log_file, service_log
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._pump, name=f"log-{spec.name}", daemon=True)
         self._reader.start()
@@ -108,12 +129,16 @@ class _Child:
             self.lines = self.lines[-200:] + [line]
             if self.spec.ready_line is not None and self.spec.ready_line.search(line):
                 self.ready.set()
-            with self._lock:
-                self._sink.write(self._prefix + line + "\n")
-                self._sink.flush()
+            with self._lock, contextlib.suppress(ValueError):  # a log closed by stop_all
+                if self._sink is not None:
+                    self._sink.write(self._prefix + line + "\n")
+                    self._sink.flush()
                 if self._log is not None:
                     self._log.write(self._plain + line + "\n")
                     self._log.flush()
+                if self._service_log is not None:
+                    self._service_log.write(line + "\n")
+                    self._service_log.flush()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -142,10 +167,15 @@ class Supervisor:
         sink: TextIO | None = None,
         policy: UpConfig | None = None,
         state_path: Path | None = None,
+        log_dir: Path | None = None,
+        echo: bool = True,
     ) -> None:
         self._children: list[_Child] = []
         self._sink = sink or sys.stdout
         self._log: TextIO | None = None
+        self.log_dir = log_dir  # one <service>.log each, when set
+        self.echo = echo  # stream every service's lines to the sink; quiet: one status line per service
+        self._service_logs: dict[str, TextIO] = {}
         self.policy = policy or UpConfig()
         self.state_path = state_path
         self._lock = threading.RLock()  # supervise() runs in its own thread in tests and benchmarks
@@ -160,11 +190,39 @@ class Supervisor:
         """Start several services at once (e.g. stage workers joining one group), then wait for each."""
         children = []
         for spec in specs:
-            children.append(_Child(spec, COLORS[len(self._children) % len(COLORS)], self._sink, self._log))
+            children.append(self._spawn(spec, len(self._children)))
             self._children.append(children[-1])
         for child in children:
             self._wait_ready(child)
+            if not self.echo:
+                self._announce(child, time.monotonic() - child.started_at)
         self.write_state()
+
+    def _spawn(self, spec: ServiceSpec, index: int) -> _Child:
+        service_log = None
+        if self.log_dir is not None:
+            service_log = self._service_logs.get(spec.name)
+            if service_log is None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                service_log = open(self.service_log_path(spec.name), "a")  # noqa: SIM115 - closed in stop_all()
+                self._service_logs[spec.name] = service_log
+        sink = self._sink if self.echo else None
+        return _Child(spec, COLORS[index % len(COLORS)], sink, self._log, service_log)
+
+    def service_log_path(self, name: str) -> Path | None:
+        return None if self.log_dir is None else self.log_dir / f"{name}.log"
+
+    def _announce(self, child: _Child, seconds: float) -> None:
+        """The quiet mode's one line per service: ready, how fast, its pid, endpoint and log file."""
+        spec = child.spec
+        log = self.service_log_path(spec.name)
+        where = f"  {spec.endpoint}" if spec.endpoint else ""
+        self._sink.write(
+            f"  {spec.name:<10} up   {seconds:5.1f}s  pid {child.proc.pid:<7}{where}"
+            + (f"  log {shown_path(log)}" if log is not None else "")
+            + "\n"
+        )
+        self._sink.flush()
 
     def _wait_ready(self, child: _Child) -> None:
         spec = child.spec
@@ -172,8 +230,11 @@ class Supervisor:
         while time.monotonic() < deadline:
             if not child.alive():
                 tail = "\n".join(child.lines[-15:])
+                log = self.service_log_path(spec.name)
                 raise SupervisorError(
-                    f"{spec.name} exited with code {child.proc.returncode} while starting:\n{tail}"
+                    f"{spec.name} exited with code {child.proc.returncode} while starting"
+                    + (f" (its log: {shown_path(log)})" if log is not None else "")
+                    + f":\n{tail}"
                 )
             if spec.ready_probe is not None and spec.ready_probe():
                 return
@@ -220,7 +281,7 @@ class Supervisor:
         )
         with self._lock:
             index = self._children.index(old)
-            child = _Child(spec, COLORS[index % len(COLORS)], self._sink, self._log)
+            child = self._spawn(spec, index)
             child.restarts = old.restarts
             self._children[index] = child
         if wait_ready:
@@ -236,6 +297,9 @@ class Supervisor:
             if self._log is not None:
                 self._log.close()
                 self._log = None
+            for f in self._service_logs.values():
+                f.close()
+            self._service_logs.clear()
 
     # ------------------------------------------------------------------ supervision
 
@@ -291,7 +355,7 @@ class Supervisor:
                  f"(restart {child.restarts + 1}). Last lines: {tail or '-'}")  # fmt: skip
 
     def _respawn(self, index: int, old: _Child) -> None:
-        child = _Child(old.spec, COLORS[index % len(COLORS)], self._sink, self._log)
+        child = self._spawn(old.spec, index)
         child.restarts, child.fast_failures, child.last_exit = (
             old.restarts + 1,
             old.fast_failures,

@@ -23,7 +23,7 @@ from typing import TextIO
 import click
 
 from infra.broker import port_open
-from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, sluice_argv
+from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
 
@@ -63,6 +63,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 sluice_argv("broker", config=config_path),
                 ready_probe=lambda: port_open("127.0.0.1", cfg.broker.port),
                 ready_timeout_s=30,
+                endpoint=cfg.broker.bootstrap_servers,
                 after_restart=recreate_topics(cfg),
             )
         )
@@ -74,6 +75,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 sluice_argv("serve-model", "--port", str(model_port), config=config_path),
                 ready_probe=http_ok(f"http://127.0.0.1:{model_port}/v1/models"),
                 ready_timeout_s=cfg.up.ready_timeout_s,
+                endpoint=f"http://127.0.0.1:{model_port}/v1",
             )
         )
     specs.append(
@@ -82,6 +84,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             sluice_argv("proxy", config=config_path),
             ready_probe=http_ok(f"http://{cfg.proxy.host}:{cfg.proxy.port}/healthz"),
             ready_timeout_s=cfg.up.ready_timeout_s,
+            endpoint=f"http://{cfg.proxy.host}:{cfg.proxy.port}/v1",
         )
     )
     for i in range(cfg.stages.workers):
@@ -89,12 +92,24 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             ServiceSpec(
                 f"stages-{i}" if cfg.stages.workers > 1 else "stages",
                 sluice_argv("stages", config=config_path),
-                ready_timeout_s=cfg.up.ready_timeout_s,
+                # engines + group join + table recovery: minutes on a busy 2-core box
+                ready_timeout_s=max(300, cfg.up.ready_timeout_s),
             )
         )
     specs.append(
-        ServiceSpec("sink", sluice_argv("sink", config=config_path), ready_timeout_s=cfg.up.ready_timeout_s)
+        ServiceSpec(
+            "sink",
+            sluice_argv("sink", config=config_path),
+            endpoint=f"http://127.0.0.1:{cfg.sink.query_port}",
+            ready_timeout_s=cfg.up.ready_timeout_s,
+        )
     )
+    if cfg.otel.enabled:
+        specs.append(
+            ServiceSpec(
+                "otel-export", sluice_argv("otel-export", config=config_path), endpoint=cfg.otel.endpoint
+            )
+        )
     if with_trainer or cfg.trainer.enabled:
         specs.append(
             ServiceSpec(
@@ -123,15 +138,21 @@ def running_stack(
     with_trainer: bool = False,
     log_path: Path | None = None,
     sink: TextIO | None = None,
+    verbose: bool = True,
 ) -> Iterator[Supervisor]:
-    """Start every service, yield the supervisor, stop everything on exit (also on errors)."""
+    """Start every service, yield the supervisor, stop everything on exit (also on errors). ``verbose``
+    streams every service's log lines to ``sink``; otherwise one status line per service is printed and
+    the logs go to ``<log dir>/<service>.log`` only."""
     from pipeline.topics import create_topics
 
+    log_path = log_path or cfg.path(cfg.up.log_file)
     sup = Supervisor(
-        log_path=log_path or cfg.path(cfg.up.log_file),
+        log_path=log_path,
         sink=sink,
         policy=cfg.up,
         state_path=cfg.path(cfg.up.state_file),
+        log_dir=log_path.parent,
+        echo=verbose,
     )
     specs = service_specs(cfg, config_path, with_trainer)
     if cfg.broker.embedded:
@@ -161,10 +182,14 @@ def running_stack(
 @click.command("up")
 @config_option
 @click.option("--with-trainer", is_flag=True, help="Also run the async GRPO trainer.")
-def up_command(config_path: Path | None, with_trainer: bool) -> None:
+@click.option("--verbose", is_flag=True, help="Stream every service's log lines here (prefixed).")
+def up_command(config_path: Path | None, with_trainer: bool, verbose: bool) -> None:
     """Start the whole pipeline on this machine; Ctrl-C stops it cleanly."""
     cfg = load_or_exit(config_path)
-    with running_stack(cfg, config_path, with_trainer) as sup:
+    if not verbose:
+        logs = shown_path(cfg.path(cfg.up.log_file).parent)
+        click.echo(f"starting sluice; service logs: {logs}/<service>.log (--verbose streams them here)")
+    with running_stack(cfg, config_path, with_trainer, verbose=verbose) as sup:
         click.echo(
             f"sluice is up: {', '.join(sup.names())}. Agents: base_url=http://{cfg.proxy.host}:{cfg.proxy.port}/v1 "
             "— Ctrl-C stops everything."

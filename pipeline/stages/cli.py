@@ -31,6 +31,7 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
     import faust
 
     from pipeline.stages.app import StagesApp
+    from pipeline.stages.heartbeat import remove_heartbeat
     from pipeline.stages.internal_topics import ensure_stage_topics
     from pipeline.stages.names import app_id
     from pipeline.stages.worker_slot import acquire_slot
@@ -60,4 +61,5 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
     try:
         faust.Worker(stages.app, loglevel=log_level, redirect_stdouts=False).execute_from_commandline()
     finally:
+        remove_heartbeat(stages.heartbeat_file)  # a clean stop; a crash leaves it, with a dead pid
         slot.release()

@@ -132,3 +132,21 @@ def test_gives_up_after_repeated_fast_failures() -> None:
     assert text.count("flaky restarted") == 2 and "giving up" in text
     # the backoff doubles with every fast failure in a row
     assert "restarting it in 0.1s" in text and "restarting it in 0.2s" in text
+
+
+def test_quiet_mode_prints_one_line_per_service_and_logs_each_to_its_file(tmp_path: Path) -> None:
+    out = io.StringIO()
+    sup = Supervisor(log_path=tmp_path / "up.log", sink=out, log_dir=tmp_path, echo=False)
+    sup.start(ServiceSpec("alpha", [sys.executable, "-c", CHILD, "alpha"], ready_timeout_s=20, stop_grace_s=5,
+                          endpoint="http://127.0.0.1:1/v1"))  # fmt: skip
+    sup.start(_spec("beta"))
+    sup.stop_all()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "alpha ready" not in out.getvalue()
+    assert re.match(
+        r"\s+alpha\s+up\s+[\d.]+s\s+pid \d+\s+http://127.0.0.1:1/v1\s+log .*alpha\.log$", lines[0]
+    )
+    assert lines[1].split()[:2] == ["beta", "up"]
+    assert (tmp_path / "alpha.log").read_text().splitlines() == ["alpha ready", "alpha stopping"]
+    assert "beta ready" in (tmp_path / "beta.log").read_text()
+    assert "alpha ready" in (tmp_path / "up.log").read_text()  # the combined log keeps every line
