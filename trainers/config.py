@@ -164,6 +164,8 @@ class TrainerConfig(_Frozen):
             raise ValueError(
                 "mask_high must be >= 1 + clip_high (masking is for ratios beyond the clip range)"
             )
+        if self.resolved_mode == "live" and self.kl_coef > 0:
+            raise ValueError("kl_coef > 0 needs a reference model, which live mode does not build")
         if self.resolved_mode == "resample" and self.include_logged and self.group_size < 3:
             raise ValueError("include_logged needs group_size >= 3 (two fresh samples plus the logged one)")
         if self.ray_address is None and self.num_cpus < self.rollout_workers + 1:

@@ -52,11 +52,14 @@ def baseline_key(step: StepEvent, task_id: str | None) -> str:
     return f"harness:{md.gen_ai.request_model}:{md.harness_fingerprint or '-'}"
 
 
-def step_reward(traj: Trajectory, step_index: int) -> float | None:
-    own = [r.value for r in traj.rewards if r.step_index == step_index and r.value is not None]
+def step_reward(traj: Trajectory, step_index: int) -> tuple[float | None, float | None]:
+    """(reward of the step, unix time its newest reward was posted)."""
+    own = [r for r in traj.rewards if r.step_index == step_index and r.value is not None]
+    used = own or [r for r in traj.rewards if r.value is not None]
+    at = max((r.created_at.timestamp() for r in used), default=None)
     if own:
-        return statistics.fmean(own)
-    return traj.reward
+        return statistics.fmean(r.value for r in own if r.value is not None), at
+    return traj.reward, at
 
 
 def _retokenize(steps: list[StepEvent], i: int, tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -106,13 +109,15 @@ def extract_samples(
                 prompt = previous[: act.prompt_token_prefix_len] + act.prompt_token_ids
         if prompt is not None:
             completion, retokenized = list(choice.token_ids or []), False
-            logprobs = choice.logprobs if choice.logprobs and len(choice.logprobs) == len(completion) else None
+            logprobs = (
+                choice.logprobs if choice.logprobs and len(choice.logprobs) == len(completion) else None
+            )
         else:
             prompt, completion = _retokenize(steps, i, tokenizer)
             retokenized, logprobs = True, None
         previous = None if retokenized else prompt + completion
         model = step.metadata.gen_ai.request_model
-        reward = step_reward(traj, step.step_index)
+        reward, reward_at = step_reward(traj, step.step_index)
         reason = None
         if not any(fnmatch.fnmatchcase(model, g) for g in model_globs):
             reason = "unknown model"
@@ -141,6 +146,7 @@ def extract_samples(
                 group_key=group_key(step, task_id, prompt, prefix_tokens),
                 baseline_key=baseline_key(step, task_id),
                 retokenized=retokenized,
+                reward_at=reward_at,
             )
         )
     return LiveItem(

@@ -30,8 +30,13 @@ class LiveSample(_Model):
     recorded_version: str | None = Field(None, description="The step's model_version as recorded.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature (greedy calls count as 1.0).")
     group_key: str = Field(description="GRPO group: the task id, else the prompt prefix.")
-    baseline_key: str = Field(description="Running baseline for one-member groups: the task id, else the harness.")
+    baseline_key: str = Field(
+        description="Running baseline for one-member groups: the task id, else the harness."
+    )
     retokenized: bool = Field(False, description="The backend gave no token ids: tokenized by the trainer.")
+    reward_at: float | None = Field(
+        None, description="Unix time the newest reward of this sample was posted."
+    )
 
 
 class LiveItem(_Model):
