@@ -81,6 +81,11 @@ class ServeConfig(_Frozen):
         3, ge=1, description="Policy versions kept in memory for rollback (the serving one included)."
     )
     base_version: str = Field("0", min_length=1, description="Version name of the weights loaded at start.")
+    events_log: Path | None = Field(
+        Path("var/serve/policy_events.jsonl"), description="JSONL log of every version served (None: no log)."
+    )
+    publish_events: bool = Field(False, description="Also publish policy events to the policy-events topic.")
+    max_push_mb: int = Field(2048, ge=1, description="Largest weight push accepted in a request body.")
 
 
 class TrainerConfig(_Frozen):

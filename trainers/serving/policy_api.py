@@ -15,8 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-VERSION_HEADER = "x-sluice-policy-version"
-EXTENSION_FIELD = "sluice"
+from sluice.events import POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
+
+VERSION_HEADER = POLICY_VERSION_HEADER
+EXTENSION_FIELD = POLICY_EXTENSION_FIELD
+
 SAFETENSORS_CONTENT_TYPE = "application/octet-stream"
 POLICY_PATH = "/v1/policy"
 WEIGHTS_PATH = "/v1/policy/weights"
