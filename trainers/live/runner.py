@@ -53,7 +53,12 @@ def run_live_training(
         feeder = ray.remote(num_cpus=0)(LiveFeeder).remote(
             cfg, tokenizer, max_positions - 1, state.feeder_offsets.get(topic), state.taken_versions
         )
-        ray.get([learner.get_version.remote(), feeder.stats.remote()])  # both built before the clock starts
+        version = ray.get(learner.get_version.remote())  # built (and the servers aligned) first
+        ray.get(feeder.stats.remote())
+        servers = t.policy_server_urls() if t.live.push_weights else []
+        log.info(
+            "live trainer ready: policy v%d, reading %s, pushing to %s", version, topic, servers or "none"
+        )
         loop = LiveLoop(t, str(output_dir), topic, feeder, learner, state, metrics, stop, on_step)
         stop.install()
         try:
