@@ -111,6 +111,7 @@ class TopicsConfig(Frozen):
     trajectories_train: str = "trajectories.train"
     deadletter: str = "deadletter"
     erasure: str = "erasure"
+    policy_events: str = "policy.events"
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
@@ -136,6 +137,7 @@ TOPIC_KEYS = (
     "trajectories_train",
     "deadletter",
     "erasure",
+    "policy_events",
 )
 
 

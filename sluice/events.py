@@ -193,14 +193,16 @@ class StepMetadata(_Model):
     backend: str = Field("", description="Upstream backend name from config.")
     backend_fingerprint: str | None = Field(None, description="system_fingerprint or backend build id.")
     model_version: str | None = Field(
-        None, description="The policy version that served the step when the backend reports one, else the config's."
+        None,
+        description="The policy version that served the step when the backend reports one, else the config's.",
     )
     policy_versions: list[str] = Field(
         default_factory=list,
         description="Every policy version the backend reported for this response (two when it straddled a swap).",
     )
     task_id: str | None = Field(
-        None, description="The agent's task/group id (x-sluice-task-id header or metadata): GRPO groups by it."
+        None,
+        description="The agent's task/group id (x-sluice-task-id header or metadata): GRPO groups by it.",
     )
     harness_fingerprint: str | None = Field(None, description="Hash of the system prompt / harness.")
     tool_versions: dict[str, str] = Field(default_factory=dict)
@@ -336,6 +338,32 @@ class DeadLetter(_Model):
     source_offset: int | None = None
     key: str | None = None
     original_b64: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# How a policy server names the version that produced a response (the proxy records it on the step).
+POLICY_VERSION_HEADER = "x-sluice-policy-version"
+POLICY_EXTENSION_FIELD = "sluice"  # {"policy_version": v, "policy_versions": [v, ...]} at the top level
+TASK_ID_HEADER = "x-sluice-task-id"
+TASK_ID_METADATA_KEY = "sluice_task_id"
+
+
+class PolicyEvent(_Model):
+    """A policy server started serving a version: the weights it loaded at start, a weight update, or a
+    rollback. Published to the policy-events topic and appended to the server's JSONL log."""
+
+    schema_version: str = SCHEMA_VERSION
+    event_type: Literal["policy"] = "policy"
+    event_id: str = Field(default_factory=new_id)
+    action: Literal["load", "update", "rollback"]
+    version: str
+    previous_version: str | None = None
+    model: str
+    server: str = Field(description="Root URL of the policy server.")
+    tensors: int = Field(0, ge=0, description="Tensors an update replaced (0: load, rollback).")
+    swap_ms: float = Field(0.0, ge=0, description="How long generation paused for the swap.")
+    load_ms: float = Field(0.0, ge=0, description="Reading and checking the tensors, while serving went on.")
+    kept_versions: list[str] = Field(default_factory=list, description="Rollback targets after the change.")
     created_at: datetime = Field(default_factory=utcnow)
 
 

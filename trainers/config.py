@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from trainers.live.config import LiveConfig
 from trainers.rewards.config import ExactMatchSpec, RewardSpec
 
 TINY_MODEL_NAME = "sluice-tiny"
@@ -76,12 +77,27 @@ class ServeConfig(_Frozen):
     max_batch: int = Field(32, ge=1, description="Concurrent requests decoded together.")
     default_max_tokens: int = Field(64, ge=1)
     max_tokens_limit: int = Field(512, ge=1)
+    keep_versions: int = Field(
+        3, ge=1, description="Policy versions kept in memory for rollback (the serving one included)."
+    )
+    base_version: str = Field("0", min_length=1, description="Version name of the weights loaded at start.")
+    events_log: Path | None = Field(
+        Path("var/serve/policy_events.jsonl"), description="JSONL log of every version served (None: no log)."
+    )
+    publish_events: bool = Field(False, description="Also publish policy events to the policy-events topic.")
+    max_push_mb: int = Field(2048, ge=1, description="Largest weight push accepted in a request body.")
 
 
 class TrainerConfig(_Frozen):
     """Async GRPO on Ray: feeder -> rollout workers -> learner, weights synced after every update."""
 
     enabled: bool = False
+    mode: Literal["auto", "live", "resample"] = Field(
+        "auto",
+        description="live: the traffic on the train topic is the rollout (trainer.live); resample: rollout "
+        "workers re-sample each prompt and the task's grader scores them; auto: live for the traffic task.",
+    )
+    live: LiveConfig = Field(default_factory=LiveConfig)
     backend: Literal["auto", "vllm", "hf"] = Field("auto", description="auto: vllm when importable and CUDA.")
     ray_address: str | None = Field(None, description="Existing Ray cluster; None starts a local one.")
     ray_temp_dir: Path | None = Field(None, description="Default: var/ray, or /tmp/sluice-ray-* if too long.")
@@ -136,6 +152,14 @@ class TrainerConfig(_Frozen):
     progress: bool = Field(True, description="rich progress bar (metrics always go to metrics.jsonl).")
 
     serve: ServeConfig = Field(default_factory=ServeConfig)
+    policy_servers: list[str] = Field(
+        default_factory=list,
+        description="Root URLs of the policy servers that take weight pushes; empty: the local serve-model.",
+    )
+
+    def policy_server_urls(self) -> list[str]:
+        """Every policy server to push to, roll back and report on (the local serve-model by default)."""
+        return list(self.policy_servers) or [f"http://{self.serve.host}:{self.serve.port}"]
 
     @model_validator(mode="after")
     def _cross_checks(self) -> TrainerConfig:
@@ -145,13 +169,22 @@ class TrainerConfig(_Frozen):
             raise ValueError(
                 "mask_high must be >= 1 + clip_high (masking is for ratios beyond the clip range)"
             )
-        if self.include_logged and self.group_size < 3:
+        if self.resolved_mode == "live" and self.kl_coef > 0:
+            raise ValueError("kl_coef > 0 needs a reference model, which live mode does not build")
+        if self.resolved_mode == "resample" and self.include_logged and self.group_size < 3:
             raise ValueError("include_logged needs group_size >= 3 (two fresh samples plus the logged one)")
         if self.ray_address is None and self.num_cpus < self.rollout_workers + 1:
             raise ValueError(
                 f"num_cpus={self.num_cpus} cannot hold {self.rollout_workers} rollout workers + 1 learner"
             )
         return self
+
+    @property
+    def resolved_mode(self) -> Literal["live", "resample"]:
+        """The mode in effect: ``auto`` is live for proxied traffic, resample for tasks with their own prompts."""
+        if self.mode != "auto":
+            return self.mode
+        return "live" if self.task.kind == "traffic" else "resample"
 
     @property
     def fresh_per_group(self) -> int:

@@ -86,6 +86,10 @@ def run_training(
     from trainers.weight_sync.ray_object_store import RayObjectStoreWeightSync
 
     t = cfg.trainer
+    if t.resolved_mode == "live":  # the traffic is the rollout: no rollout workers
+        from trainers.live.runner import run_live_training
+
+        return run_live_training(cfg, resume=resume, max_steps=max_steps, on_step=on_step)
     backend = resolve_backend(t.backend)  # before Ray starts
     state, source, resume_from = _start_state(cfg, resume)
     tokenizer, max_positions = _model_limits(source, cfg)

@@ -75,6 +75,12 @@ class StepRecord:
     error: str | None = None
     latency_ms: float | None = None
     ttft_ms: float | None = None
+    policy_versions: list[str] = field(default_factory=list)  # as the backend reported them, in order
+    task_id: str | None = None
+
+    def note_policy_version(self, version: object) -> None:
+        if isinstance(version, str) and version and version not in self.policy_versions:
+            self.policy_versions.append(version[:128])
 
 
 def chat_logprobs(lp: Any) -> list[float] | None:
@@ -160,7 +166,9 @@ def build_step_event(rec: StepRecord) -> StepEvent:
             sampling=sampling_params(rec.request),
             backend=rec.backend.name,
             backend_fingerprint=rec.system_fingerprint,
-            model_version=rec.backend.model_version,
+            model_version=rec.policy_versions[-1] if rec.policy_versions else rec.backend.model_version,
+            policy_versions=list(rec.policy_versions),
+            task_id=rec.task_id,
             harness_fingerprint=rec.harness_fp,
             stream=rec.stream,
             latency_ms=rec.latency_ms,
