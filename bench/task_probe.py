@@ -28,7 +28,12 @@ def probe(model_name: str, names: list[str], samples: int, temperature: float, s
     model, tok = load_model(model_name)
     load_s = time.perf_counter() - t0
     stop = frozenset(i for i in (tok.eos_token_id, tok.convert_tokens_to_ids("<|im_end|>")) if i is not None)
-    out: dict = {"model": model_name, "temperature": temperature, "samples": samples, "load_s": round(load_s, 1)}
+    out: dict = {
+        "model": model_name,
+        "temperature": temperature,
+        "samples": samples,
+        "load_s": round(load_s, 1),
+    }
     for task in build_tasks(names):
         rng = random.Random(seed)
         problems = [task.draw(rng) for _ in range(samples)]

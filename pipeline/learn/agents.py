@@ -73,15 +73,22 @@ class TaskAgent:
         task = self.rng.choice(self.tasks)
         return task, task.draw(self.rng)
 
-    async def attempt(self, task: VerifiableTask, problem: Problem, trajectory_id: str | None = None) -> Attempt:
-        """Ask the proxy once, end the trajectory, return the attempt (raises openai.APIError on failure)."""
+    async def attempt(
+        self,
+        task: VerifiableTask,
+        problem: Problem,
+        trajectory_id: str | None = None,
+        task_id: str | None = None,
+    ) -> Attempt:
+        """Ask the proxy once, end the trajectory, return the attempt (raises openai.APIError on failure).
+        ``task_id`` (default: the task's name) groups attempts for the trainer."""
         tid = trajectory_id or f"{self.arm or 'learn'}-{problem.task}-{uuid.uuid4().hex[:12]}"
         raw = await self._client.chat.completions.with_raw_response.create(
             model=self.model,
             messages=problem.messages,  # type: ignore[arg-type]
             max_tokens=task.max_tokens,
             temperature=self.temperature,
-            extra_headers={"x-sluice-trajectory-id": tid, "x-sluice-task-id": problem.task},
+            extra_headers={"x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task},
         )
         completion = raw.parse()
         reply = completion.choices[0].message.content or ""

@@ -46,7 +46,9 @@ class Checker:
 
     def grade(self, attempt: Attempt) -> Graded:
         task = self.tasks[attempt.problem.task]
-        g = Graded(attempt, task.grade(attempt.problem, attempt.reply), self._rng.random() < self.late_fraction)
+        g = Graded(
+            attempt, task.grade(attempt.problem, attempt.reply), self._rng.random() < self.late_fraction
+        )
         self.graded.append(g)
         return g
 

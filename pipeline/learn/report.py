@@ -27,15 +27,15 @@ def version_table_sql(prefix: str = "learn-") -> str:
         "SELECT s.model_version AS policy_version, count(*) AS answers, round(avg(t.reward), 3) AS mean_reward, "
         "min(s.created_at) AS first_answer, max(s.created_at) AS last_answer "
         f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {_where(prefix)} "
-        "GROUP BY ALL ORDER BY TRY_CAST(policy_version AS INTEGER) NULLS FIRST, policy_version"
+        "GROUP BY s.model_version ORDER BY TRY_CAST(s.model_version AS INTEGER) NULLS FIRST, s.model_version"
     )
 
 
 def points_sql(prefix: str = "learn-") -> str:
     """One row per graded attempt: when it was answered, which version served it, its reward."""
     return (
-        "SELECT epoch(s.created_at) AS at, s.model_version AS policy_version, t.reward AS reward "
-        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {_where(prefix)} ORDER BY at"
+        "SELECT s.trajectory_id, epoch(s.created_at) AS at_s, s.model_version AS policy_version, t.reward AS reward "
+        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {_where(prefix)} ORDER BY at_s"
     )
 
 
@@ -61,7 +61,10 @@ def rolling(values: list[float], window: int) -> list[float]:
 
 
 def plot(
-    series: dict[str, list[dict[str, Any]]], out: Path, title: str = "Reward of live traffic", window: int = 24
+    series: dict[str, list[dict[str, Any]]],
+    out: Path,
+    title: str = "Reward of live traffic",
+    window: int = 24,
 ) -> Path:
     """Write the two-panel PNG. ``series``: label -> points (``at``, ``policy_version``, ``reward``)."""
     import matplotlib
@@ -70,7 +73,7 @@ def plot(
     import matplotlib.pyplot as plt
 
     fig, (by_version, by_time) = plt.subplots(1, 2, figsize=(11, 4.2))
-    t0 = min((p["at"] for pts in series.values() for p in pts), default=0.0)
+    t0 = min((p["at_s"] for pts in series.values() for p in pts), default=0.0)
     for label, pts in series.items():
         groups: dict[int, list[float]] = {}
         for p in pts:
@@ -81,13 +84,15 @@ def plot(
             xs = sorted(groups)
             by_version.plot(xs, [sum(groups[x]) / len(groups[x]) for x in xs], marker="o", label=label)
         if pts:
-            minutes = [(p["at"] - t0) / 60 for p in pts]
+            minutes = [(p["at_s"] - t0) / 60 for p in pts]
             smooth = rolling([float(p["reward"]) for p in pts], window)
             by_time.plot(minutes, smooth, linewidth=1, alpha=0.6, label=f"{label} (rolling {window})")
             colours = [version_number(p["policy_version"]) or 0 for p in pts]
             by_time.scatter(minutes, smooth, c=colours, cmap="viridis", s=8)
     by_version.set(xlabel="policy version", ylabel="mean checker reward", title="reward per policy version")
-    by_time.set(xlabel="minutes since first answer", ylabel="reward", title="reward over time (colour = version)")
+    by_time.set(
+        xlabel="minutes since first answer", ylabel="reward", title="reward over time (colour = version)"
+    )
     for ax in (by_version, by_time):
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)

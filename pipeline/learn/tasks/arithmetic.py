@@ -1,7 +1,9 @@
 """Arithmetic with a strict answer format: the reply must open with the right number.
 
 The instruct model usually knows a sum of small numbers but tends to talk first ("Sure! 3 + 4 = 7"),
-so the checker reads only the first number of the reply: the format is what there is to learn.
+so the checker reads only the first number of the reply. The agent shows one worked example first; the
+instruct model then keeps to the format but often gets the sum wrong (about 0.1 at temperature 1.0 for
+one-digit numbers, ``bench.task_probe``).
 """
 
 from __future__ import annotations
@@ -18,13 +20,18 @@ class ArithmeticTask(VerifiableTask):
     name = "arithmetic"
     max_tokens = 6
 
-    def __init__(self, low: int = 2, high: int = 20) -> None:
+    def __init__(self, low: int = 2, high: int = 9) -> None:
         self.low, self.high = low, high
 
     def draw(self, rng: random.Random) -> Problem:
         a, b = rng.randint(self.low, self.high), rng.randint(self.low, self.high)
         prompt = f"What is {a} + {b}? Reply with the number only."
-        return Problem(task=self.name, messages=[{"role": "user", "content": prompt}], answer=str(a + b))
+        example = [
+            {"role": "user", "content": "What is 3 + 5? Reply with the number only."},
+            {"role": "assistant", "content": "8"},
+        ]
+        messages = [*example, {"role": "user", "content": prompt}]
+        return Problem(task=self.name, messages=messages, answer=str(a + b))
 
     def grade(self, problem: Problem, reply: str) -> float:
         found = _FIRST_NUMBER.search(reply)

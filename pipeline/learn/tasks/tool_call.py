@@ -37,8 +37,8 @@ class ToolCallTask(VerifiableTask):
     def draw(self, rng: random.Random) -> Problem:
         city = rng.choice(CITIES)
         prompt = (
-            f'What is the weather in {city}? Call the tool by replying with JSON only: {{"tool": "weather", '
-            '"city": <city>}'
+            f"What is the weather in {city}? Call the tool by replying with JSON only, like "
+            '{"tool": "weather", "city": "Paris"}'
         )
         answer = json.dumps({"tool": "weather", "city": city})
         return Problem(task=self.name, messages=[{"role": "user", "content": prompt}], answer=answer)
