@@ -142,7 +142,15 @@ async def run_arms(proxy: str, a: argparse.Namespace, budget_s: float) -> tuple[
         checker = Checker(
             proxy, by_name, late_fraction=a.late_fraction, late_delay_s=a.late_delay_s, seed=a.seed
         )
-        arms.append(Arm(agent, checker, group_size=a.group_size, groups_in_flight=a.groups_in_flight))
+        arms.append(
+            Arm(
+                agent,
+                checker,
+                group_size=a.group_size,
+                groups_in_flight=a.groups_in_flight,
+                group_by=a.group_by,
+            )
+        )
     t0 = time.time()
     try:
         await asyncio.gather(*(arm.run(until=t0 + budget_s) for arm in arms))
@@ -169,6 +177,7 @@ def main() -> None:
     ap.add_argument("--task", default="extraction")
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--group-by", choices=["problem", "task"], default="task", help="What a task id names.")
     ap.add_argument("--groups-in-flight", type=int, default=2, help="Problems in flight per arm.")
     ap.add_argument("--update-samples", type=int, default=16)
     ap.add_argument("--max-staleness", type=int, default=3)

@@ -9,6 +9,7 @@ each new policy version to the model server, and the reward per policy version i
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -98,7 +99,12 @@ def run_learn_demo(
     console.print(
         f"[bold]sluice demo --learn[/]: config {path}; tasks {', '.join(task_names)}; {minutes:g} min"
     )
-    with running_stack(cfg, path, with_trainer=True):
+    log_path = out_dir / "up.log"
+    console.print(f"service logs: {log_path}")
+    with (
+        open(os.devnull, "w") as quiet,
+        running_stack(cfg, path, with_trainer=True, log_path=log_path, sink=quiet),
+    ):
         agent = TaskAgent(proxy, key.key.get_secret_value(), AGENT_MODEL, tasks, temperature=1.0, arm="learn")
         checker = Checker(proxy, {t.name: t for t in tasks}, late_fraction=0.25, late_delay_s=20.0)
         arm = Arm(agent, checker, group_size=cfg.trainer.group_size, groups_in_flight=2)

@@ -3,7 +3,8 @@
 ``learning_config`` takes the YAML the user runs (the embedded default unless ``--config``) and changes only
 what the loop needs: the local model server serves the real instruct model under ``smollm2*`` (the agents'
 model name routes to it), and the trainer runs in live mode on that traffic and pushes every new version
-to that server. Everything else (tenants, redaction, eligibility, rewards) stays as configured.
+to that server, and one stage worker is enough for this traffic (a few steps a second) and leaves the CPU to
+the model and the learner. Everything else (tenants, redaction, eligibility, rewards) stays as configured.
 """
 
 from __future__ import annotations
@@ -71,4 +72,5 @@ def learning_config(data: dict[str, Any], out_dir: Path, s: LearnSettings) -> di
         "lora_alpha": 2.0 * max(1, s.lora_rank),
     }
     data.setdefault("up", {})["local_model_backend"] = backend
+    data.setdefault("stages", {})["workers"] = 1
     return data
