@@ -9,6 +9,7 @@ each new policy version to the model server, and the reward per policy version i
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from pathlib import Path
@@ -84,6 +85,8 @@ def print_table(console: Console, result: list[dict]) -> None:
 def run_learn_demo(
     config_path: Path | None, minutes: float, task_names: list[str], plot_path: Path | None, timeout_s: float
 ) -> None:
+    for noisy in ("httpx", "httpx2", "openai"):  # one line per request would drown the progress lines
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     console = Console()
     base = load_or_exit(config_path)
     out_dir = base.path(Path("var/learn"))
@@ -107,7 +110,7 @@ def run_learn_demo(
     ):
         agent = TaskAgent(proxy, key.key.get_secret_value(), AGENT_MODEL, tasks, temperature=1.0, arm="learn")
         checker = Checker(proxy, {t.name: t for t in tasks}, late_fraction=0.25, late_delay_s=20.0)
-        arm = Arm(agent, checker, group_size=cfg.trainer.group_size, groups_in_flight=2)
+        arm = Arm(agent, checker, group_size=cfg.trainer.group_size, groups_in_flight=2, group_by="task")
         asyncio.run(drive(cfg, arm, minutes, console))
         client = connect_client(cfg, None)
         try:

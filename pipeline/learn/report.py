@@ -25,7 +25,7 @@ def version_table_sql(prefix: str = "learn-") -> str:
     """Mean checker reward per serving policy version, over rewarded trajectories whose id has ``prefix``."""
     return (
         "SELECT s.model_version AS policy_version, count(*) AS answers, round(avg(t.reward), 3) AS mean_reward, "
-        "min(s.created_at) AS first_answer, max(s.created_at) AS last_answer "
+        "strftime(min(s.created_at), '%H:%M:%S') AS first_answer, strftime(max(s.created_at), '%H:%M:%S') AS last_answer "
         f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {_where(prefix)} "
         "GROUP BY s.model_version ORDER BY TRY_CAST(s.model_version AS INTEGER) NULLS FIRST, s.model_version"
     )
