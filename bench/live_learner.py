@@ -27,7 +27,7 @@ WORDS = [("hot", "cold"), ("big", "small"), ("up", "down"), ("fast", "slow"), ("
          ("happy", "sad"), ("open", "closed"), ("light", "dark"), ("wet", "dry"), ("old", "new"),
          ("hard", "soft"), ("early", "late")]  # fmt: skip
 ARMS = {"full": {"lora_rank": 0, "learning_rate": 2e-5}, "lora": {"lora_rank": 16, "learning_rate": 5e-4}}
-PROMPTS_PER_ROUND, GROUP, MAX_NEW, TEMPERATURE = 4, 6, 10, 0.8
+PROMPTS_PER_ROUND, GROUP, MAX_NEW, TEMPERATURE = 4, 4, 10, 0.8
 
 
 def grade(text: str, answer: str) -> float:
