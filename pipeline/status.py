@@ -3,7 +3,8 @@
 Reads only what the services already publish: consumer-group offsets and high watermarks from the broker
 (lag per topic, and throughput as the change of committed offsets over ``--interval`` seconds), the proxy's
 and the stage workers' Prometheus ``/metrics`` (spool depth, pending reward joins), the sink's position, and
-the trainer's JSONL metrics log (last step and reward). A service that is down shows as ``down``.
+the trainer's JSONL metrics log (last step and reward), and each policy server's ``GET /v1/policy`` (the
+version it serves, against the learner's). A service that is down shows as ``down``.
 
     sluice status [--interval 2] [--json]
 """
@@ -22,6 +23,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
+from trainers.serving.policy_view import PolicyView, policy_view, render_policy
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Status:
     stages: dict[str, float] | str = "down"
     sink: dict[str, float] | str = "down"
     trainer: dict[str, float] | str = "not running"
+    policy: PolicyView | None = None  # serving version per policy server, and the learner's
 
 
 def parse_prometheus(text: str, prefix: str = "sluice_") -> dict[str, float]:
@@ -136,6 +139,7 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
         status.stages = scrape(f"http://127.0.0.1:{cfg.stages.web_port}/metrics")
     status.sink = scrape(f"http://127.0.0.1:{cfg.sink.query_port}/metrics")
     status.trainer = trainer_progress(cfg)
+    status.policy = policy_view(cfg)
     return status
 
 
@@ -161,6 +165,8 @@ def render(status: Status) -> str:
     show("stages", status.stages, ("pending", "processed", "dead"))
     show("sink", status.sink, ("rows", "dead", "offset", "lag"))
     show("trainer", status.trainer, ("step", "reward", "version"))
+    if status.policy is not None:
+        lines += render_policy(status.policy)
     return "\n".join(lines)
 
 
@@ -169,7 +175,8 @@ def render(status: Status) -> str:
 @click.option("--interval", default=2.0, show_default=True, help="Seconds between the two offset samples.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status_command(config_path: Path | None, interval: float, as_json: bool) -> None:
-    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step."""
+    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step,
+    the policy version each policy server serves and the learner's."""
     cfg = load_or_exit(config_path)
     status = collect(cfg, interval)
     if as_json:

@@ -93,7 +93,7 @@ class BackendCall:
     async def _post(self) -> aiohttp.ClientResponse:
         try:
             resp = await self.state.upstreams.post(self.backend, self.path, self.upstream_body())
-            self.record.note_policy_version(resp.headers.get(POLICY_VERSION_HEADER))
+            self.record.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
             return resp
         except ApiError as err:
             self.state.metrics.upstream_errors.labels(self.backend.name, "unreachable").inc()

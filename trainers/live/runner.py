@@ -16,6 +16,7 @@ from typing import Any
 from sluice.config import SluiceConfig
 from trainers.config import TINY_MODEL_NAME
 from trainers.runner import TrainSummary, _model_limits, _start_state
+from trainers.smollm2 import SMOLLM2_NAME
 
 log = logging.getLogger("sluice.trainer.live")
 
@@ -38,7 +39,7 @@ def run_live_training(
     t = cfg.trainer
     state, source, resume_from = _start_state(cfg, resume)
     if resume_from is not None and t.live.lora_rank > 0:  # the checkpoint holds adapters: load the base
-        source = t.model if t.model == TINY_MODEL_NAME else str(cfg.path(t.model))
+        source = t.model if t.model in (TINY_MODEL_NAME, SMOLLM2_NAME) else str(cfg.path(t.model))
     tokenizer, max_positions = _model_limits(source, cfg)
     max_steps = max_steps if max_steps is not None else t.max_steps
     output_dir = cfg.path(t.output_dir)

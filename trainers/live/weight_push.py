@@ -68,7 +68,7 @@ class WeightPush:
         out = PushOutcome(version=version, tensors=len(tensors))
         results = []
         if self.file_fleet.clients:
-            path = self._write(tensors, version)
+            path = self.write_file(tensors, version)
             results.append(self.file_fleet.push_file(path, version))
         if self.bytes_fleet.clients:
             results.append(self.bytes_fleet.push_state_dict(tensors, version))
@@ -83,7 +83,7 @@ class WeightPush:
         out.push_s = time.perf_counter() - t0
         return out
 
-    def _write(self, tensors: Mapping[str, torch.Tensor], version: str) -> Path:
+    def write_file(self, tensors: Mapping[str, torch.Tensor], version: str) -> Path:
         from safetensors.torch import save_file
 
         self.push_dir.mkdir(parents=True, exist_ok=True)

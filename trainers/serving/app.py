@@ -95,7 +95,8 @@ async def models(request: Request) -> Response:
 async def health(request: Request) -> Response:
     eng: GenerateEngine = request.app.state.engine
     version = request.app.state.policy.serving
-    body = {"status": "ok", "batches": eng.batches, "rows": eng.rows, "policy_version": version}
+    body = {"status": "ok", "batches": eng.batches, "rows": eng.rows, "running_rows": eng.running_rows,
+            "policy_version": version}  # fmt: skip
     return JSONResponse(body, headers={VERSION_HEADER: version})
 
 

@@ -83,6 +83,7 @@ class GenerateEngine:
         self._special = set(tokenizer.all_special_ids)
         self.batches = 0
         self.rows = 0
+        self.running_rows = 0  # rows of the batch being decoded now (0: idle)
 
     def start(self) -> GenerateEngine:
         self._thread.start()
@@ -188,7 +189,11 @@ class GenerateEngine:
                     )
                 )
                 owners.append((job, idx))
-        results = generate(self.model, requests, self.tokenizer.pad_token_id)
+        self.running_rows = len(requests)
+        try:
+            results = generate(self.model, requests, self.tokenizer.pad_token_id)
+        finally:
+            self.running_rows = 0
         self.batches += 1
         self.rows += len(requests)
         for (job, idx), res in zip(owners, results, strict=True):

@@ -19,9 +19,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from trainers.serving.policy_api import (
     POLICY_PATH,
@@ -34,6 +32,9 @@ from trainers.serving.policy_api import (
     RollbackRequest,
     SwapReply,
 )
+
+if TYPE_CHECKING:
+    import torch
 
 
 class PolicyClientError(RuntimeError):
@@ -154,7 +155,9 @@ class PolicyFleet:
         return FleetResult(replies, errors)
 
     def push_state_dict(self, state_dict: Mapping[str, torch.Tensor], version: str) -> FleetResult:
-        data = state_dict_bytes(state_dict)  # serialised once for every server
+        return self.push_bytes(state_dict_bytes(state_dict), version)  # serialised once for every server
+
+    def push_bytes(self, data: bytes, version: str) -> FleetResult:
         return self._each(lambda c: c.push_bytes(data, version))
 
     def push_file(self, path: str | Path, version: str) -> FleetResult:

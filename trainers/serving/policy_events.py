@@ -27,7 +27,11 @@ class PolicyEventRecorder:
             from pipeline.proxy.publishing.rdkafka_log import rdkafka_logger
 
             conf = broker.producer_config(
-                **{"message.timeout.ms": 30_000, "logger": rdkafka_logger("sluice.serve.rdkafka")}
+                **{
+                    "message.timeout.ms": 30_000,
+                    "allow.auto.create.topics": False,  # `sluice topics create` makes it, partitioned
+                    "logger": rdkafka_logger("sluice.serve.rdkafka"),
+                }
             )
             self._producer = Producer(conf)
         if log_path is not None:

@@ -3,6 +3,8 @@ completions and counts the version; LoRA pushes the merged matrices under the se
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from tests.trainers.live.builders import step, trajectory
@@ -77,3 +79,18 @@ def test_lora_pushes_merged_matrices_named_as_the_served_model(tmp_path) -> None
     assert any(not torch.allclose(t, served[n]) for n, t in moved.items())
     trainable = sum(p.numel() for p in learner.model.parameters() if p.requires_grad)
     assert trainable < 0.1 * sum(p.numel() for p in base.parameters())
+
+
+def test_a_checkpoint_resumes_weights_and_version_full_and_lora(tmp_path) -> None:
+    from trainers.checkpoint import TrainerState, read_state
+
+    for name, live in (("full", {}), ("lora", {"lora_rank": 4})):
+        learner = LiveLearner(config(**live), "sluice-tiny", str(tmp_path / name))
+        learner.train(rows())
+        path = learner.save(str(tmp_path / name), TrainerState(step=1))
+        assert read_state(Path(path)).policy_version == 1
+        source = "sluice-tiny" if live else path  # LoRA checkpoints hold the adapters: the base loads by name
+        again = LiveLearner(config(**live), source, str(tmp_path / name), start_version=1, resume_from=path)
+        assert again.get_version() == 1
+        for n, t in learner.pushed_tensors().items():
+            assert torch.allclose(t, again.pushed_tensors()[n]), (name, n)

@@ -28,9 +28,10 @@ class ServeProcess:
 
 @contextlib.contextmanager
 def serve_model(tmp: Path, model: str = "sluice-tiny", extra: dict[str, Any] | None = None,
-                sections: dict[str, Any] | None = None) -> Iterator[ServeProcess]:  # fmt: skip
+                sections: dict[str, Any] | None = None, port: int | None = None) -> Iterator[ServeProcess]:  # fmt: skip
     """Start serve-model with ``trainer.model = model``; ``extra`` goes into ``trainer.serve``."""
-    port = free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
     serve = {"model_name": model, "events_log": str(tmp / "policy_events.jsonl"), **(extra or {})}
     data = {
         "trainer": {"model": model, "output_dir": str(tmp / "trainer"), "serve": serve},
