@@ -67,10 +67,17 @@ def server_root(url: str) -> str:
 
 
 def state_dict_bytes(state_dict: Mapping[str, torch.Tensor]) -> bytes:
-    """Safetensors bytes of a state dict (tensors made contiguous CPU copies; shared storage is fine)."""
+    """Safetensors bytes of a state dict (contiguous CPU tensors; a tensor sharing another's storage, as
+    tied weights do, is copied)."""
     from safetensors.torch import save
 
-    return save({k: v.detach().to("cpu").contiguous().clone() for k, v in state_dict.items()})
+    out, seen = {}, set()
+    for name, tensor in state_dict.items():
+        t = tensor.detach().to("cpu").contiguous()
+        key = t.untyped_storage().data_ptr()
+        out[name] = t.clone() if key in seen else t  # tied weights share storage: safetensors wants copies
+        seen.add(key)
+    return save(out)
 
 
 class PolicyClient:

@@ -8,7 +8,9 @@ flight is dropped or sees two versions. Every change is recorded as a ``PolicyEv
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import time
 from typing import Any
 
 from starlette.requests import Request
@@ -70,7 +72,9 @@ async def _swap(request: Request, prepare: Any) -> Response:
     store: PolicyStore = st.policy
     async with st.swap_lock:
         previous = store.serving
+        t0 = time.perf_counter()
         prepared: Prepared = await asyncio.to_thread(prepare)
+        prepared = dataclasses.replace(prepared, load_ms=(time.perf_counter() - t0) * 1000)  # read + check
         swap_ms, wait_ms = await st.engine.between_batches(lambda: store.apply(prepared))
     kept = store.kept()
     st.recorder.record(
@@ -109,10 +113,10 @@ async def push_weights(request: Request) -> Response:
         version = request.headers.get(VERSION_HEADER, "").strip()
         if not version:
             raise RequestError(f"a safetensors body needs the {VERSION_HEADER} header")
-        store.check_new_name(version)
         if int(request.headers.get("content-length") or 0) > limit:
             raise RequestError(f"the body is larger than max_push_mb={request.app.state.cfg.max_push_mb}")
-        data = await request.body()
+        data = await request.body()  # read before any refusal: a client still sending would see a broken pipe
+        store.check_new_name(version)
 
         def prepare_bytes() -> Prepared:
             return store.prepare_update(version, _load_bytes(data))

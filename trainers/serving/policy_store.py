@@ -75,7 +75,6 @@ class PolicyStore:
 
     def prepare_update(self, version: str, tensors: Mapping[str, torch.Tensor]) -> Prepared:
         """Check ``tensors`` against the served model and lay them over the serving version."""
-        t0 = time.perf_counter()
         self.check_new_name(version)
         if not tensors:
             raise BadTensors("the update has no tensors")
@@ -102,7 +101,7 @@ class PolicyStore:
             new[canonical] = value
         with self._lock:
             base = self._versions[self.serving]
-        return Prepared(version, {**base, **new}, len(new), "update", (time.perf_counter() - t0) * 1000)
+        return Prepared(version, {**base, **new}, len(new), "update")
 
     def prepare_rollback(self, version: str) -> Prepared:
         with self._lock:
