@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # the stack starts slowly on a busy box
 ROOT = Path(__file__).resolve().parents[2]
 
 
