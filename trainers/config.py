@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from trainers.live.config import LiveConfig
 from trainers.rewards.config import ExactMatchSpec, RewardSpec
 
 TINY_MODEL_NAME = "sluice-tiny"
@@ -91,6 +92,12 @@ class TrainerConfig(_Frozen):
     """Async GRPO on Ray: feeder -> rollout workers -> learner, weights synced after every update."""
 
     enabled: bool = False
+    mode: Literal["auto", "live", "resample"] = Field(
+        "auto",
+        description="live: the traffic on the train topic is the rollout (trainer.live); resample: rollout "
+        "workers re-sample each prompt and the task's grader scores them; auto: live for the traffic task.",
+    )
+    live: LiveConfig = Field(default_factory=LiveConfig)
     backend: Literal["auto", "vllm", "hf"] = Field("auto", description="auto: vllm when importable and CUDA.")
     ray_address: str | None = Field(None, description="Existing Ray cluster; None starts a local one.")
     ray_temp_dir: Path | None = Field(None, description="Default: var/ray, or /tmp/sluice-ray-* if too long.")
@@ -162,13 +169,22 @@ class TrainerConfig(_Frozen):
             raise ValueError(
                 "mask_high must be >= 1 + clip_high (masking is for ratios beyond the clip range)"
             )
-        if self.include_logged and self.group_size < 3:
+        if self.resolved_mode == "live" and self.kl_coef > 0:
+            raise ValueError("kl_coef > 0 needs a reference model, which live mode does not build")
+        if self.resolved_mode == "resample" and self.include_logged and self.group_size < 3:
             raise ValueError("include_logged needs group_size >= 3 (two fresh samples plus the logged one)")
         if self.ray_address is None and self.num_cpus < self.rollout_workers + 1:
             raise ValueError(
                 f"num_cpus={self.num_cpus} cannot hold {self.rollout_workers} rollout workers + 1 learner"
             )
         return self
+
+    @property
+    def resolved_mode(self) -> Literal["live", "resample"]:
+        """The mode in effect: ``auto`` is live for proxied traffic, resample for tasks with their own prompts."""
+        if self.mode != "auto":
+            return self.mode
+        return "live" if self.task.kind == "traffic" else "resample"
 
     @property
     def fresh_per_group(self) -> int:

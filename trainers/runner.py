@@ -49,15 +49,23 @@ def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
         return build_tokenizer(), cfg.trainer.tiny.max_positions
     from transformers import AutoConfig
 
-    conf = AutoConfig.from_pretrained(source, local_files_only=True)
-    return load_tokenizer(source), int(getattr(conf, "max_position_embeddings", 2048))
+    from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
+
+    path = str(smollm2_dir()) if source == SMOLLM2_NAME else source
+    conf = AutoConfig.from_pretrained(path, local_files_only=True)
+    return load_tokenizer(path), int(getattr(conf, "max_position_embeddings", 2048))
 
 
 def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, str | None]:
     t = cfg.trainer
-    source = t.model if t.model == TINY_MODEL_NAME else str(cfg.path(t.model))
-    if source != TINY_MODEL_NAME and not Path(source).is_dir():
-        raise CheckpointError(f"trainer.model: {source} is neither 'sluice-tiny' nor a model directory")
+    from trainers.smollm2 import SMOLLM2_NAME
+
+    named = (TINY_MODEL_NAME, SMOLLM2_NAME)  # built or unpacked locally, by name
+    source = t.model if t.model in named else str(cfg.path(t.model))
+    if source not in named and not Path(source).is_dir():
+        raise CheckpointError(
+            f"trainer.model: {source} is neither {' nor '.join(map(repr, named))} nor a model directory"
+        )
     if not resume:
         return TrainerState(model=t.model), source, None
     found = latest_checkpoint(cfg.path(t.output_dir))
@@ -86,6 +94,10 @@ def run_training(
     from trainers.weight_sync.ray_object_store import RayObjectStoreWeightSync
 
     t = cfg.trainer
+    if t.resolved_mode == "live":  # the traffic is the rollout: no rollout workers
+        from trainers.live.runner import run_live_training
+
+        return run_live_training(cfg, resume=resume, max_steps=max_steps, on_step=on_step)
     backend = resolve_backend(t.backend)  # before Ray starts
     state, source, resume_from = _start_state(cfg, resume)
     tokenizer, max_positions = _model_limits(source, cfg)

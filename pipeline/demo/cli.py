@@ -3,6 +3,7 @@ traffic through the proxy with the real ``openai`` SDK, waits until it has lande
 after emission, and prints a summary and a few example queries.
 
     sluice demo [--trajectories 24] [--keep-running] [--verbose]
+    sluice demo --learn [--minutes 20]     # the learning loop: pipeline/learn/demo.py
 
 By default the terminal shows one line per service as it starts, a live progress display (traffic sent,
 trajectories landed, versions, rewards) and the summary; the services' logs go to ``var/logs/``.
@@ -125,10 +126,36 @@ def _interrupt(*_: object) -> None:
 @click.option(
     "--verbose", is_flag=True, help="Stream every service's log lines instead of a progress display."
 )
+@click.option(
+    "--learn",
+    is_flag=True,
+    help="The learning loop: agents solve verifiable tasks on SmolLM2, a checker posts rewards (some late), "
+    "the live trainer serves what it learns; prints reward per policy version and writes a PNG plot.",
+)
+@click.option("--minutes", default=20.0, show_default=True, help="--learn: minutes of traffic.")
+@click.option(
+    "--tasks", default="extraction", show_default=True, help="--learn: comma-separated verifiable tasks."
+)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="--learn: PNG to write (default var/learn/reward_by_version.png).")  # fmt: skip
 def demo_command(
-    config_path: Path | None, count: int, model: str, keep_running: bool, timeout_s: float, verbose: bool
+    config_path: Path | None,
+    count: int,
+    model: str,
+    keep_running: bool,
+    timeout_s: float,
+    learn: bool,
+    minutes: float,
+    tasks: str,
+    plot_path: Path | None,
+    verbose: bool,
 ) -> None:
-    """Drive realistic agent traffic through Sluice and show what landed."""
+    """Drive realistic agent traffic through Sluice and show what landed (--learn: and learn from it)."""
+    if learn:
+        from pipeline.learn.demo import run_learn_demo
+
+        run_learn_demo(config_path, minutes, [t for t in tasks.split(",") if t], plot_path, timeout_s)
+        return
     cfg = load_or_exit(config_path)
     # SIGTERM (a timeout, a terminal closing) stops the services it started, as Ctrl-C does
     signal.signal(signal.SIGTERM, _interrupt)

@@ -16,7 +16,12 @@ from trainers.ray_session import ray_temp_dir
     [
         ({"mask_low": 0.9}, "mask_low must be <= 1 - clip_low"),
         ({"mask_high": 1.1}, "mask_high must be >= 1 + clip_high"),
-        ({"group_size": 2}, "include_logged needs group_size >= 3"),
+        ({"group_size": 2, "mode": "resample"}, "include_logged needs group_size >= 3"),
+        ({"kl_coef": 0.1}, "live mode does not build"),
+        (
+            {"live": {"update_samples": 10, "max_update_samples": 5}},
+            "max_update_samples must be >= update_samples",
+        ),
         ({"rollout_workers": 2, "num_cpus": 2}, "cannot hold 2 rollout workers"),
         ({"backend": "tpu"}, "trainer.backend"),
         ({"task": {"kind": "reverse_digits", "min_digits": 4, "max_digits": 2}}, "min_digits"),
@@ -28,6 +33,15 @@ def test_bad_trainer_config(trainer: dict, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_config({"trainer": trainer})
     assert message in str(err.value)
+
+
+def test_auto_mode_is_live_for_traffic_and_resample_for_tasks_that_make_prompts() -> None:
+    assert parse_config({}).trainer.resolved_mode == "live"
+    toy = {"trainer": {"task": {"kind": "reverse_digits"}}}
+    assert parse_config(toy).trainer.resolved_mode == "resample"
+    assert (
+        parse_config({"trainer": {"mode": "resample", "group_size": 3}}).trainer.resolved_mode == "resample"
+    )
 
 
 def test_defaults_and_derived_values(tmp_path: Path) -> None:

@@ -99,7 +99,7 @@ def test_resume_continues_versions_and_reward_failures_are_recorded(
     # traffic task graded against hidden_state["reference"]; half the trajectories carry none, so their
     # grader raises: a recorded failure (reward 0, counted), never a dead trainer
     task = {"kind": "traffic", "reward": {"kind": "exact_match"}}
-    cfg = trainer_config(broker, tmp_path, task=task, tasks_per_step=8, checkpoint_every=2)
+    cfg = trainer_config(broker, tmp_path, task=task, mode="resample", tasks_per_step=8, checkpoint_every=2)
     trajs = make_trajectories(64, TaskConfig(**COPY_TASK), seed=1, logged_correct=0.5)
     for i, t in enumerate(trajs):
         if i % 2 == 0:

@@ -116,9 +116,7 @@ class TaskFeeder:
             self.counts["duplicates"] += 1
             return
         try:
-            task = build_training_task(
-                traj, self.task, self.tokenizer, self.cfg.trainer.models, self.max_prompt_tokens
-            )
+            task = self._build(traj)
         except TaskError as err:
             self.counts["skipped"] += 1
             self.skip_reasons[err.code] += 1
@@ -129,6 +127,12 @@ class TaskFeeder:
             self.counts["superseded"] += 1  # a newer version arrived before the old one was trained
             del self.pending[tid]
         self.pending[tid] = task
+
+    def _build(self, traj: Trajectory) -> TrainingTask:
+        """The task of one trajectory version; raises ``TaskError`` with the reason it cannot be one."""
+        return build_training_task(
+            traj, self.task, self.tokenizer, self.cfg.trainer.models, self.max_prompt_tokens
+        )
 
     def _mark_taken(self, task: TrainingTask) -> None:
         self.taken[task.trajectory_id] = task.version

@@ -77,12 +77,16 @@ def pack(rows: list[tuple[list[int], Sample, float, float]], pad_id: int) -> Pac
     )
 
 
-def logprobs_of(model: torch.nn.Module, batch: PackedBatch, temperature: float = 1.0) -> torch.Tensor:
-    """[B, T] log p(completion token t | prompt, tokens < t) under logits / temperature (0 on padding)."""
+def logprobs_of(
+    model: torch.nn.Module, batch: PackedBatch, temperature: float | torch.Tensor = 1.0
+) -> torch.Tensor:
+    """[B, T] log p(completion token t | prompt, tokens < t) under logits / temperature (0 on padding).
+    ``temperature``: one for all rows, or [B, 1, 1] per row."""
     p_pos = (batch.prompt_mask.cumsum(-1) - 1).clamp(min=0)  # [K, P]
-    out = model(
-        input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=p_pos, use_cache=True
-    )
+    out = model(  # only the last prompt position's logits are needed: skip the LM head on the others
+        input_ids=batch.prompt_ids, attention_mask=batch.prompt_mask, position_ids=p_pos, use_cache=True,
+        logits_to_keep=1,
+    )  # fmt: skip
     cache = out.past_key_values
     first = out.logits[:, -1]  # [K, V] predicts each prompt's first completion token
     cache.reorder_cache(batch.row_prompt)  # [K, ...] -> [B, ...]; backward sums rows into their prompt

@@ -1,0 +1,105 @@
+"""Agents that solve verifiable tasks through the proxy with the real ``openai`` SDK.
+
+Each attempt is its own trajectory: the agent draws a problem, asks the proxy (``x-sluice-trajectory-id``
+and ``x-sluice-task-id`` headers, so the trainer can group attempts at one task the way GRPO needs), ends
+the trajectory, and hands the reply to the checker. The agent never sees the answer.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass
+
+import httpx
+import openai
+
+from pipeline.learn.tasks.base import Problem, VerifiableTask
+
+POLICY_VERSION_HEADER = "x-sluice-policy-version"
+
+
+@dataclass
+class Attempt:
+    """One answered problem: what was asked, what came back, which policy served it, and when."""
+
+    trajectory_id: str
+    api_key: str
+    problem: Problem
+    reply: str
+    policy_version: str | None
+    answered_at: float  # time.time()
+    arm: str = ""
+
+
+def served_version(raw: object, body: dict) -> str | None:
+    """The policy version the backend reported: the proxy's response header, else the ``sluice`` field."""
+    headers = getattr(raw, "headers", {}) or {}
+    found = headers.get(POLICY_VERSION_HEADER)
+    if found:
+        return found
+    ext = body.get("sluice") or {}
+    return ext.get("policy_version") if isinstance(ext, dict) else None
+
+
+class TaskAgent:
+    """Answers problems of ``tasks`` through the proxy at ``proxy_root`` as the tenant of ``api_key``."""
+
+    def __init__(
+        self,
+        proxy_root: str,
+        api_key: str,
+        model: str,
+        tasks: list[VerifiableTask],
+        temperature: float = 1.0,
+        arm: str = "",
+        seed: int = 0,
+        timeout_s: float = 120.0,
+    ) -> None:
+        self.root = proxy_root.rstrip("/")
+        self.api_key = api_key
+        self.model = model
+        self.tasks = tasks
+        self.temperature = temperature
+        self.arm = arm
+        self.rng = random.Random(seed)
+        self._client = openai.AsyncOpenAI(
+            base_url=f"{self.root}/v1", api_key=api_key, max_retries=0, timeout=timeout_s
+        )
+        self._http = httpx.AsyncClient(timeout=30)
+
+    def draw(self) -> tuple[VerifiableTask, Problem]:
+        task = self.rng.choice(self.tasks)
+        return task, task.draw(self.rng)
+
+    async def attempt(
+        self,
+        task: VerifiableTask,
+        problem: Problem,
+        trajectory_id: str | None = None,
+        task_id: str | None = None,
+    ) -> Attempt:
+        """Ask the proxy once, end the trajectory, return the attempt (raises openai.APIError on failure).
+        ``task_id`` (default: the task's name) groups attempts for the trainer."""
+        tid = trajectory_id or f"{self.arm or 'learn'}-{problem.task}-{uuid.uuid4().hex[:12]}"
+        raw = await self._client.chat.completions.with_raw_response.create(
+            model=self.model,
+            messages=problem.messages,  # type: ignore[arg-type]
+            max_tokens=task.max_tokens,
+            temperature=self.temperature,
+            extra_headers={"x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task},
+        )
+        completion = raw.parse()
+        reply = completion.choices[0].message.content or ""
+        version = served_version(raw, completion.model_dump())
+        await self._http.post(
+            f"{self.root}/v1/trajectories/{tid}/end",
+            headers={"Authorization": f"Bearer {self.api_key}"},
+            json={"outcome": "answered"},
+        )
+        return Attempt(tid, self.api_key, problem, reply, version, time.time(), self.arm)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+        await self._http.aclose()

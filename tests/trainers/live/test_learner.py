@@ -1,0 +1,96 @@
+"""The live learner on the tiny model, in this process: an update moves the policy toward positive-advantage
+completions and counts the version; LoRA pushes the merged matrices under the served model's names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from tests.trainers.live.builders import step, trajectory
+from trainers.config import TrainerConfig
+from trainers.generation import sequence_logprobs
+from trainers.live.extract import extract_samples
+from trainers.live.learner import LiveLearner
+from trainers.live.samples import LiveRow
+from trainers.tiny_model import build_tiny, build_tokenizer
+
+TOK = build_tokenizer()
+PROMPT = TOK("<|im_start|>user\n2+2=<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)[
+    "input_ids"
+]
+GOOD = TOK("4", add_special_tokens=False)["input_ids"] + [TOK.eos_token_id]
+BAD = TOK("5", add_special_tokens=False)["input_ids"] + [TOK.eos_token_id]
+
+
+def rows(logprobs: bool = True) -> list[LiveRow]:
+    model, _ = build_tiny()
+    out = []
+    for i, (ids, adv) in enumerate([(GOOD, 1.0), (BAD, -1.0)] * 4):
+        lp = sequence_logprobs(model, PROMPT, ids) if logprobs else None
+        traj = trajectory([step(0, PROMPT, ids, logprobs=lp)], tid=f"t{i}")
+        out.append(LiveRow(sample=extract_samples(traj, TOK, ["*"], 1000).samples[0], advantage=adv))
+    return out
+
+
+def config(**live: object) -> TrainerConfig:
+    return TrainerConfig(learning_rate=3e-3, live={"push_weights": False, **live})
+
+
+def test_an_update_raises_the_positive_completion_and_counts_the_version(tmp_path) -> None:
+    learner = LiveLearner(config(), "sluice-tiny", str(tmp_path))
+    before = sum(sequence_logprobs(learner.model, PROMPT, GOOD)) - sum(
+        sequence_logprobs(learner.model, PROMPT, BAD)
+    )
+    batch = rows()
+    first = learner.train(batch)
+    assert first["masked_frac"] == 0.0  # recorded by the same weights: training and inference agree
+    for _ in range(2):
+        m = learner.train(batch)
+    after = sum(sequence_logprobs(learner.model, PROMPT, GOOD)) - sum(
+        sequence_logprobs(learner.model, PROMPT, BAD)
+    )
+    assert after > before + 0.5
+    assert m["updated"] and m["policy_version"] == 3 and learner.get_version() == 3
+    assert m["trained_samples"] == 8
+    assert m["masked_frac"] > first["masked_frac"]  # the record is now 2 versions old: IcePop masks tokens
+
+
+def test_minibatches_use_the_proximal_policy_and_missing_behaviour_logprobs_fall_back_to_it(tmp_path) -> None:
+    learner = LiveLearner(config(ppo_minibatches=2), "sluice-tiny", str(tmp_path))
+    m = learner.train(rows(logprobs=False))
+    assert m["updated"] and m["policy_version"] == 1
+    assert m["behaviour_weight_mean"] == 1.0 and m["masked_frac"] == 0.0
+
+
+def test_lora_pushes_merged_matrices_named_as_the_served_model(tmp_path) -> None:
+    learner = LiveLearner(
+        config(lora_rank=4, lora_targets=["q_proj", "v_proj"]), "sluice-tiny", str(tmp_path)
+    )
+    base, _ = build_tiny()
+    served = base.state_dict()
+    start = learner.pushed_tensors()
+    assert start and all(n in served and served[n].shape == t.shape for n, t in start.items())
+    assert all(n.endswith(("q_proj.weight", "v_proj.weight")) for n in start)
+    assert all(torch.equal(t, served[n]) for n, t in start.items())  # B = 0 at start: the base weights
+    learner.train(rows())
+    learner.train(rows())
+    moved = learner.pushed_tensors()
+    assert any(not torch.allclose(t, served[n]) for n, t in moved.items())
+    trainable = sum(p.numel() for p in learner.model.parameters() if p.requires_grad)
+    assert trainable < 0.1 * sum(p.numel() for p in base.parameters())
+
+
+def test_a_checkpoint_resumes_weights_and_version_full_and_lora(tmp_path) -> None:
+    from trainers.checkpoint import TrainerState, read_state
+
+    for name, live in (("full", {}), ("lora", {"lora_rank": 4})):
+        learner = LiveLearner(config(**live), "sluice-tiny", str(tmp_path / name))
+        learner.train(rows())
+        path = learner.save(str(tmp_path / name), TrainerState(step=1))
+        assert read_state(Path(path)).policy_version == 1
+        source = "sluice-tiny" if live else path  # LoRA checkpoints hold the adapters: the base loads by name
+        again = LiveLearner(config(**live), source, str(tmp_path / name), start_version=1, resume_from=path)
+        assert again.get_version() == 1
+        for n, t in learner.pushed_tensors().items():
+            assert torch.allclose(t, again.pushed_tensors()[n]), (name, n)

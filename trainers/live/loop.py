@@ -1,0 +1,231 @@
+"""The driver of live mode: train-topic records -> GRPO groups -> staleness check -> learner update -> push.
+
+No rollout workers: the traffic the proxy recorded is the rollout. The driver asks the feeder for new
+trajectory versions, gathers their samples into groups (``GroupAssembler``), and once ``update_samples``
+rows are ready (or the oldest waited ``update_wait_s``) checks them against the learner's version
+(``apply_staleness``) and sends them to the learner, which updates and publishes the new version to the
+policy servers. One update at a time: the next batch is checked against the version the last one made.
+
+Every update appends a line to ``metrics.jsonl`` (``policy_version``, reward, staleness and drop counts,
+push timings, ``reward_to_serving_s_p50``: posted reward -> a policy trained on it serving) and rewrites
+``policy_state.json``. Offsets are checkpointed only up to the oldest trajectory not trained yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from trainers.checkpoint import TrainerState
+from trainers.config import TrainerConfig
+from trainers.live.grouping import GroupAssembler
+from trainers.live.policy_state import PolicyState, write_policy_state
+from trainers.live.samples import LiveItem, LiveRow
+from trainers.live.staleness import apply_staleness
+from trainers.loop import StopFlag
+from trainers.metrics import MetricsLog, StepProgress
+
+log = logging.getLogger("sluice.trainer.live")
+TAKE_BATCH = 256  # trajectory versions asked of the feeder per call
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+class LiveLoop:
+    def __init__(
+        self,
+        tcfg: TrainerConfig,
+        output_dir: str,
+        topic: str,
+        feeder: Any,
+        learner: Any,
+        state: TrainerState,
+        metrics: MetricsLog,
+        stop: StopFlag,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.t, self.live = tcfg, tcfg.live
+        self.output_dir, self.topic = output_dir, topic
+        self.feeder, self.learner = feeder, learner
+        self.state, self.metrics, self.stop, self.on_step = state, metrics, stop, on_step
+        self.groups = GroupAssembler(
+            tcfg.group_size, self.live.group_wait_s, self.live.baseline_decay, tcfg.scale_rewards
+        )
+        self.ready: deque[tuple[LiveRow, float]] = deque()
+        self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
+        self.totals: Counter[str] = Counter()
+        self.feeder_stats: dict[str, Any] = {}
+        self.history: list[dict[str, Any]] = []
+        self.serving: dict[str, str] = {}
+        self.checkpoint_path: str | None = None
+        self.version = 0
+        self.last_pushed: int | None = None
+
+    # ----------------------------------------------------------------------------- main loop
+
+    def run(self, max_steps: int | None) -> str:
+        start = time.monotonic()
+        self.last_step_at = self.last_data_at = start
+        self.version = ray.get(self.learner.get_version.remote())
+        self.state.policy_version = self.version
+        self._write_state()
+        steps = 0
+        with StepProgress(max_steps, enabled=self.t.progress) as progress:
+            while not self.stop:
+                if max_steps is not None and steps >= max_steps:
+                    self.stop.set("max_steps")
+                    break
+                items, self.feeder_stats = ray.get(self.feeder.take.remote(TAKE_BATCH, self.t.poll_timeout_s))
+                now = time.monotonic()
+                if items:
+                    self.last_data_at = now
+                for item in items:
+                    self.items[item.trajectory_id] = item
+                    self.groups.add(item, now)
+                self.ready.extend((row, now) for row in self.groups.take_ready(now))
+                if self._due(now):
+                    m = self._update(start)
+                    if m is not None:
+                        steps += 1
+                        progress.update(m)
+                        if self.state.step % self.t.checkpoint_every == 0:
+                            self.checkpoint()
+                idle = time.monotonic() - self.last_data_at
+                if (
+                    self.t.idle_timeout_s is not None
+                    and idle > self.t.idle_timeout_s
+                    and not self.ready
+                    and not self.groups.groups
+                ):
+                    self.stop.set("idle")
+        return self.stop.reason
+
+    def _due(self, now: float) -> bool:
+        if not self.ready:
+            return False
+        return (
+            len(self.ready) >= self.live.update_samples or now - self.ready[0][1] >= self.live.update_wait_s
+        )
+
+    def _update(self, start: float) -> dict[str, Any] | None:
+        n = min(len(self.ready), self.live.max_update_samples)
+        rows = [self.ready.popleft()[0] for _ in range(n)]
+        kept, counts, lags = apply_staleness(
+            rows, self.version, self.t.max_staleness, self.t.stale_policy, self.t.stale_decay
+        )
+        self.totals.update(counts)
+        self.totals["offered"] += len(rows)
+        if not kept:
+            log.info("no row of %d within the staleness bound (%s): no update", len(rows), dict(counts))
+            return None
+        lm = ray.get(self.learner.train.remote(kept))
+        now = time.monotonic()
+        wall = time.time()
+        self.version = lm["policy_version"]
+        self.serving = lm.get("serving_versions") or self.serving
+        window = max(1e-9, now - self.last_step_at)
+        self.last_step_at = now
+        self.state.step += 1
+        self.state.samples += len(kept)
+        self.state.policy_version = self.version
+        self.totals["trained"] += len(kept)
+        rewards = [r.sample.reward for r in kept]
+        by_version: dict[str, list[float]] = {}
+        for r in kept:
+            by_version.setdefault(str(r.sample.policy_version), []).append(r.sample.reward)
+        latency = [wall - r.sample.reward_at for r in kept if r.sample.reward_at is not None]
+        pushed = lm.get("pushed_version") == self.version
+        steps_stats = self.feeder_stats.get("steps", {})
+        group_counts = self.groups.counts
+        m: dict[str, Any] = {
+            "step": self.state.step,
+            "mode": "live",
+            "policy_version": self.version,
+            "elapsed_s": now - start,
+            "reward_mean": statistics.fmean(rewards),
+            "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
+            "reward_by_version": {v: statistics.fmean(x) for v, x in sorted(by_version.items())},
+            "samples": len(kept),
+            "samples_per_s": len(kept) / window,
+            "tokens_per_s": lm["trained_tokens"] / window,
+            "samples_total": self.state.samples,
+            "staleness_mean": statistics.fmean(lags) if lags else 0.0,
+            "staleness_max": max(lags, default=0),
+            "dropped_stale": counts["dropped_stale"],
+            "downweighted": counts["downweighted"],
+            "unknown_version": counts["unknown_version"],
+            "dropped_stale_total": self.totals["dropped_stale"],
+            "unknown_version_total": self.totals["unknown_version"],
+            "downweighted_total": self.totals["downweighted"],
+            "stale_dropped_frac": (self.totals["dropped_stale"] + self.totals["unknown_version"])
+            / max(1, self.totals["offered"]),
+            "retokenized_total": steps_stats.get("retokenized", 0),
+            "no_behaviour_logprobs_total": steps_stats.get("no_behaviour_logprobs", 0),
+            "unrewarded_steps_total": steps_stats.get("unrewarded", 0),
+            "grouped_samples_total": group_counts["grouped_samples"],
+            "baseline_samples_total": group_counts["baseline_samples"],
+            "no_baseline_samples_total": group_counts["no_baseline_samples"],
+            "zero_signal_groups_total": group_counts["zero_signal_groups"],
+            "already_trained_total": group_counts["already_trained"],
+            "kl": 0.0,
+            "reward_to_serving_s_p50": _pct(latency, 0.5) if pushed else None,
+            "reward_to_serving_s_max": max(latency) if pushed and latency else None,
+            "skipped_total": self.feeder_stats.get("skipped", 0),
+            "dead_letters_total": self.feeder_stats.get("dead_letters", 0),
+            "duplicates_total": self.feeder_stats.get("duplicates", 0),
+            **{
+                k: v
+                for k, v in lm.items()
+                if k not in ("policy_version", "serving_versions", "trained_samples")
+            },
+            "serving_versions": self.serving,
+        }
+        self.metrics.write(m)
+        self.history.append(m)
+        self.state.last_metrics = {k: v for k, v in m.items() if isinstance(v, int | float)}
+        if pushed:
+            self.last_pushed = self.version
+        self._write_state()
+        if self.on_step is not None:
+            self.on_step(m)
+        return m
+
+    def _write_state(self) -> None:
+        write_policy_state(
+            Path(self.output_dir),
+            PolicyState(
+                policy_version=self.version,
+                step=self.state.step,
+                serving_versions=self.serving,
+                last_push_version=self.last_pushed,
+            ),
+        )
+
+    # ----------------------------------------------------------------------------- checkpoints
+
+    def untrained(self) -> list[LiveItem]:
+        open_ids = {i.trajectory_id for i in self.groups.waiting()}
+        open_ids |= {row.sample.trajectory_id for row, _ in self.ready}
+        self.items = {tid: item for tid, item in self.items.items() if tid in open_ids}
+        return list(self.items.values())
+
+    def checkpoint(self) -> str:
+        keep = [(i.trajectory_id, i.version, i.partition, i.offset) for i in self.untrained()]
+        offsets, taken = ray.get(self.feeder.checkpoint.remote(keep))
+        self.state.feeder_offsets = {self.topic: offsets}
+        self.state.taken_versions = taken
+        self.checkpoint_path = ray.get(self.learner.save.remote(self.output_dir, self.state))
+        log.info("checkpoint %s (step %d, policy v%d)", self.checkpoint_path, self.state.step, self.version)
+        return self.checkpoint_path

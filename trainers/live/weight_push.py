@@ -1,0 +1,123 @@
+"""The learner's weight push: publish a new policy version to every configured policy server over HTTP.
+
+Transport per server: a safetensors file under ``<output_dir>/push/`` whose path the server reads (same
+machine: no 0.5 GB request body for a full 135M model), or the bytes in the request body (another machine);
+``auto`` picks the file for loopback servers. Only the tensors the learner trains are sent (every parameter
+for a full fine-tune, the merged adapted matrices for LoRA); the server replaces those on top of what it
+serves. A server that is down or refuses a push is counted and logged, never fatal: training goes on
+and the next push brings it up to date (a push carries full tensors, not deltas).
+
+At start, ``align`` makes the servers serve the learner's weights under one version name: nothing to do
+when they already serve the learner's version, a rollback when they keep it, else a push under the next
+unused integer name (names are never reused).
+
+    from trainers.live.weight_push import WeightPush
+    push = WeightPush(["http://127.0.0.1:8788"], "auto", 120, Path("var/trainer/push"))
+    outcome = push.publish(tensors, "3")
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+from pydantic import BaseModel, Field
+
+from trainers.serving.policy_client import PolicyClientError, PolicyFleet, PolicyStatus
+
+log = logging.getLogger("sluice.trainer.push")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class PushOutcome(BaseModel):
+    version: str
+    push_s: float = 0.0
+    pushed: int = Field(0, description="Servers now serving this version.")
+    errors: dict[str, str] = Field(default_factory=dict, description="server -> why the push failed.")
+    swap_ms_max: float = 0.0
+    tensors: int = 0
+
+
+def _int_versions(status: PolicyStatus) -> list[int]:
+    names = [*status.versions, status.serving_version, *(h.version for h in status.history)]
+    return [int(v) for v in names if v.isdigit()]
+
+
+class WeightPush:
+    def __init__(
+        self, urls: list[str], transport: str, timeout_s: float, push_dir: Path, keep_files: int = 2
+    ) -> None:
+        def local(url: str) -> bool:
+            return transport == "file" or (transport == "auto" and urlparse(url).hostname in LOOPBACK)
+
+        self.file_fleet = PolicyFleet([u for u in urls if local(u)], timeout_s)
+        self.bytes_fleet = PolicyFleet([u for u in urls if not local(u)], timeout_s)
+        self.push_dir, self.keep_files = push_dir, keep_files
+        self.serving: dict[str, str] = {}  # server -> version it serves, as last seen
+
+    @property
+    def urls(self) -> list[str]:
+        return [c.url for c in (*self.file_fleet.clients, *self.bytes_fleet.clients)]
+
+    def publish(self, tensors: Mapping[str, torch.Tensor], version: str) -> PushOutcome:
+        t0 = time.perf_counter()
+        out = PushOutcome(version=version, tensors=len(tensors))
+        results = []
+        if self.file_fleet.clients:
+            path = self.write_file(tensors, version)
+            results.append(self.file_fleet.push_file(path, version))
+        if self.bytes_fleet.clients:
+            results.append(self.bytes_fleet.push_state_dict(tensors, version))
+        for res in results:
+            for url, reply in res.replies.items():
+                self.serving[url] = reply.serving_version
+                out.pushed += 1
+                out.swap_ms_max = max(out.swap_ms_max, reply.swap_ms)
+            for url, err in res.errors.items():
+                out.errors[url] = str(err)
+                log.warning("weight push of v%s to %s failed: %s", version, url, err)
+        out.push_s = time.perf_counter() - t0
+        return out
+
+    def write_file(self, tensors: Mapping[str, torch.Tensor], version: str) -> Path:
+        from safetensors.torch import save_file
+
+        self.push_dir.mkdir(parents=True, exist_ok=True)
+        final = self.push_dir / f"policy-v{version}.safetensors"
+        tmp = final.with_suffix(".tmp")
+        save_file({k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}, str(tmp))
+        tmp.rename(final)
+        files = sorted(self.push_dir.glob("policy-v*.safetensors"), key=lambda p: p.stat().st_mtime)
+        for old in files[: -self.keep_files]:
+            old.unlink(missing_ok=True)
+        return final
+
+    def statuses(self) -> dict[str, PolicyStatus | PolicyClientError]:
+        return {**self.file_fleet.status(), **self.bytes_fleet.status()}
+
+    def align(self, version: int, tensors: Callable[[], Mapping[str, torch.Tensor]]) -> int:
+        """Make every reachable server serve the learner's weights; returns the version they serve under
+        (the learner's, or the next unused integer when a server already used that name for other weights)."""
+        statuses = {u: s for u, s in self.statuses().items() if isinstance(s, PolicyStatus)}
+        for url, s in statuses.items():
+            self.serving[url] = s.serving_version
+        behind = {u: s for u, s in statuses.items() if s.serving_version != str(version)}
+        if not behind:
+            return version
+        used = max((v for s in statuses.values() for v in _int_versions(s)), default=-1)
+        if all(str(version) in s.versions for s in behind.values()):
+            for fleet in (self.file_fleet, self.bytes_fleet):
+                for client in fleet.clients:
+                    if client.url in behind:
+                        self.serving[client.url] = client.rollback(str(version)).serving_version
+            return version
+        target = version if version > used else used + 1
+        outcome = self.publish(tensors(), str(target))
+        log.info(
+            "policy servers aligned on v%d (%d pushed, errors %s)", target, outcome.pushed, outcome.errors
+        )
+        return target
