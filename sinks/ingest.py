@@ -25,8 +25,8 @@ from typing import Any
 import duckdb
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from sinks.batch import KEYS, BatchTopics, PendingBatch
 from sinks.admin_key import ensure_admin_key
+from sinks.batch import KEYS, BatchTopics, PendingBatch
 from sinks.erasure import erase, erasure_producer
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import ErasureError, SinkError
