@@ -5,7 +5,9 @@ Places: DuckDB (rows deleted, by table), the compacted topics (tombstones), the 
 changelogs (purged when they read the erasure event), every proxy's linking state (purged when it reads
 the erasure topic), exports (from the registry of written exports, each manifest listing its
 trajectories) and trainer checkpoints (``trainer_state.json`` lists the trajectories each was trained
-on). Files that hold erased data are listed with their paths; they are not rewritten.
+on). Exports are rewritten without the erased trajectories (``sinks.export.rewrite``) and listed with
+their paths; checkpoints cannot be edited (the weights learned from the data), so they are listed with
+what the operator must do.
 
     sluice erase --subject user-42     # prints this receipt
 """
@@ -16,6 +18,7 @@ import json
 from pathlib import Path
 
 from sinks.erasure_models import ErasurePlace, ErasureResult
+from sinks.export.rewrite import rewrite_without
 from sluice.config import SluiceConfig
 
 
@@ -46,17 +49,26 @@ def register_export(cfg: SluiceConfig, manifest: Path) -> None:
         f.write(json.dumps({"manifest": str(manifest.resolve())}) + "\n")
 
 
-def exports_holding(cfg: SluiceConfig, ids: set[str]) -> list[str]:
-    """Export files (and their manifests) whose manifest lists an erased trajectory."""
-    found: list[str] = []
+def rewrite_exports(cfg: SluiceConfig, ids: set[str]) -> tuple[list[str], list[str], int]:
+    """Rewrite every registered export whose manifest lists an erased trajectory. Returns the files
+    rewritten, the files that could not be (missing, unreadable), and the rows dropped."""
+    done: list[str] = []
+    failed: list[str] = []
+    dropped = 0
     for manifest in registered_exports(cfg):
         try:
             data = json.loads(manifest.read_text())
         except (OSError, ValueError):
             continue
-        if ids & set(data.get("trajectory_ids") or []):
-            found += [str(manifest.with_name(data.get("file", ""))), str(manifest)]
-    return found
+        if not ids & set(data.get("trajectory_ids") or []):
+            continue
+        path = str(manifest.with_name(data.get("file", "")))
+        try:
+            dropped += rewrite_without(manifest, ids)
+            done.append(path)
+        except (OSError, ValueError, KeyError) as err:
+            failed.append(f"{path} ({type(err).__name__}: {err})")
+    return done, failed, dropped
 
 
 def checkpoints_holding(cfg: SluiceConfig, ids: set[str]) -> list[str]:
@@ -104,15 +116,17 @@ def build_receipt(cfg: SluiceConfig, result: ErasureResult, ids: list[str]) -> l
             "links.json rewritten, the erased ids refused (410) from then on",
         ),
     ]
-    exports = exports_holding(cfg, wanted)
+    rewritten, failed, dropped = rewrite_exports(cfg, wanted)
     places.append(
         ErasurePlace(
             place="exports",
-            removed="nothing: export files are not rewritten"
-            if exports
-            else "no registered export holds them",
-            operator_action="delete these files (or re-export without them)" if exports else None,
-            paths=exports,
+            removed=f"{dropped} rows dropped from {len(rewritten)} export files, manifests updated"
+            if rewritten
+            else "no registered export held them",
+            operator_action=(
+                "these exports could not be rewritten, delete them: " + "; ".join(failed) if failed else None
+            ),
+            paths=rewritten,
         )
     )
     ckpts = checkpoints_holding(cfg, wanted)
@@ -120,7 +134,8 @@ def build_receipt(cfg: SluiceConfig, result: ErasureResult, ids: list[str]) -> l
         ErasurePlace(
             place="checkpoints",
             removed="nothing: weights cannot be edited" if ckpts else "no checkpoint was trained on them",
-            operator_action="delete these checkpoints and retrain from an earlier one or the base model"
+            operator_action="the weights learned from the erased data: delete these checkpoints (and any "
+            "model served from them) and retrain from an earlier one or the base model"
             if ckpts
             else None,
             paths=ckpts,

@@ -1,9 +1,13 @@
-"""Erasure without a running sink: the command opens the file and publishes tombstones itself."""
+"""Erasure without a running sink: the command opens the file, publishes tombstones itself, rewrites
+exports and lists checkpoints in its receipt."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from infra.broker import LocalBroker, free_port
@@ -11,7 +15,9 @@ from sinks.admin_key import ensure_admin_key
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.clients import LocalStoreClient
 from sinks.erasure_models import ErasureRequest
+from sinks.erasure_receipt import register_export
 from sinks.exceptions import AccessDenied, ErasureError, NotFound
+from sinks.export.exporter import export, manifest_path
 from sinks.flatten import SourceRecord
 from sinks.samples import make_trajectory
 from sinks.store import DuckDBStore
@@ -19,6 +25,8 @@ from sluice.config import SluiceConfig
 from sluice.events import encode
 from tests.kafka_helpers import read_topic
 from tests.sinks.helpers import ACME_KEY, GLOBEX_KEY, write_config
+from trainers.checkpoint import TrainerState, save_checkpoint
+from trainers.tiny_model import build_tiny
 
 
 def _fill(cfg: SluiceConfig) -> None:
@@ -79,3 +87,33 @@ def test_failed_publish_is_recorded_and_a_retry_completes(broker: LocalBroker, t
     assert retry.status == "completed" and retry.tombstones == 2
     got = read_topic(cfg.broker, cfg.topics.name("trajectories_train"), expect=1, timeout_s=20)
     assert [k for k, v in got if v is None] == [b"acme~a1"]
+
+
+def test_receipt_rewrites_exports_and_lists_checkpoints(broker: LocalBroker, tmp_path: Path) -> None:
+    _, cfg = write_config(broker, tmp_path)
+    _fill(cfg)
+    admin = ensure_admin_key(cfg)
+    exports = {}
+    for fmt in ("jsonl", "parquet"):
+        out = tmp_path / "exports" / f"all.{fmt}"
+        export(LocalStoreClient(cfg, admin), out, fmt, "SELECT * FROM trajectories")
+        register_export(cfg, manifest_path(out))
+        exports[fmt] = out
+    # a checkpoint whose trainer state says it learned from acme~a1 (as the trainer writes it)
+    model, tokenizer = build_tiny()
+    state = TrainerState(step=3, taken_versions={"acme~a1": 1, "globex~g0": 1})
+    ckpt = save_checkpoint(cfg.path(cfg.trainer.output_dir), model, tokenizer, state)
+
+    result = LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="a1"))
+    places = {p.place: p for p in result.places}
+    assert sorted(places["exports"].paths) == sorted(str(p) for p in exports.values())
+    assert "2 rows dropped from 2 export files" in places["exports"].removed
+    assert places["checkpoints"].paths == [str(ckpt)] and "retrain" in (
+        places["checkpoints"].operator_action or ""
+    )
+    lines = [json.loads(line) for line in exports["jsonl"].read_text().splitlines()]
+    assert sorted(r["trajectory_id"] for r in lines) == ["acme~a0", "globex~g0"]
+    assert sorted(pq.read_table(exports["parquet"])["trajectory_id"].to_pylist()) == ["acme~a0", "globex~g0"]
+    manifest = json.loads(manifest_path(exports["parquet"]).read_text())
+    assert manifest["trajectory_ids"] == ["acme~a0", "globex~g0"] and manifest["rows"] == 2
+    assert manifest["sha256"] == hashlib.sha256(exports["parquet"].read_bytes()).hexdigest()
