@@ -18,6 +18,7 @@ another tenant's name an ``AccessDenied``, and nothing is deleted or published.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -55,6 +56,14 @@ def scoped_request(req: ErasureRequest, who: Principal) -> ErasureRequest:
     return req
 
 
+def audit_target(req: ErasureRequest) -> str:
+    """What the ``erasures`` audit table keeps as the target: a subject id only as its SHA-256 (the
+    audit entry must not hold on to the person it erased)."""
+    if req.scope == "subject":
+        return "sha256:" + hashlib.sha256(req.target.encode()).hexdigest()
+    return req.target
+
+
 def _matching_ids(con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Principal) -> list[str]:
     tenant_cond, params = ("AND tenant = ?", [who.tenant]) if who.tenant else ("", [])
     if req.scope == "tenant":
@@ -73,7 +82,7 @@ def _matching_ids(con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Prin
         "SELECT e.trajectory_id FROM store.erased_trajectories e JOIN store.erasures r USING (erasure_id) "
         "WHERE r.scope = ? AND r.target = ? AND r.status <> 'completed' "
         "AND r.tenant_scope IS NOT DISTINCT FROM ?",
-        [req.scope, req.target, who.tenant],
+        [req.scope, audit_target(req), who.tenant],
     ).fetchall()
     ids |= {r[0] for r in retry}
     if req.scope == "trajectory" and not ids:
@@ -118,7 +127,7 @@ def erase_in_store(
             [
                 erasure_id,
                 req.scope,
-                req.target,
+                audit_target(req),
                 who.tenant,
                 result.requested_by,
                 req.reason,

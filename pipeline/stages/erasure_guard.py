@@ -5,9 +5,9 @@ Two kinds of memory, both bounded by ``rewards.keep_erased_s`` and both without 
 - an erased trajectory's marker in the ``join_state`` table (``JoinState.erased_marker``): its id and
   owner only. Any event of that id (a late reward, a re-delivered record, a replay) is dropped.
 - the criterion of a tenant or subject erasure in the ``erasure_rules`` table (one copy per partition,
-  keyed by erasure id): events of that tenant or naming that subject *created before the request* are
-  dropped, so traffic still in flight on the raw or redacted topic when the erasure ran never lands.
-  Traffic created after the request is new data and flows as usual.
+  keyed by erasure id; a subject id only as its SHA-256): events of that tenant or naming that subject
+  *created before the request* are dropped, so traffic still in flight on the raw or redacted topic when
+  the erasure ran never lands. Traffic created after the request is new data and flows as usual.
 
 Dropped events are counted (``erased_dropped``), never dead-lettered: a dead letter would carry the
 content the erasure removed.
@@ -15,13 +15,52 @@ content the erasure removed.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
 
 from pipeline.stages.storage import Table, load_state
-from sluice.events import ErasureEvent, RewardEvent, StepEvent, TrajectoryEndEvent
+from sluice.events import ErasureEvent, ErasureScope, RewardEvent, StepEvent, TrajectoryEndEvent
 
 RULES_REFRESH_S = 5.0  # another worker may have stored rules for a partition this one took over
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+class ErasureRule(BaseModel):
+    """A tenant/subject erasure as the stages keep it: the subject id only as its digest."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    erasure_id: str
+    scope: ErasureScope
+    target_digest: str
+    tenant_scope: str | None = None
+    requested_at: datetime
+
+    @classmethod
+    def of(cls, event: ErasureEvent) -> ErasureRule:
+        return cls(
+            erasure_id=event.erasure_id,
+            scope=event.scope,
+            target_digest=_digest(event.target),
+            tenant_scope=event.tenant_scope,
+            requested_at=event.requested_at,
+        )
+
+    def covers(self, event: StepEvent | TrajectoryEndEvent | RewardEvent, subjects: list[str]) -> bool:
+        if event.created_at > self.requested_at:
+            return False  # new data after the request
+        if self.tenant_scope is not None and event.tenant != self.tenant_scope:
+            return False
+        if self.scope == "tenant":
+            return _digest(event.tenant) == self.target_digest
+        return any(_digest(s) == self.target_digest for s in subjects)
 
 
 class ErasureGuard:
@@ -36,7 +75,7 @@ class ErasureGuard:
         self.rules = rules
         self.keep_s = keep_s
         self.clock = clock
-        self._cache: dict[str, ErasureEvent] = {}
+        self._cache: dict[str, ErasureRule] = {}
         self._loaded_at: float | None = None
 
     # ------------------------------------------------------------------ rules
@@ -47,19 +86,20 @@ class ErasureGuard:
         expired = [
             key
             for key, value in list(self.rules.items())
-            if ErasureEvent.model_validate_json(value).requested_at.timestamp() < cutoff
+            if ErasureRule.model_validate_json(value).requested_at.timestamp() < cutoff
         ]
         for key in expired:
             del self.rules[key]
-        self.rules[event.erasure_id.encode()] = event.model_dump_json().encode()
-        self._cache[event.erasure_id] = event
+        rule = ErasureRule.of(event)
+        self.rules[event.erasure_id.encode()] = rule.model_dump_json().encode()
+        self._cache[event.erasure_id] = rule
 
-    def _active_rules(self) -> list[ErasureEvent]:
+    def _active_rules(self) -> list[ErasureRule]:
         now = self.clock()
         if self._loaded_at is None or now - self._loaded_at > RULES_REFRESH_S:
-            fresh: dict[str, ErasureEvent] = {}
+            fresh: dict[str, ErasureRule] = {}
             for value in self.rules.values():
-                rule = ErasureEvent.model_validate_json(value)
+                rule = ErasureRule.model_validate_json(value)
                 fresh[rule.erasure_id] = rule
             self._cache, self._loaded_at = fresh, now
         cutoff = now - self.keep_s
@@ -78,7 +118,4 @@ class ErasureGuard:
         subjects = [] if isinstance(event, RewardEvent) else event.governance.subject_ids
         if state is not None:
             subjects = [*subjects, *state.facts.subject_ids]
-        return any(
-            event.created_at <= r.requested_at and r.matches(event.trajectory_id, event.tenant, subjects)
-            for r in rules
-        )
+        return any(r.covers(event, subjects) for r in rules)
