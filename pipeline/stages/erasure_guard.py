@@ -22,7 +22,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from pipeline.stages.storage import Table, load_state
+from pipeline.stages.storage import Table, decode_state, is_erased_value
 from sluice.events import ErasureEvent, ErasureScope, RewardEvent, StepEvent, TrajectoryEndEvent
 
 RULES_REFRESH_S = 5.0  # another worker may have stored rules for a partition this one took over
@@ -108,14 +108,15 @@ class ErasureGuard:
     # ------------------------------------------------------------------ the check
 
     def covers(self, event: StepEvent | TrajectoryEndEvent | RewardEvent) -> bool:
-        """Whether the event belongs to erased data and must be dropped."""
-        state = load_state(self.states, event.trajectory_id)
-        if state is not None and state.erased:
+        """Whether the event belongs to erased data and must be dropped. Cheap on the common path: one
+        table read and a byte search; the state is parsed only while a tenant/subject rule is active."""
+        value = self.states.get(event.trajectory_id.encode())
+        if value is not None and is_erased_value(value):
             return True
         rules = self._active_rules()
         if not rules:
             return False
         subjects = [] if isinstance(event, RewardEvent) else event.governance.subject_ids
-        if state is not None:
-            subjects = [*subjects, *state.facts.subject_ids]
+        if value is not None:
+            subjects = [*subjects, *decode_state(value).facts.subject_ids]
         return any(r.covers(event, subjects) for r in rules)

@@ -36,6 +36,12 @@ def peek_due(value: bytes) -> tuple[int, float | None]:
     return int(partition), None if due == b"-" else float(due)
 
 
+def is_erased_value(value: bytes) -> bool:
+    """Whether an encoded state is an erased trajectory's marker, without parsing it (inside JSON strings
+    a quote is escaped, so text can not fake the field)."""
+    return b'"erased_until":' in value
+
+
 def decode_state(value: bytes) -> JoinState:
     return JoinState.model_validate_json(value.split(b"|", 2)[2])
 
