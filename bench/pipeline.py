@@ -42,6 +42,7 @@ from pipeline.topics import create_topics
 from pipeline.up import http_ok
 from sinks.clients import connect_client
 from sluice.config import load_config
+from sluice.events import TENANT_SEP
 
 KEY = "sk-bench-tenant"
 DEFAULT = load_config()  # the embedded default: its partition and stage-worker counts are what is measured
@@ -159,7 +160,7 @@ def wait_rows(client, sql: str, target: int, timeout_s: float, seen: dict[str, f
         now = time.monotonic()
         if seen is not None:
             for r in got:
-                seen.setdefault(r["trajectory_id"], now)
+                seen.setdefault(r["trajectory_id"].split(TENANT_SEP, 1)[-1], now)  # the agent's own name
         if sum(r["n"] for r in got) >= target:
             return now
         time.sleep(0.1)
@@ -187,7 +188,7 @@ def phase_throughput(cfg, sup: Supervisor, trajectories: int, steps: int, concur
     try:
         done = wait_rows(
             client,
-            "SELECT trajectory_id, step_count AS n FROM trajectories WHERE trajectory_id LIKE 'tp-%'",
+            "SELECT trajectory_id, step_count AS n FROM trajectories WHERE trajectory_id LIKE '%~tp-%'",
             trajectories * steps,
             timeout_s=600,
             seen=seen,

@@ -147,11 +147,20 @@ class RewardJoinConfig(_Frozen):
         gt=0,
         description="Rewards whose trajectory never shows a step go to the dead-letter topic after this.",
     )
+    keep_erased_s: float = Field(
+        30 * 86400.0,
+        gt=0,
+        description="How long the stages remember an erased trajectory id (a marker with no content): a "
+        "late reward, a re-delivered record or a replay of it within this time is dropped. Bounded, so "
+        "the erased-id set never grows without limit; the store refuses erased ids for ever.",
+    )
 
     @model_validator(mode="after")
     def _weights(self) -> RewardJoinConfig:
         if self.combine == "weighted" and not self.source_weights:
             raise ValueError("combine=weighted needs source_weights")
+        if self.keep_erased_s < self.keep_emitted_s:
+            raise ValueError("keep_erased_s must be at least keep_emitted_s (late rewards come that late)")
         return self
 
 

@@ -108,15 +108,18 @@ def export_command(
     config_path: Path | None,
 ) -> None:
     """Export the training set (or a query's trajectories) for RL/SFT trainers, with a manifest."""
+    from sinks.admin_key import ensure_admin_key
     from sinks.clients import connect_client
+    from sinks.erasure_receipt import register_export
     from sinks.export.exporter import export, manifest_path
     from sinks.principal import resolve_principal
 
     cfg = load_or_exit(config_path)
     try:
-        scope = resolve_principal(cfg, api_key).describe()
+        scope = resolve_principal(cfg, api_key or ensure_admin_key(cfg)).describe()
         client = connect_client(cfg, api_key)
         manifest = export(client, out, fmt, query, granularity, layout, scope)  # type: ignore[arg-type]
+        register_export(cfg, manifest_path(out))
     except SinkError as err:
         _fail(err)
     click.echo(
@@ -142,7 +145,9 @@ def erase_command(
     api_key: str | None,
     config_path: Path | None,
 ) -> None:
-    """Erase data everywhere: DuckDB rows, compacted topics (tombstones), stage state (erasure event)."""
+    """Erase data everywhere and print the receipt: DuckDB rows, compacted topics (tombstones), stage state
+    and every proxy's linking state (erasure events), the trainer's pending tasks (tombstones); exports
+    and checkpoints that hold the data are listed with their paths."""
     from pydantic import ValidationError
 
     from sinks.clients import connect_client
@@ -169,3 +174,9 @@ def erase_command(
         f"erasure {result.erasure_id} {result.status}: {result.trajectories} trajectories, "
         f"{sum(result.rows_deleted.values())} rows deleted, {result.tombstones} tombstones published"
     )
+    for place in result.places:
+        click.echo(f"  {place.place}: {place.removed}")
+        for path in place.paths:
+            click.echo(f"    {path}")
+        if place.operator_action:
+            click.echo(f"    to do: {place.operator_action}")

@@ -57,8 +57,18 @@ class SinkConfig(BaseModel):
     query_port: int = Field(8790, ge=0, le=65535, description="Port of the query endpoint (0 = off).")
     admin_key: SecretStr | None = Field(
         None,
-        description="When set, unscoped queries and erasures need this key; "
-        "otherwise local callers without a tenant key are operators.",
+        description="The operator key for unscoped queries, exports and erasures. Unset: one is made at "
+        "first start in admin_key_file. A caller with no key is always refused.",
+    )
+    admin_key_file: Path = Field(
+        Path("var/admin.key"),
+        description="Where the operator key made at first start lives (mode 0600); commands of the same "
+        "OS user read it when no --api-key is given.",
+    )
+    exports_registry: Path = Field(
+        Path("var/exports/registry.jsonl"),
+        description="One line per export written (its manifest path): erasure receipts list the exports "
+        "that hold erased trajectories.",
     )
     require_redacted: bool = Field(
         True, description="Refuse (dead-letter, content withheld) trajectories with unredacted steps."

@@ -1,17 +1,24 @@
-"""Right-to-erasure, end to end: delete from DuckDB, tombstone the compacted topics, tell the stages.
+"""Right-to-erasure, end to end: delete from DuckDB, tombstone the compacted topics, tell every holder.
 
 Order: (1) in one DuckDB transaction, delete every row of the matching trajectories from every table and
 version, remember their ids in ``erased_trajectories`` (late versions of them are then dropped on
 ingest) and write the audit entry to ``erasures``; (2) publish tombstones (key = trajectory id, value
-None) to the audited and train topics and ``ErasureEvent``s to the erasure topic; (3) mark the audit
-entry completed. If publishing fails the entry says so and the command fails; running it again
-republishes for the ids that entry erased. While the sink runs this executes inside it (single writer).
+None) to the audited and train topics and ``ErasureEvent``s to the erasure topic, which the stages
+(join state, step bodies, placeholders), every proxy (linking state) and the trainer's feeder (through
+the train topic's tombstones) act on; (3) mark the audit entry completed and write the receipt
+(``sinks.erasure_receipt``): each place, what was removed, what the operator must still do. If
+publishing fails the entry says so and the command fails; running it again republishes for the ids
+that entry erased. While the sink runs this executes inside it (single writer).
+
+A tenant's key erases only its own trajectories: another tenant's trajectory id is a ``NotFound``,
+another tenant's name an ``AccessDenied``, and nothing is deleted or published.
 
     sluice erase --trajectory 3f2a... --reason "ticket 123"
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -22,21 +29,44 @@ import pyarrow as pa
 from confluent_kafka import Producer
 
 from sinks.erasure_models import ErasureEvent, ErasureRequest, ErasureResult
-from sinks.exceptions import AuthError, ErasureError
+from sinks.erasure_receipt import build_receipt
+from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.faults import CrashPlan
 from sinks.principal import Principal
 from sinks.store import delete_trajectories, rollback
 from sluice.config import SluiceConfig
-from sluice.events import new_id
+from sluice.events import new_id, scoped_trajectory_id, trajectory_owner
 
 log = logging.getLogger(__name__)
+
+
+def scoped_request(req: ErasureRequest, who: Principal) -> ErasureRequest:
+    """The request in the caller's terms: a tenant's bare trajectory id is scoped to it; a trajectory or
+    tenant of another tenant is refused before anything is touched."""
+    if who.tenant is None:
+        return req
+    if req.scope == "tenant" and req.target != who.tenant:
+        raise AccessDenied(f"a key of tenant {who.tenant} cannot erase another tenant")
+    if req.scope == "trajectory":
+        owner = trajectory_owner(req.target)
+        if owner is None:
+            return req.model_copy(update={"target": scoped_trajectory_id(who.tenant, req.target)})
+        if owner != who.tenant:
+            raise NotFound(f"no trajectory {req.target} for this key")
+    return req
+
+
+def audit_target(req: ErasureRequest) -> str:
+    """What the ``erasures`` audit table keeps as the target: a subject id only as its SHA-256 (the
+    audit entry must not hold on to the person it erased)."""
+    if req.scope == "subject":
+        return "sha256:" + hashlib.sha256(req.target.encode()).hexdigest()
+    return req.target
 
 
 def _matching_ids(con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Principal) -> list[str]:
     tenant_cond, params = ("AND tenant = ?", [who.tenant]) if who.tenant else ("", [])
     if req.scope == "tenant":
-        if who.tenant is not None and req.target != who.tenant:
-            raise AuthError(f"a key of tenant {who.tenant} cannot erase tenant {req.target}")
         where = "tenant = ?"
     elif req.scope == "subject":
         where = "list_contains(subject_ids, ?)"
@@ -52,13 +82,13 @@ def _matching_ids(con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Prin
         "SELECT e.trajectory_id FROM store.erased_trajectories e JOIN store.erasures r USING (erasure_id) "
         "WHERE r.scope = ? AND r.target = ? AND r.status <> 'completed' "
         "AND r.tenant_scope IS NOT DISTINCT FROM ?",
-        [req.scope, req.target, who.tenant],
+        [req.scope, audit_target(req), who.tenant],
     ).fetchall()
     ids |= {r[0] for r in retry}
     if req.scope == "trajectory" and not ids:
-        if who.tenant is not None:
-            raise ErasureError(f"no trajectory {req.target} of tenant {who.tenant} in the store")
-        ids.add(req.target)  # not stored (yet): still tombstone it and block late versions
+        # not stored (yet): still tombstone it and block late versions; a tenant only within its own
+        # id space (scoped_request made sure the id is its own)
+        ids.add(req.target)
     return sorted(ids)
 
 
@@ -97,7 +127,7 @@ def erase_in_store(
             [
                 erasure_id,
                 req.scope,
-                req.target,
+                audit_target(req),
                 who.tenant,
                 result.requested_by,
                 req.reason,
@@ -173,7 +203,9 @@ def erase(
     producer_factory: Callable[[], Producer],
     crash: CrashPlan | None = None,
 ) -> ErasureResult:
-    """All three steps. Raises ``ErasureError`` (audit entry kept, status publish_failed) on broker failure."""
+    """All three steps. Raises ``ErasureError`` (audit entry kept, status publish_failed) on broker failure,
+    ``AccessDenied``/``NotFound`` (nothing done) for another tenant's data."""
+    req = scoped_request(req, who)
     result, ids = erase_in_store(con, req, who)
     log.info(
         "erasure %s: %s=%s, %d trajectories, %d rows deleted",
@@ -196,7 +228,7 @@ def erase(
         update={"status": "completed", "tombstones": tombstones, "completed_at": datetime.now(UTC)}
     )
     mark(con, done)
-    return done
+    return done.model_copy(update={"places": build_receipt(cfg, done, ids)})
 
 
 def erasure_producer(cfg: SluiceConfig) -> Producer:

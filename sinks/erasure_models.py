@@ -1,9 +1,5 @@
-"""Erasure request, its outcome, and the event published on the erasure topic.
-
-``ErasureEvent`` is what the stages read from ``topics.name('erasure')`` to drop join state: one event
-per erased trajectory, keyed by its id (so it lands on the partition that holds that trajectory's
-state), and for tenant/subject erasures one more per partition with ``trajectory_id=None`` carrying the
-criterion, for state the store never saw.
+"""Erasure request and its outcome (the audit entry and the receipt). The event published on the
+erasure topic is ``sluice.events.ErasureEvent``, part of the one event model.
 
     sluice erase --subject user-42
 """
@@ -15,9 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sluice.events import SCHEMA_VERSION, new_id, utcnow
-
-ErasureScope = Literal["trajectory", "tenant", "subject"]
+from sluice.events import ErasureEvent, ErasureScope
 
 
 class ErasureRequest(BaseModel):
@@ -39,8 +33,17 @@ class ErasureRequest(BaseModel):
         return v
 
 
+class ErasurePlace(BaseModel):
+    """One place that held (or may hold) a copy: what the erasure did there, what is left to do."""
+
+    place: str = Field(description="duckdb, topics, stages, proxy, exports, checkpoints.")
+    removed: str = Field(description="What was removed (or 'nothing held').")
+    operator_action: str | None = Field(None, description="What the operator must still do, if anything.")
+    paths: list[str] = Field(default_factory=list, description="Files that hold erased data.")
+
+
 class ErasureResult(BaseModel):
-    """The audit entry of one erasure (a row of the ``erasures`` table)."""
+    """The audit entry of one erasure (a row of the ``erasures`` table) and its receipt (``places``)."""
 
     erasure_id: str
     scope: ErasureScope
@@ -54,19 +57,7 @@ class ErasureResult(BaseModel):
     requested_at: datetime
     completed_at: datetime | None = None
     error: str | None = None
+    places: list[ErasurePlace] = Field(default_factory=list, description="The receipt, place by place.")
 
 
-class ErasureEvent(BaseModel):
-    """Published on the erasure topic after the store has deleted the rows."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: str = SCHEMA_VERSION
-    event_type: Literal["erasure"] = "erasure"
-    event_id: str = Field(default_factory=new_id)
-    erasure_id: str
-    scope: ErasureScope
-    target: str
-    trajectory_id: str | None = Field(None, description="None: applies to all state matching the criterion.")
-    tenant_scope: str | None = Field(None, description="Set when a tenant erased its own data.")
-    requested_at: datetime = Field(default_factory=utcnow)
+__all__ = ["ErasureEvent", "ErasurePlace", "ErasureRequest", "ErasureResult", "ErasureScope"]

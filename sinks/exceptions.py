@@ -21,6 +21,14 @@ class AuthError(SinkError):
     """An API key was unknown, or an operator-only action was asked for without the admin key."""
 
 
+class AccessDenied(SinkError):
+    """A valid key asked for something outside its tenant (HTTP 403): nothing was changed."""
+
+
+class NotFound(SinkError):
+    """The thing named does not exist for this key (HTTP 404): nothing was changed."""
+
+
 class ErasureError(SinkError):
     """An erasure request was invalid or could not be completed (see the ``erasures`` audit table)."""
 

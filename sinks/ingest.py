@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from sinks.admin_key import ensure_admin_key
 from sinks.batch import KEYS, BatchTopics, PendingBatch
 from sinks.erasure import erase, erasure_producer
 from sinks.erasure_models import ErasureRequest, ErasureResult
@@ -94,6 +95,7 @@ class SinkRunner:
         else:
             self._assign_all(topics)
         if sink.query_port:
+            ensure_admin_key(self.cfg)  # closed by default: made (mode 0600, path logged) at first start
             service = QueryService(self.store.con, self.cfg, self.metrics, self.submit_erasure, self.health)
             try:
                 self.server = QueryServer(service, sink.query_host, sink.query_port).start()

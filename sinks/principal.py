@@ -1,8 +1,9 @@
 """Who is asking: an API key resolves to a tenant (from ``proxy.api_keys``) or to the operator.
 
-A tenant's key scopes queries, exports and erasures to that tenant's rows. Without a key the caller is
-the operator (someone who could open the DuckDB file anyway), unless ``sink.admin_key`` is set, in which
-case the operator must present it. Keys are compared in constant time and never logged or stored.
+A tenant's key scopes queries, exports and erasures to that tenant's rows; the operator key
+(``sink.admin_key``, else the key file made at first start, see ``sinks.admin_key``) is unscoped. A caller
+without a key is refused: the store is closed by default. Keys are compared in constant time and never
+logged or stored.
 
     SLUICE_API_KEY=sk-sluice-acme sluice query "SELECT count(*) FROM trajectories"
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
+from sinks.admin_key import read_admin_key
 from sinks.exceptions import AuthError
 from sluice.config import SluiceConfig
 
@@ -35,11 +37,12 @@ OPERATOR = Principal()
 
 def resolve_principal(cfg: SluiceConfig, api_key: str | None) -> Principal:
     """The principal an API key stands for; raises ``AuthError`` for an unknown or missing key."""
-    admin = cfg.sink.admin_key.get_secret_value() if cfg.sink.admin_key else None
+    admin = read_admin_key(cfg)
     if not api_key:
-        if admin:
-            raise AuthError("this store needs an API key (sink.admin_key is set): pass --api-key")
-        return OPERATOR
+        raise AuthError(
+            "this store needs an API key: a tenant's key, or the operator key "
+            f"(sink.admin_key or the file {cfg.path(cfg.sink.admin_key_file)})"
+        )
     if admin and hmac.compare_digest(api_key.encode(), admin.encode()):
         return OPERATOR
     for entry in cfg.proxy.api_keys:

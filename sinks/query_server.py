@@ -8,7 +8,10 @@ handed to the ingest loop, which runs them between batches (the single writer) a
     GET  /healthz   {"status": "ok", "database": ..., "assigned_partitions": n}
     GET  /metrics   Prometheus text
     POST /query     {"sql": "..."}  (Authorization: Bearer KEY)  -> application/vnd.apache.arrow.stream
-    POST /erase     {"scope": "subject", "target": "..."}         -> the erasure audit entry (JSON)
+    POST /erase     {"scope": "subject", "target": "..."}         -> the erasure receipt (JSON)
+
+Closed by default: a request without a key is a 401 (``sinks.principal``); a tenant's key asking
+outside its tenant is a 403 (another tenant) or 404 (a trajectory it does not own), and changes nothing.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from sinks.erasure_models import ErasureRequest, ErasureResult
-from sinks.exceptions import AuthError, ErasureError, QueryError, QueryRejected
+from sinks.exceptions import AccessDenied, AuthError, ErasureError, NotFound, QueryError, QueryRejected
 from sinks.metrics import SinkMetrics
 from sinks.principal import Principal, resolve_principal
 from sinks.scoped_query import run_query
 from sluice.config import SluiceConfig
+from sluice.json_limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +98,12 @@ class _Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             raise QueryRejected(f"request body over {MAX_BODY} bytes")
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except json.JSONDecodeError as err:
+            body = loads_bounded((self.rfile.read(length) or b"{}").decode("utf-8"), MAX_JSON_DEPTH)
+        except JsonTooDeep:
+            raise QueryRejected(
+                f"request body is nested deeper than {MAX_JSON_DEPTH} levels of arrays/objects"
+            ) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise QueryRejected(f"request body is not JSON: {err}") from None
         if not isinstance(body, dict):
             raise QueryRejected("request body must be a JSON object")
@@ -127,6 +135,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(404, {"error": f"no such endpoint: {self.path}"})
         except AuthError as err:
             self._json(401, {"error": str(err), "kind": "auth"})
+        except AccessDenied as err:
+            self._json(403, {"error": str(err), "kind": "forbidden"})
+        except NotFound as err:
+            self._json(404, {"error": str(err), "kind": "not_found"})
         except QueryRejected as err:
             self.server.service.metrics.queries.labels("rejected").inc()
             self._json(400, {"error": str(err), "kind": "rejected"})

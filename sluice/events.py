@@ -33,6 +33,26 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+# ----------------------------------------------------------------------------- trajectory ids
+
+TENANT_SEP = "~"
+"""Separates the owning tenant from the agent's own name in a trajectory id: ``acme~run-7``."""
+LOCAL_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}"
+TENANT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}"
+
+
+def scoped_trajectory_id(tenant: str, local_id: str) -> str:
+    """The trajectory id as stored and keyed everywhere: the tenant owns its own id space, so two
+    tenants using the same name never collide and one can never squat another's trajectory."""
+    return f"{tenant}{TENANT_SEP}{local_id}"
+
+
+def trajectory_owner(trajectory_id: str) -> str | None:
+    """The tenant a scoped trajectory id names (None for an unscoped id)."""
+    tenant, sep, _ = trajectory_id.partition(TENANT_SEP)
+    return tenant if sep else None
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -381,8 +401,42 @@ class PolicyEvent(_Model):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+ErasureScope = Literal["trajectory", "tenant", "subject"]
+
+
+class ErasureEvent(_Model):
+    """Published on the erasure topic after the store deleted the rows: every holder of a copy (stages,
+    proxies, trainers) purges what it keeps and refuses the trajectory from then on.
+
+    One event per erased trajectory, keyed by its id (it lands on the partition holding that
+    trajectory's state); for tenant and subject erasures one more per partition with
+    ``trajectory_id=None`` carrying the criterion, for state the store never saw.
+    """
+
+    schema_version: str = SCHEMA_VERSION
+    event_type: Literal["erasure"] = "erasure"
+    event_id: str = Field(default_factory=new_id)
+    erasure_id: str
+    scope: ErasureScope
+    target: str
+    trajectory_id: str | None = Field(None, description="None: applies to all state matching the criterion.")
+    tenant_scope: str | None = Field(None, description="Set when a tenant erased its own data.")
+    requested_at: datetime = Field(default_factory=utcnow)
+
+    def matches(self, trajectory_id: str, tenant: str, subject_ids: list[str] | tuple[str, ...]) -> bool:
+        """Whether this erasure covers a trajectory with these owner and subjects."""
+        if self.tenant_scope is not None and tenant != self.tenant_scope:
+            return False
+        if self.trajectory_id is not None or self.scope == "trajectory":
+            return trajectory_id == (self.trajectory_id or self.target)
+        if self.scope == "tenant":
+            return tenant == self.target
+        return self.target in subject_ids
+
+
 AnyEvent = Annotated[
-    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter, Field(discriminator="event_type")
+    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter | ErasureEvent,
+    Field(discriminator="event_type"),
 ]
 _ANY = TypeAdapter(AnyEvent)
 EVENT_MODELS: tuple[type[BaseModel], ...] = (
@@ -391,6 +445,7 @@ EVENT_MODELS: tuple[type[BaseModel], ...] = (
     RewardEvent,
     Trajectory,
     DeadLetter,
+    ErasureEvent,
 )
 
 
@@ -399,7 +454,9 @@ def encode(event: BaseModel) -> bytes:
     return event.model_dump_json(exclude_none=True).encode()
 
 
-def decode(data: bytes | str) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter:
+def decode(
+    data: bytes | str,
+) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter | ErasureEvent:
     """Parse any event by its ``event_type``; raises ``pydantic.ValidationError`` on bad input."""
     return _ANY.validate_json(data)
 

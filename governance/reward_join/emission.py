@@ -49,7 +49,9 @@ def is_rewarded(state: JoinState, cfg: RewardJoinConfig) -> bool:
 
 
 def plan_emission(state: JoinState, cfg: RewardJoinConfig, now: float) -> EmissionPlan | None:
-    """The version to emit now, or None."""
+    """The version to emit now, or None (never for an erased trajectory)."""
+    if state.erased:
+        return None
     end = end_time(state, cfg)
     if end is None or not state.dirty or now < end:
         return None
@@ -68,6 +70,8 @@ def plan_emission(state: JoinState, cfg: RewardJoinConfig, now: float) -> Emissi
 
 def next_due_at(state: JoinState, cfg: RewardJoinConfig) -> float:
     """The next time at which ``plan_emission``, ``is_expired`` or ``is_orphaned`` may change its answer."""
+    if state.erased_until is not None:
+        return state.erased_until
     end = end_time(state, cfg)
     if end is None:
         return state.first_seen_at + cfg.orphan_ttl_s
@@ -82,10 +86,13 @@ def _expires_at(state: JoinState, cfg: RewardJoinConfig) -> float:
 
 
 def is_expired(state: JoinState, cfg: RewardJoinConfig, now: float) -> bool:
-    """Emitted, unchanged since, and kept long enough (or past retention): the state can be deleted."""
+    """Emitted, unchanged since, and kept long enough (or past retention): the state can be deleted.
+    An erased trajectory's marker expires after ``keep_erased_s``."""
+    if state.erased_until is not None:
+        return now >= state.erased_until
     return state.emitted_version > 0 and not state.dirty and now >= _expires_at(state, cfg)
 
 
 def is_orphaned(state: JoinState, cfg: RewardJoinConfig, now: float) -> bool:
     """Only rewards (or an end) arrived, never a step, for longer than ``orphan_ttl_s``."""
-    return not state.has_steps and now >= state.first_seen_at + cfg.orphan_ttl_s
+    return not state.erased and not state.has_steps and now >= state.first_seen_at + cfg.orphan_ttl_s

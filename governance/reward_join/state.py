@@ -55,6 +55,13 @@ class JoinState(BaseModel):
         None, description="Retention deadline of the last emission: the state never outlives it."
     )
     dirty: bool = Field(False, description="Changed since the last emission (or never emitted).")
+    erased_until: float | None = Field(
+        None, description="Set on an erased trajectory's marker: every event of it is dropped until then."
+    )
+
+    @property
+    def erased(self) -> bool:
+        return self.erased_until is not None
 
     @property
     def dropped(self) -> bool:
@@ -68,6 +75,18 @@ class JoinState(BaseModel):
     @property
     def has_steps(self) -> bool:
         return bool(self.step_ids)
+
+    @classmethod
+    def erased_marker(cls, trajectory_id: str, tenant: str, now: float, keep_s: float) -> JoinState:
+        """What is left of an erased trajectory: its id and owner, nothing else, for ``keep_s``."""
+        return cls(
+            trajectory_id=trajectory_id,
+            tenant=tenant,
+            tenant_confirmed=True,
+            first_seen_at=now,
+            last_activity_at=now,
+            erased_until=now + keep_s,
+        )
 
     @classmethod
     def new(cls, trajectory_id: str, tenant: str, now: float) -> JoinState:

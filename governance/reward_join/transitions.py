@@ -10,6 +10,10 @@ discarded (counted in ``foreign_rewards_discarded``). After that, any event from
 ``TenantMismatch`` (the stage dead-letters it): one tenant can never write into another's trajectory,
 whichever arrives first.
 
+Erasure: an erased trajectory's state is a marker (``JoinState.erased_marker``) holding no content;
+every event of it changes nothing and stores nothing (``Transition.erased``), so a late reward, a
+re-delivered record or a replay never brings it back.
+
 Eligibility runs on every new step and end: as soon as the policy says drop, no content is stored any
 more and what was stored is deleted; once a dropped trajectory was emitted, later events only mark
 themselves as seen (it stays dropped).
@@ -61,6 +65,11 @@ class Transition(BaseModel):
     changed: bool
     store_step: bool = False
     purge_steps: bool = False
+    erased: bool = False
+
+
+def _erased(state: JoinState) -> Transition:
+    return Transition(state=state, changed=False, erased=True)
 
 
 def _names(names: list[str], more: list[str]) -> list[str]:
@@ -82,6 +91,8 @@ def apply_step(
     policy: EligibilityPolicy,
 ) -> Transition:
     state = state or JoinState.new(step.trajectory_id, step.tenant, now)
+    if state.erased:
+        return _erased(state)
     if step.event_id in state.step_ids:
         return Transition(state=state, changed=False, store_step=step.event_id in state.stored_step_ids)
     state = _claim(state, step.tenant)
@@ -113,6 +124,8 @@ def apply_reward(
     state: JoinState | None, event: RewardEvent, now: float, cfg: RewardJoinConfig
 ) -> Transition:
     state = state or JoinState.new(event.trajectory_id, event.tenant, now)
+    if state.erased:
+        return _erased(state)
     reward = event.reward
     if reward.reward_id in state.reward_ids:
         return Transition(state=state, changed=False)
@@ -137,6 +150,8 @@ def apply_end(
     state: JoinState | None, end: TrajectoryEndEvent, now: float, policy: EligibilityPolicy
 ) -> Transition:
     state = state or JoinState.new(end.trajectory_id, end.tenant, now)
+    if state.erased:
+        return _erased(state)
     if end.event_id == state.end_event_id:
         return Transition(state=state, changed=False)
     state = _claim(state, end.tenant)

@@ -20,6 +20,7 @@ import httpx
 import openai
 
 from pipeline.demo.personas import PERSONAS, SECRETS
+from sluice.events import scoped_trajectory_id, trajectory_owner
 
 IdentityMode = Literal["header", "url", "linked"]
 RewardPlan = Literal["early", "late", "never", "feedback"]
@@ -200,11 +201,15 @@ class AgentDriver:
 
     @staticmethod
     def _check_identity(sc: Scenario, seen: str | None, report: RunReport) -> None:
-        """Linked trajectories adopt the proxy's id on the first call; later calls must keep it."""
+        """Linked trajectories adopt the proxy's id on the first call; later calls must keep it. A named
+        trajectory comes back scoped by its tenant (``acme~name``): that is its id from then on."""
         if sc.identity == "linked" and not report.adopted.get(sc.trajectory_id):
             if seen:
                 report.adopted[seen] = True
                 sc.trajectory_id = seen
+            return
+        if seen and seen == scoped_trajectory_id(trajectory_owner(seen) or "", sc.trajectory_id):
+            sc.trajectory_id = seen
             return
         if seen != sc.trajectory_id:
             report.identity_mismatches.append(f"{sc.trajectory_id} != {seen}")

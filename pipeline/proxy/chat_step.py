@@ -61,7 +61,13 @@ class ChatStep(BackendCall):
         tools_fp = fingerprint(tools) if tools else None
         linker = state.linker
         plan = linker.begin(
-            ctx.caller.tenant, self.chain, time.monotonic(), ctx.explicit_id, ctx.explicit_by, tools_fp
+            ctx.caller.tenant,
+            self.chain,
+            time.monotonic(),
+            ctx.explicit_id,
+            ctx.explicit_by,
+            tools_fp,
+            subjects=ctx.caller.subject_ids,
         )
         try:
             start = plan.prefix_count

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from sluice.events import TENANT_PATTERN
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -54,7 +56,10 @@ class ApiKeyConfig(_Frozen):
     """An agent-facing key; the tenant comes from here, never from a self-declared header alone."""
 
     key: SecretStr
-    tenant: str
+    tenant: str = Field(
+        pattern=rf"^{TENANT_PATTERN}$",
+        description="Tenant name: it scopes the key's trajectory ids (tenant~id), so no '~' in it.",
+    )
     data_class: str | None = Field(None, description="Default data class of this key's traffic.")
     consent_training: bool | None = Field(
         None, description="Training consent attached to this key's traffic."

@@ -1,4 +1,10 @@
-"""The per-call context every surface needs: caller, trajectory hint, session, recorded headers, clock."""
+"""The per-call context every surface needs: caller, trajectory hint, session, recorded headers, clock.
+
+Trajectory ids are scoped by tenant (``sluice.events.scoped_trajectory_id``): an id the agent names,
+bare (``run-7``) or scoped (``acme~run-7``), resolves to its own tenant's id space. An id scoped by
+another tenant is a 404 before anything is read or published, and an erased id is a 410, so one
+tenant can neither write into nor learn of another's trajectory, and an erased one never comes back.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +12,24 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from starlette.requests import Request
 
 from pipeline.proxy.auth import Caller
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.linking import LinkedBy
-from sluice.events import TASK_ID_HEADER, utcnow
+from sluice.events import (
+    LOCAL_ID_PATTERN,
+    TASK_ID_HEADER,
+    TENANT_PATTERN,
+    TENANT_SEP,
+    scoped_trajectory_id,
+    trajectory_owner,
+    utcnow,
+)
 
-TRAJECTORY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+TRAJECTORY_ID = re.compile(rf"^(?:{TENANT_PATTERN}{TENANT_SEP})?{LOCAL_ID_PATTERN}$")
 
 
 @dataclass(slots=True)
@@ -33,9 +48,23 @@ def check_trajectory_id(value: str, where: str) -> str:
     if not TRAJECTORY_ID.match(value):
         raise ApiError(
             400,
-            f"invalid trajectory id {value[:40]!r} in {where}: 1-128 characters of A-Z a-z 0-9 . _ : -",
+            f"invalid trajectory id {value[:40]!r} in {where}: 1-128 characters of A-Z a-z 0-9 . _ : -, "
+            f"optionally after the tenant and {TENANT_SEP!r}",
             param=where,
         )
+    return value
+
+
+def resolve_trajectory_id(state: Any, caller: Caller, value: str, where: str) -> str:
+    """The caller's scoped id for ``value``; 404 when it names another tenant's, 410 when erased."""
+    value = check_trajectory_id(value, where)
+    owner = trajectory_owner(value)
+    if owner is None:
+        value = scoped_trajectory_id(caller.tenant, value)
+    elif owner != caller.tenant:
+        raise ApiError(404, f"no trajectory {value[:80]!r} for this API key", code="trajectory_not_found")
+    if state.linker.is_erased(value):
+        raise ApiError(410, f"trajectory {value[:80]!r} was erased", code="trajectory_erased")
     return value
 
 
@@ -50,11 +79,11 @@ def call_context(request: Request) -> CallContext:
     explicit, by = None, "header"
     path_id = request.path_params.get("trajectory_id")
     if path_id is not None:
-        explicit, by = check_trajectory_id(path_id, "path"), "path"
+        explicit, by = resolve_trajectory_id(state, caller, path_id, "path"), "path"
     else:
         header_id = headers.get(cfg.trajectory_header)
         if header_id:
-            explicit = check_trajectory_id(header_id.strip(), cfg.trajectory_header)
+            explicit = resolve_trajectory_id(state, caller, header_id.strip(), cfg.trajectory_header)
     session = headers.get(cfg.session_header)
     task = (headers.get(TASK_ID_HEADER) or "").strip()
     return CallContext(

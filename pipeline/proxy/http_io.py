@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import ClientDisconnect, Request
 
 from pipeline.proxy.exceptions import ApiError
+from sluice.json_limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
@@ -45,7 +46,11 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as err:
         raise ApiError(400, f"request body is not valid UTF-8 (byte {err.start}: {err.reason})") from None
     try:
-        data = json.loads(text)
+        data = loads_bounded(text, MAX_JSON_DEPTH)
+    except JsonTooDeep:
+        raise ApiError(
+            400, f"request body is nested deeper than {MAX_JSON_DEPTH} levels of arrays/objects"
+        ) from None
     except json.JSONDecodeError as err:
         raise ApiError(
             400, f"request body is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}"

@@ -13,16 +13,31 @@ delta: reconstruction stays exact.
 
 Departure from the usual recipe: the maps are bounded (LRU + time window), so memory stays flat under any
 traffic; a forgotten trajectory simply starts over (prefix_message_count = 0, full messages).
+
+Hashes only: the state (and its snapshot, ``links.json``) holds message hashes, keyed BLAKE2b digests of
+token-id blocks and of data-subject ids, never message text or token ids. The token prefix of the next
+step is found from the previous step's prompt + completion as a chain of 8-byte keyed digests, one per
+``TOKEN_BLOCK`` tokens, plus one over the whole sequence: the usual append-only case is exact; after
+retokenisation drift the prefix is rounded down to a block boundary (at most ``TOKEN_BLOCK - 1`` tokens
+more in the step, never a wrong prefix).
+
+Erasure: ``forget`` drops every state an ``ErasureEvent`` covers (by trajectory, tenant or subject digest),
+the history links pointing at them, and remembers the erased ids (digests, bounded) so that a later step,
+reward or end naming one is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sluice.events import Message, message_hash, new_id
+from pipeline.proxy.token_chain import DIGEST_BYTES, TOKEN_BLOCK, TokenChain
+from sluice.events import ErasureEvent, Message, message_hash, new_id, scoped_trajectory_id
+
+ERASED_LIMIT = 1_000_000  # erased trajectory ids remembered (16 bytes each)
 
 LinkedBy = Literal["header", "path", "history", "new"]
 
@@ -52,8 +67,11 @@ class TrajectoryState:
     unsettled: bool = False
     tools_fp: str | None = None
     token_step: int = -1
-    tokens: array | None = None  # prompt + choice-0 completion ids of step `token_step`
+    token_chain: bytes | None = None  # keyed digests of prompt + choice-0 completion ids, per block
+    token_len: int = 0  # length of that sequence
+    token_tail: bytes = b""  # keyed digest of the whole sequence
     ended: bool = False
+    subjects: frozenset[bytes] = field(default_factory=frozenset)  # keyed digests of subject ids
 
 
 @dataclass(slots=True)
@@ -70,8 +88,8 @@ class StepPlan:
     prev_tools_fp: str | None = None
 
 
-def common_prefix_len(a: array, b: array) -> int:
-    """Length of the common leading run of two int arrays (slice compares run in C)."""
+def common_prefix_len(a: array | bytes, b: array | bytes) -> int:
+    """Length of the common leading run of two int arrays or byte strings (slice compares run in C)."""
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n
@@ -94,15 +112,23 @@ class HistoryLinker:
         max_trajectories: int,
         max_tokens: int = 262_144,
         token_budget: int = 20_000_000,
+        hash_key: bytes = b"",
     ) -> None:
         self.window_s = window_s
         self.max_trajectories = max_trajectories
         self.max_tokens = max_tokens  # per trajectory
-        self.token_budget = token_budget  # over all trajectories (4 bytes each)
+        self.token_budget = token_budget  # tokens covered, over all trajectories (1 byte each in digests)
+        self.hash_key = hash_key
+        self._chain = TokenChain(hash_key)
         self._states: OrderedDict[tuple[str, str], TrajectoryState] = OrderedDict()
         self._histories: OrderedDict[tuple[str, bytes], tuple[str, float]] = OrderedDict()
         self._token_lru: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._token_total = 0
+        self._erased: OrderedDict[bytes, None] = OrderedDict()
+
+    def digest(self, value: str) -> bytes:
+        """Keyed digest of an id (subject ids, erased trajectory ids): what the state keeps of it."""
+        return hashlib.blake2b(value.encode(), digest_size=16, key=self.hash_key).digest()
 
     def __len__(self) -> int:
         return len(self._states)
@@ -150,6 +176,7 @@ class HistoryLinker:
         explicit_id: str | None = None,
         explicit_by: LinkedBy = "header",
         tools_fp: str | None = None,
+        subjects: tuple[str, ...] = (),
     ) -> StepPlan:
         """Assign the call to a trajectory and a step index; find the prefix it extends.
 
@@ -167,11 +194,13 @@ class HistoryLinker:
             st = self._by_history(tenant, chain, now)
             linked_by = "history"
             if st is None:
-                tid = new_id()
+                tid = scoped_trajectory_id(tenant, new_id())
                 st = TrajectoryState(tenant, tid, now)
                 self._states[(tenant, tid)] = st
                 linked_by = "new"
         st.last_seen = now
+        if subjects:
+            st.subjects = st.subjects | {self.digest(s) for s in subjects}
         self._states.move_to_end((tenant, st.trajectory_id))
         plan = StepPlan(tenant, st.trajectory_id, st.next_step, linked_by)
         st.next_step += 1
@@ -217,10 +246,12 @@ class HistoryLinker:
         n = len(chain) - 1
         kept = [b for b in st.boundaries if b[0] <= plan.prefix_count]
         inp: Boundary = (n, chain[n], _Pending(plan.prefix_hash, delta))
+        base: str | Boundary = plan.prefix_hash  # the input re-sent a known boundary: the reply extends it
         if n > plan.prefix_count or not kept:
             kept.append(inp)
+            base = inp
         if reply is not None and choice_links:
-            kept.append((n + 1, choice_links[0], _Pending(inp, [reply])))
+            kept.append((n + 1, choice_links[0], _Pending(base, [reply])))
         st.boundaries = tuple(kept)
         st.unsettled = True
         st.last_seen = now
@@ -252,27 +283,35 @@ class HistoryLinker:
         st.unsettled = False
 
     def _drop_tokens(self, key: tuple[str, str], st: TrajectoryState) -> None:
-        if st.tokens is not None:
-            self._token_total -= len(st.tokens)
-            st.tokens = None
+        if st.token_chain is not None:
+            self._token_total -= st.token_len
+            st.token_chain, st.token_len, st.token_tail = None, 0, b""
         self._token_lru.pop(key, None)
 
     def token_prefix(self, plan: StepPlan, prompt_ids: list[int], completion_ids: list[int] | None) -> int:
-        """prompt_token_prefix_len for this step, and remember prompt + completion for the next one."""
+        """prompt_token_prefix_len for this step, and remember prompt + completion (as digests) for the
+        next one."""
         st = self._states.get((plan.tenant, plan.trajectory_id))
         if st is None:
             return 0
         prompt = array("i", prompt_ids)
+        full = prompt + array("i", completion_ids or [])
+        chain = self._chain.blocks(full)
         prefix = 0
-        if st.tokens is not None and st.token_step == plan.step_index - 1:
-            prefix = common_prefix_len(prompt, st.tokens)
+        if st.token_chain is not None and st.token_step == plan.step_index - 1:
+            usable = min(len(st.token_chain), (len(prompt) // TOKEN_BLOCK) * DIGEST_BYTES)
+            same = common_prefix_len(chain[:usable], st.token_chain[:usable]) // DIGEST_BYTES
+            prefix = same * TOKEN_BLOCK
+            extends = same * DIGEST_BYTES == len(st.token_chain) and st.token_len <= len(prompt)
+            if extends and self._chain.tail(chain, prompt[: st.token_len]) == st.token_tail:
+                prefix = st.token_len  # the usual case: the prompt extends the previous sequence
         if plan.step_index >= st.token_step:
             key = (plan.tenant, plan.trajectory_id)
             self._drop_tokens(key, st)
-            full = prompt + array("i", completion_ids or [])
             st.token_step = plan.step_index
             if len(full) <= self.max_tokens:
-                st.tokens = full
+                st.token_chain, st.token_len = chain, len(full)
+                st.token_tail = self._chain.tail(chain, full)
                 self._token_total += len(full)
                 self._token_lru[key] = None
                 while self._token_total > self.token_budget and self._token_lru:
@@ -288,10 +327,49 @@ class HistoryLinker:
         st.ended = True
         return st.next_step
 
+    # ------------------------------------------------------------------ erasure
+
+    def is_erased(self, trajectory_id: str) -> bool:
+        return self.digest(trajectory_id) in self._erased
+
+    def _mark_erased(self, trajectory_id: str) -> None:
+        d = self.digest(trajectory_id)
+        self._erased[d] = None
+        self._erased.move_to_end(d)
+        while len(self._erased) > ERASED_LIMIT:
+            self._erased.popitem(last=False)
+
+    def forget(self, erasure: ErasureEvent) -> int:
+        """Drop every state the erasure covers and the links to it; remember the erased ids. Returns how
+        many states were dropped."""
+        subject = self.digest(erasure.target) if erasure.scope == "subject" else None
+        gone: set[tuple[str, str]] = set()
+        for key, st in self._states.items():
+            if erasure.trajectory_id is not None or erasure.scope == "trajectory":
+                hit = erasure.matches(st.trajectory_id, st.tenant, ())
+            elif subject is not None:
+                hit = (erasure.tenant_scope in (None, st.tenant)) and subject in st.subjects
+            else:
+                hit = erasure.matches(st.trajectory_id, st.tenant, ())
+            if hit:
+                gone.add(key)
+        for key in gone:
+            self._drop_tokens(key, self._states.pop(key))
+            self._mark_erased(key[1])
+        if erasure.trajectory_id is not None:
+            self._mark_erased(erasure.trajectory_id)
+        elif erasure.scope == "trajectory":
+            self._mark_erased(erasure.target)
+        ids = {tid for _, tid in gone}
+        for hkey in [k for k, (tid, _) in self._histories.items() if tid in ids]:
+            del self._histories[hkey]
+        return len(gone)
+
     # ------------------------------------------------------------------ restarts
 
     def snapshot(self, now: float) -> dict[str, Any]:
-        """JSON-able state (hashes and token ids, never message text) for a restart."""
+        """JSON-able state (hashes and keyed digests only: never message text, token ids or subject ids)
+        for a restart."""
         self._evict(now)
         for st in self._states.values():
             if st.unsettled:
@@ -306,12 +384,16 @@ class HistoryLinker:
                     "boundaries": [[c, h.hex(), e] for c, h, e in s.boundaries],
                     "tools_fp": s.tools_fp,
                     "token_step": s.token_step,
-                    "tokens": list(s.tokens) if s.tokens is not None else None,
+                    "token_chain": s.token_chain.hex() if s.token_chain is not None else None,
+                    "token_len": s.token_len,
+                    "token_tail": s.token_tail.hex(),
                     "ended": s.ended,
+                    "subjects": sorted(d.hex() for d in s.subjects),
                 }
                 for s in self._states.values()
             ],
             "histories": [[t, h.hex(), tid, now - ts] for (t, h), (tid, ts) in self._histories.items()],
+            "erased": [d.hex() for d in self._erased],
         }
 
     def restore(self, data: dict[str, Any], now: float) -> None:
@@ -324,14 +406,18 @@ class HistoryLinker:
                 boundaries=tuple((int(c), bytes.fromhex(h), str(e)) for c, h, e in s["boundaries"]),
                 tools_fp=s.get("tools_fp"),
                 token_step=int(s.get("token_step", -1)),
-                tokens=None,
                 ended=bool(s.get("ended", False)),
+                subjects=frozenset(bytes.fromhex(d) for d in s.get("subjects", [])),
             )
             self._states[(st.tenant, st.trajectory_id)] = st
-            if s.get("tokens") is not None and len(s["tokens"]) <= self.max_tokens:
-                st.tokens = array("i", s["tokens"])
-                self._token_total += len(st.tokens)
+            if s.get("token_chain") is not None and int(s.get("token_len", 0)) <= self.max_tokens:
+                st.token_chain = bytes.fromhex(s["token_chain"])
+                st.token_len = int(s["token_len"])
+                st.token_tail = bytes.fromhex(s.get("token_tail", ""))
+                self._token_total += st.token_len
                 self._token_lru[(st.tenant, st.trajectory_id)] = None
         for tenant, h, tid, age in data.get("histories", []):
             self._histories[(tenant, bytes.fromhex(h))] = (tid, now - float(age))
+        for d in data.get("erased", []):
+            self._erased[bytes.fromhex(d)] = None
         self._evict(now)

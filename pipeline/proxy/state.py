@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.proxy.auth import KeyResolver
 from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.erasure_listener import ErasureListener
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.headers import HeaderRecorder
 from pipeline.proxy.linking import HistoryLinker
@@ -20,11 +23,13 @@ from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.upstream import Upstreams
 from sluice.config import SluiceConfig
+from sluice.events import ErasureEvent
 
 log = logging.getLogger(__name__)
 
 LINK_STATE_FILE = "links.json"
 STEP_JOURNAL_FILE = "steps.journal"
+LINK_KEY_FILE = "links.key"  # the key of the linker's digests, mode 0600, made at first start
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +47,14 @@ class ProxyState:
         self.keys = KeyResolver(proxy)
         self.header_recorder = HeaderRecorder(proxy)
         self.linker = HistoryLinker(
-            proxy.link_window_s, proxy.link_max_trajectories, proxy.link_max_tokens, proxy.link_token_budget
+            proxy.link_window_s,
+            proxy.link_max_trajectories,
+            proxy.link_max_tokens,
+            proxy.link_token_budget,
+            hash_key=self._link_key(),
         )
+        self.erasure_offsets: dict[int, int] = {}
+        self.erasure_listener: ErasureListener | None = None
         self.upstreams = Upstreams(proxy.backends)
         self.metrics = ProxyMetrics()
         self.topics = Topics(
@@ -57,6 +68,22 @@ class ProxyState:
         self.metrics.bind_publisher(self.publisher.stats)
         self._backend_cache: dict[str, BackendConfig | None] = {}
         self.started = False
+
+    def _link_key(self) -> bytes:
+        path = self.spool_dir / LINK_KEY_FILE
+        try:
+            return bytes.fromhex(path.read_text().strip())
+        except (OSError, ValueError):
+            pass
+        key = secrets.token_bytes(32)
+        try:
+            self.spool_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(key.hex())
+        except OSError as err:  # digests still work for this run; links.json will not restore
+            log.warning("could not save the link key %s: %s", path, err)
+        return key
 
     def _build_publisher(self) -> EventPublisher:
         proxy = self.config.proxy
@@ -100,9 +127,26 @@ class ProxyState:
         self._replay_journal()
         await self.upstreams.start()
         await self.publisher.start()
+        if self.publishing:
+            self.erasure_listener = ErasureListener(
+                self.config.broker,
+                self.config.topics.name("erasure"),
+                self.erasure_offsets,
+                self.apply_erasure,
+            )
+            self.erasure_listener.start()
         self.started = True
 
+    def apply_erasure(self, event: ErasureEvent, partition: int, next_offset: int) -> None:
+        """Purge the linking state an erasure covers and write ``links.json`` without it right away."""
+        dropped = self.linker.forget(event)
+        self.erasure_offsets[partition] = next_offset
+        self._save_links()
+        log.info("erasure %s: %d linked trajectories forgotten", event.erasure_id, dropped)
+
     async def stop(self) -> None:
+        if self.erasure_listener is not None:
+            self.erasure_listener.stop()
         await self.upstreams.close()
         await self.publisher.close()
         self._save_links()
@@ -139,7 +183,9 @@ class ProxyState:
         if not path.exists():
             return
         try:
-            self.linker.restore(json.loads(path.read_text()), time.monotonic())
+            data = json.loads(path.read_text())
+            self.linker.restore(data, time.monotonic())
+            self.erasure_offsets = {int(p): int(o) for p, o in data.get("erasure_offsets", {}).items()}
             log.info("restored %d trajectories for history linking from %s", len(self.linker), path)
         except (ValueError, KeyError, TypeError) as err:
             log.warning("ignoring unreadable link state %s: %s", path, err)
@@ -148,7 +194,9 @@ class ProxyState:
         try:
             self.spool_dir.mkdir(parents=True, exist_ok=True)
             tmp = self.spool_dir / (LINK_STATE_FILE + ".tmp")
-            tmp.write_text(json.dumps(self.linker.snapshot(time.monotonic())))
+            data = self.linker.snapshot(time.monotonic())
+            data["erasure_offsets"] = {str(p): o for p, o in self.erasure_offsets.items()}
+            tmp.write_text(json.dumps(data))
             tmp.replace(self.spool_dir / LINK_STATE_FILE)
             self.journal.reset()  # the snapshot holds everything it recorded
         except OSError as err:

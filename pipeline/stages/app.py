@@ -4,6 +4,7 @@
     join agent:    steps.redacted + ticks   ──►  trajectories.audited / .train (tables: join_state, join_steps)
     timers:        due trajectories of this worker's active partitions ──► ticks; readiness; counters;
                    the heartbeat file `sluice status` reads
+                   + erasure                ──►  purge, markers, tombstones    (table: erasure_rules)
 
 Departures from the usual Faust recipe: every topic is consumed as raw bytes and decoded by the stage
 (poison records go to the dead-letter topic instead of crashing the agent); ``Stream.join`` is not used
@@ -16,6 +17,7 @@ from the changelogs. Broker quirks come from ``BrokerConfig.faust_settings()``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -27,6 +29,7 @@ import faust
 from governance.redaction import Redactor
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.due_index import DueIndex
+from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import OutputError
 from pipeline.stages.heartbeat import WorkerHeartbeat, heartbeat_path, write_heartbeat
 from pipeline.stages.join_stage import JoinStage
@@ -96,7 +99,7 @@ class StagesApp:
         app = self.app
         self.ticks_name = ticks_topic(cfg)
         redact_in = app.topic(topics.name("steps_raw"), topics.name("rewards_raw"), **raw)
-        join_in = app.topic(topics.name("steps_redacted"), self.ticks_name, **raw)
+        join_in = app.topic(topics.name("steps_redacted"), self.ticks_name, topics.name("erasure"), **raw)
         redacted_out = app.topic(topics.name("steps_redacted"), **raw)
         self.ticks_out = app.topic(self.ticks_name, **raw)
         audited = app.topic(topics.name("trajectories_audited"), **raw)
@@ -116,13 +119,15 @@ class StagesApp:
         self.placeholders = table("placeholders", "trajectory id -> placeholder state (digests only)")
         self.join_state = table("join_state", "trajectory id -> join state")
         self.join_steps = table("join_steps", "trajectory id + step id -> redacted step")
+        self.erasure_rules = table("erasure_rules", "erasure id -> tenant/subject erasure criterion")
+        self.guard = ErasureGuard(self.join_state, self.erasure_rules, cfg.rewards.keep_erased_s)
         self.counters = StageCounters()
         self.index = DueIndex()
         t0 = time.monotonic()
         self.redactor = redactor or Redactor.from_config(cfg.redaction)
         log.info("redaction engines built in %.1fs", time.monotonic() - t0)
         self.redact_stage = RedactStage(
-            self.redactor, self.placeholders, redacted_out, deadletter, self.counters
+            self.redactor, self.placeholders, redacted_out, deadletter, self.counters, self.guard
         )
         self.join_stage = JoinStage(
             cfg,
@@ -135,6 +140,9 @@ class StagesApp:
             ticks_topic_name=self.ticks_name,
             index=self.index,
             counters=self.counters,
+            guard=self.guard,
+            erasure_topic_name=topics.name("erasure"),
+            compact=self.compact_partition,
         )
         self.scheduler = TickScheduler(self, topics.name("steps_redacted"))
         self._wire(redact_in, join_in)
@@ -150,6 +158,24 @@ class StagesApp:
             counts=dict(self.counters.counts),
         )
         write_heartbeat(self.heartbeat_file, beat)
+
+    async def compact_partition(self, partition: int) -> None:
+        """After an erasure: flush and compact this partition's RocksDB files, so deleted values leave the
+        disk (a delete alone only writes a tombstone; the old value stays in older files until compacted).
+        Runs in a thread: the agent keeps processing meanwhile."""
+        dbs = []
+        for table in (self.join_state, self.join_steps, self.placeholders):
+            db = getattr(table.data, "_dbs", {}).get(partition)
+            if db is not None and hasattr(db, "compact_range"):
+                dbs.append(db)
+
+        def compact() -> None:
+            for db in dbs:
+                db.flush()
+                db.compact_range(None, None)
+
+        if dbs:
+            await asyncio.get_running_loop().run_in_executor(None, compact)
 
     def _wire(self, redact_in: Any, join_in: Any) -> None:
         app = self.app

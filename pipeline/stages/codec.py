@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipeline.stages.deadletter import describe_error
 from pipeline.stages.exceptions import RejectedEvent
-from sluice.events import decode
+from sluice.events import decode, trajectory_owner
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -40,3 +40,10 @@ def check_key(key: bytes | None, trajectory_id: str) -> None:
         raise RejectedEvent("record has no key: events must be keyed by trajectory_id", "BadKey")
     if key != trajectory_id.encode():
         raise RejectedEvent("record key does not match its trajectory_id", "BadKey")
+
+
+def check_owner(trajectory_id: str, tenant: str) -> None:
+    """A scoped trajectory id names its owner: an event of another tenant under it is refused."""
+    owner = trajectory_owner(trajectory_id)
+    if owner is not None and owner != tenant:
+        raise RejectedEvent("trajectory id belongs to another tenant", "TenantMismatch")

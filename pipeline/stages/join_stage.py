@@ -11,13 +11,20 @@ delete expired states.
 
 Input states are written back even when a redelivered record changes nothing: that re-sends a
 changelog write a crash may have lost.
+
+Erasure: the erasure topic (co-partitioned, keyed by trajectory id) comes into the same agent, so an
+erasure is ordered with the trajectory's records on this worker. For each erased trajectory the stage
+deletes its join state, step bodies and placeholders, leaves a content-free marker
+(``pipeline.stages.erasure_guard``) and sends tombstones to the audited and train topics after anything
+it emitted before. A tenant/subject erasure without an id scans this partition's states for matches and
+remembers the criterion for records still in flight.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from governance.reward_join import (
@@ -37,19 +44,30 @@ from pipeline.stages.codec import check_key, decode_event
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.deadletter import build_dead_letter, send_dead_letter
 from pipeline.stages.due_index import DueIndex
+from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import OutputError, RejectedEvent
 from pipeline.stages.outputs import deliver_all, send
 from pipeline.stages.storage import (
     Table,
+    decode_state,
     delete_keys,
     encode_state,
     load_state,
     load_steps,
+    peek_due,
+    placeholder_key,
     step_key,
 )
 from pipeline.stages.ticks import JoinTick
 from sluice.config import SluiceConfig
-from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
+from sluice.events import (
+    ErasureEvent,
+    RewardEvent,
+    StepEvent,
+    TrajectoryEndEvent,
+    encode,
+    trajectory_owner,
+)
 
 log = logging.getLogger("sluice.stages.join")
 STAGE = "reward_join"
@@ -70,6 +88,9 @@ class JoinStage:
         ticks_topic_name: str,
         index: DueIndex,
         counters: StageCounters,
+        guard: ErasureGuard,
+        erasure_topic_name: str | None = None,
+        compact: Callable[[int], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.cfg = cfg
@@ -82,6 +103,9 @@ class JoinStage:
         self.ticks_topic_name = ticks_topic_name
         self.index = index
         self.counters = counters
+        self.guard = guard
+        self.erasure_topic_name = erasure_topic_name
+        self.compact = compact
         self.clock = clock
 
     async def handle(
@@ -93,6 +117,12 @@ class JoinStage:
             if topic == self.ticks_topic_name:
                 tick = JoinTick.model_validate_json(value or b"")
                 await self._tick(tick.trajectory_id, partition)
+                return
+            if topic == self.erasure_topic_name:
+                erasure = decode_event(value, (ErasureEvent,))
+                if erasure.trajectory_id is not None:
+                    check_key(key, erasure.trajectory_id)
+                await self._erase(erasure, partition)
                 return
             event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
             check_key(key, event.trajectory_id)
@@ -121,6 +151,9 @@ class JoinStage:
     async def _apply(self, event: StepEvent | TrajectoryEndEvent | RewardEvent, partition: int) -> None:
         now = self.clock()
         tid = event.trajectory_id
+        if self.guard.covers(event):
+            self.counters.inc("erased_dropped")
+            return
         state = load_state(self.states, tid)
         rules = self.cfg.rewards
         tr: Transition
@@ -156,6 +189,54 @@ class JoinStage:
             self.counters.inc("expired")
         else:
             self.index.set(partition, tid, next_due_at(state, self.cfg.rewards))
+
+    # ------------------------------------------------------------------ erasure
+
+    async def _erase(self, erasure: ErasureEvent, partition: int) -> None:
+        now = self.clock()
+        targets: list[tuple[str, str]] = []  # (trajectory id, owner)
+        if erasure.trajectory_id is not None:
+            state = load_state(self.states, erasure.trajectory_id)
+            if state is None or not state.erased:
+                owner = (
+                    state.tenant
+                    if state is not None
+                    else (trajectory_owner(erasure.trajectory_id) or erasure.tenant_scope or "")
+                )
+                targets.append((erasure.trajectory_id, owner))
+        else:
+            self.guard.remember_rule(erasure)
+            for value in list(self.states.values()):
+                if peek_due(value)[0] != partition:
+                    continue
+                state = decode_state(value)
+                if not state.erased and erasure.matches(
+                    state.trajectory_id, state.tenant, state.facts.subject_ids
+                ):
+                    targets.append((state.trajectory_id, state.tenant))
+        for tid, owner in targets:
+            self._purge(tid, owner, partition)
+            marker = JoinState.erased_marker(tid, owner, now, self.cfg.rewards.keep_erased_s)
+            self._save(marker, partition)
+            key = tid.encode()
+            # after anything this partition emitted for it: the compacted topics end on a tombstone
+            await deliver_all(
+                [(self.audited_topic, key, None, partition), (self.train_topic, key, None, partition)]
+            )
+            self.counters.inc("erased")
+        if targets and self.compact is not None:
+            await self.compact(partition)
+        log.info(
+            "erasure %s: %d trajectories purged on partition %d", erasure.erasure_id, len(targets), partition
+        )
+
+    def _purge(self, tid: str, owner: str, partition: int) -> None:
+        state = load_state(self.states, tid)
+        if state is not None:
+            delete_keys(self.steps, [step_key(tid, e) for e in state.step_ids])
+        delete_keys(self.states, [tid.encode()])
+        delete_keys(self.placeholders, [placeholder_key(owner, tid)])
+        self.index.set(partition, tid, None)
 
     # ------------------------------------------------------------------ emission
 
@@ -217,5 +298,5 @@ class JoinStage:
         tid = state.trajectory_id
         delete_keys(self.steps, [step_key(tid, e) for e in state.stored_step_ids])
         delete_keys(self.states, [tid.encode()])
-        delete_keys(self.placeholders, [tid.encode()])
+        delete_keys(self.placeholders, [placeholder_key(state.tenant, tid)])
         self.index.set(partition, tid, None)

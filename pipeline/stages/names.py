@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sluice.config import SluiceConfig
 
-TABLES = ("placeholders", "join_state", "join_steps")
+TABLES = ("placeholders", "join_state", "join_steps", "erasure_rules")
 
 
 def app_id(cfg: SluiceConfig) -> str:

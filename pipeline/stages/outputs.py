@@ -32,7 +32,7 @@ def _check(fut: asyncio.Future[Any]) -> None:
         exit_now(f"delivery failed: {type(fut.exception()).__name__}")
 
 
-async def send(topic: Any, *, key: bytes | None, value: bytes, partition: int | None = None) -> Any:
+async def send(topic: Any, *, key: bytes | None, value: bytes | None, partition: int | None = None) -> Any:
     """Queue a record; the process exits if the broker never takes it."""
     try:
         fut = await topic.send(key=key, value=value, partition=partition)
@@ -44,7 +44,7 @@ async def send(topic: Any, *, key: bytes | None, value: bytes, partition: int | 
     return fut
 
 
-async def deliver_all(records: list[tuple[Any, bytes | None, bytes, int | None]]) -> None:
+async def deliver_all(records: list[tuple[Any, bytes | None, bytes | None, int | None]]) -> None:
     """Send ``(topic, key, value, partition)`` records together, then wait until the broker acknowledged
     every one (one round trip for all, not one each)."""
     pending = [

@@ -6,6 +6,10 @@ the new state. Reward events (critiques are text) are redacted here too and trav
 with the steps, so the join only ever sees redacted text. Anything that fails goes to the dead-letter
 topic and the stage keeps going.
 
+Events of erased data (``ErasureGuard``) are dropped before redaction and counted, never forwarded nor
+dead-lettered; an event whose trajectory id names another tenant than its own is dead-lettered
+(``TenantMismatch``), so one tenant can never write into another's trajectory.
+
 The state is written back on every event, even unchanged: a redelivered record (at-least-once) thereby
 re-sends a changelog write that a crash may have lost, so placeholder numbers stay stable after moves.
 """
@@ -15,9 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from governance.redaction import Redactor
-from pipeline.stages.codec import check_key, decode_event
+from pipeline.stages.codec import check_key, check_owner, decode_event
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.deadletter import send_dead_letter
+from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import OutputError, RejectedEvent
 from pipeline.stages.outputs import send
 from pipeline.stages.storage import Table, load_placeholders, store_placeholders
@@ -34,7 +39,9 @@ class RedactStage:
         redacted_topic: Any,
         deadletter_topic: Any,
         counters: StageCounters,
+        guard: ErasureGuard,
     ) -> None:
+        self.guard = guard
         self.redactor = redactor
         self.placeholders = placeholders
         self.redacted_topic = redacted_topic
@@ -48,14 +55,20 @@ class RedactStage:
         try:
             event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
             check_key(key, event.trajectory_id)
+            check_owner(event.trajectory_id, event.tenant)
+            if self.guard.covers(event):
+                self.counters.inc("erased_dropped")
+                return
             tid = event.trajectory_id
-            state = load_placeholders(self.placeholders, tid)
+            state = load_placeholders(self.placeholders, event.tenant, tid)
             redacted, new_state = self.redactor.redact_event(event, state)
             if not isinstance(redacted, RewardEvent) and redacted.governance.redaction != "redacted":
                 raise RejectedEvent("redactor returned an event not marked redacted", "RedactionIncomplete")
             await send(self.redacted_topic, key=tid.encode(), value=encode(redacted), partition=partition)
+            if self.guard.covers(event):  # erased while this record was being sent: keep nothing
+                return
             if state is not None or new_state.size:
-                store_placeholders(self.placeholders, tid, new_state)
+                store_placeholders(self.placeholders, event.tenant, tid, new_state)
             self.counters.inc("redacted")
         except OutputError:
             raise

@@ -1,6 +1,7 @@
 """How the stages lay out their Faust tables (raw bytes in, raw bytes out).
 
-- ``placeholders``: trajectory id -> ``PlaceholderState`` JSON (keyed digests and numbers, no values).
+- ``placeholders``: owner-scoped trajectory id (``placeholder_key``) -> ``PlaceholderState`` JSON (keyed
+  digests and numbers, no values). Never the bare id: two tenants' trajectories never share numbering.
 - ``join_state``: trajectory id -> ``b"<partition>|<due>|"`` + ``JoinState`` JSON. The prefix lets the
   timer rebuild its due index after a rebalance by reading a few bytes per trajectory instead of
   parsing every state.
@@ -14,7 +15,7 @@ from collections.abc import MutableMapping
 
 from governance.redaction import PlaceholderState
 from governance.reward_join import JoinState
-from sluice.events import StepEvent, decode
+from sluice.events import StepEvent, decode, scoped_trajectory_id, trajectory_owner
 
 Table = MutableMapping[bytes, bytes]
 SEP = b"\x1f"
@@ -35,6 +36,12 @@ def peek_due(value: bytes) -> tuple[int, float | None]:
     return int(partition), None if due == b"-" else float(due)
 
 
+def is_erased_value(value: bytes) -> bool:
+    """Whether an encoded state is an erased trajectory's marker, without parsing it (inside JSON strings
+    a quote is escaped, so text can not fake the field)."""
+    return b'"erased_until":' in value
+
+
 def decode_state(value: bytes) -> JoinState:
     return JoinState.model_validate_json(value.split(b"|", 2)[2])
 
@@ -44,13 +51,19 @@ def load_state(table: Table, trajectory_id: str) -> JoinState | None:
     return None if value is None else decode_state(value)
 
 
-def load_placeholders(table: Table, trajectory_id: str) -> PlaceholderState | None:
-    value = table.get(trajectory_id.encode())
+def placeholder_key(tenant: str, trajectory_id: str) -> bytes:
+    """The placeholders table's key: the trajectory id scoped by its owner (ids from the proxy already are)."""
+    scoped = trajectory_id if trajectory_owner(trajectory_id) else scoped_trajectory_id(tenant, trajectory_id)
+    return scoped.encode()
+
+
+def load_placeholders(table: Table, tenant: str, trajectory_id: str) -> PlaceholderState | None:
+    value = table.get(placeholder_key(tenant, trajectory_id))
     return None if value is None else PlaceholderState.model_validate_json(value)
 
 
-def store_placeholders(table: Table, trajectory_id: str, state: PlaceholderState) -> None:
-    table[trajectory_id.encode()] = state.model_dump_json().encode()
+def store_placeholders(table: Table, tenant: str, trajectory_id: str, state: PlaceholderState) -> None:
+    table[placeholder_key(tenant, trajectory_id)] = state.model_dump_json().encode()
 
 
 def load_steps(table: Table, trajectory_id: str, event_ids: list[str]) -> tuple[list[StepEvent], list[str]]:

@@ -5,6 +5,7 @@ sluice query "SELECT 1"
 
 from __future__ import annotations
 
+from sinks.admin_key import ensure_admin_key
 from sinks.base import StoreClient
 from sinks.clients.http_client import SinkHttpClient, probe_sink
 from sinks.clients.local_client import LocalStoreClient
@@ -12,7 +13,10 @@ from sluice.config import SluiceConfig
 
 
 def connect_client(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
-    """The sink's endpoint when a sink serves this config's database, else the file."""
+    """The sink's endpoint when a sink serves this config's database, else the file. Without a key the
+    caller is the operator if it can read the operator key file (same OS user), else it is refused."""
+    if not api_key:
+        api_key = ensure_admin_key(cfg)
     url = probe_sink(cfg)
     if url is not None:
         return SinkHttpClient(url, api_key)

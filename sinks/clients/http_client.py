@@ -14,7 +14,15 @@ from typing import Any
 import pyarrow as pa
 
 from sinks.erasure_models import ErasureRequest, ErasureResult
-from sinks.exceptions import AuthError, ErasureError, QueryError, QueryRejected, SinkError
+from sinks.exceptions import (
+    AccessDenied,
+    AuthError,
+    ErasureError,
+    NotFound,
+    QueryError,
+    QueryRejected,
+    SinkError,
+)
 from sinks.query_server import database_id
 from sluice.config import SluiceConfig
 
@@ -58,6 +66,10 @@ class SinkHttpClient:
             msg, kind = detail.get("error", f"HTTP {err.code}"), detail.get("kind")
             if kind == "auth":
                 raise AuthError(msg) from None
+            if kind == "forbidden":
+                raise AccessDenied(msg) from None
+            if kind == "not_found":
+                raise NotFound(msg) from None
             if kind == "rejected":
                 raise QueryRejected(msg) from None
             if kind == "erasure":

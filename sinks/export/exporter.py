@@ -54,6 +54,9 @@ class ExportManifest(BaseModel):
     policy_versions: list[str] = Field(default_factory=list)
     model_versions: list[str] = Field(default_factory=list)
     columns: list[str] = Field(default_factory=list)
+    trajectory_ids: list[str] = Field(
+        default_factory=list, description="Every trajectory in the file: erasure receipts look here."
+    )
 
 
 def manifest_path(out: Path) -> Path:
@@ -117,6 +120,7 @@ def export(
                 rows = batch.to_pylist()
                 if chosen == "rows":
                     writer.write(rows)
+                    stats["traj"] |= {r["trajectory_id"] for r in rows if r.get("trajectory_id")}
                     continue
                 produced = []
                 for row in rows:
@@ -156,6 +160,7 @@ def export(
         policy_versions=sorted(stats["policy"]),
         model_versions=sorted(stats["models"]),
         columns=out_schema.names,
+        trajectory_ids=sorted(stats["traj"]),
     )
     manifest_path(out).write_text(manifest.model_dump_json(indent=2) + "\n")
     return manifest

@@ -1,16 +1,23 @@
-"""Erasure without a running sink: the command opens the file and publishes tombstones itself."""
+"""Erasure without a running sink: the command opens the file, publishes tombstones itself, rewrites
+exports and lists checkpoints in its receipt."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from infra.broker import LocalBroker, free_port
+from sinks.admin_key import ensure_admin_key
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.clients import LocalStoreClient
 from sinks.erasure_models import ErasureRequest
-from sinks.exceptions import AuthError, ErasureError
+from sinks.erasure_receipt import register_export
+from sinks.exceptions import AccessDenied, ErasureError, NotFound
+from sinks.export.exporter import export, manifest_path
 from sinks.flatten import SourceRecord
 from sinks.samples import make_trajectory
 from sinks.store import DuckDBStore
@@ -18,36 +25,45 @@ from sluice.config import SluiceConfig
 from sluice.events import encode
 from tests.kafka_helpers import read_topic
 from tests.sinks.helpers import ACME_KEY, GLOBEX_KEY, write_config
+from trainers.checkpoint import TrainerState, save_checkpoint
+from trainers.tiny_model import build_tiny
 
 
 def _fill(cfg: SluiceConfig) -> None:
     store = DuckDBStore(cfg.path(cfg.sink.database))
     b = PendingBatch(BatchTopics(cfg.topics.name("trajectories_audited"), cfg.topics.name("deadletter")))
-    for i, (tid, tenant) in enumerate([("a0", "acme"), ("a1", "acme"), ("g0", "globex")]):
+    for i, (tid, tenant) in enumerate([("acme~a0", "acme"), ("acme~a1", "acme"), ("globex~g0", "globex")]):
         b.add(SourceRecord("audited", 0, i, tid, encode(make_trajectory(tid, tenant=tenant, reward=1.0))))
     store.write(b, cfg.sink.group_id)
     store.close()
 
 
 def _count(cfg: SluiceConfig, sql: str) -> int:
-    return LocalStoreClient(cfg, None).query(sql).read_all().column(0)[0].as_py()
+    return LocalStoreClient(cfg, ensure_admin_key(cfg)).query(sql).read_all().column(0)[0].as_py()
 
 
 def test_tenant_keys_erase_only_their_own(broker: LocalBroker, tmp_path: Path) -> None:
     _, cfg = write_config(broker, tmp_path)
     _fill(cfg)
-    with pytest.raises(AuthError, match="cannot erase tenant acme"):
+    with pytest.raises(AccessDenied, match="cannot erase another tenant"):
         LocalStoreClient(cfg, GLOBEX_KEY).erase(ErasureRequest(scope="tenant", target="acme"))
-    with pytest.raises(ErasureError, match="no trajectory g0 of tenant acme"):
-        LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="g0"))
+    with pytest.raises(NotFound, match="no trajectory globex~g0 for this key"):
+        LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="globex~g0"))
+    # a bare id is the caller's own: acme's "g0" is not globex's trajectory, which stays
+    own = LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="g0"))
+    assert own.target == "acme~g0" and sum(own.rows_deleted.values()) == 0
+    assert _count(cfg, "SELECT count(*) FROM trajectories WHERE trajectory_id = 'globex~g0'") == 1
     result = LocalStoreClient(cfg, ACME_KEY).erase(
         ErasureRequest(scope="tenant", target="acme", requested_by="dpo")
     )
     assert result.status == "completed" and result.trajectories == 2 and result.tombstones == 4
     assert result.requested_by == "dpo (tenant:acme)"
     assert _count(cfg, "SELECT count(*) FROM trajectories") == 1
-    got = read_topic(cfg.broker, cfg.topics.name("trajectories_audited"), expect=2, timeout_s=20)
-    assert sorted(k for k, v in got if v is None) == [b"a0", b"a1"]
+    got = read_topic(cfg.broker, cfg.topics.name("trajectories_audited"), expect=3, timeout_s=20)
+    assert sorted(k for k, v in got if v is None) == [b"acme~a0", b"acme~a1", b"acme~g0"]
+    places = {p.place: p for p in result.places}
+    assert set(places) == {"duckdb", "topics", "stages", "proxy", "exports", "checkpoints"}
+    assert "trajectory_versions" in places["duckdb"].removed and places["exports"].paths == []
 
 
 def test_failed_publish_is_recorded_and_a_retry_completes(broker: LocalBroker, tmp_path: Path) -> None:
@@ -60,10 +76,44 @@ def test_failed_publish_is_recorded_and_a_retry_completes(broker: LocalBroker, t
         }
     )
     with pytest.raises(ErasureError, match="publishing failed"):
-        LocalStoreClient(offline, None).erase(ErasureRequest(scope="trajectory", target="a1"))
-    assert _count(cfg, "SELECT count(*) FROM trajectories WHERE trajectory_id = 'a1'") == 0
+        LocalStoreClient(offline, ensure_admin_key(cfg)).erase(
+            ErasureRequest(scope="trajectory", target="acme~a1")
+        )
+    assert _count(cfg, "SELECT count(*) FROM trajectories WHERE trajectory_id = 'acme~a1'") == 0
     assert _count(cfg, "SELECT count(*) FROM erasures WHERE status = 'publish_failed'") == 1
-    retry = LocalStoreClient(cfg, None).erase(ErasureRequest(scope="trajectory", target="a1"))
+    retry = LocalStoreClient(cfg, ensure_admin_key(cfg)).erase(
+        ErasureRequest(scope="trajectory", target="acme~a1")
+    )
     assert retry.status == "completed" and retry.tombstones == 2
     got = read_topic(cfg.broker, cfg.topics.name("trajectories_train"), expect=1, timeout_s=20)
-    assert [k for k, v in got if v is None] == [b"a1"]
+    assert [k for k, v in got if v is None] == [b"acme~a1"]
+
+
+def test_receipt_rewrites_exports_and_lists_checkpoints(broker: LocalBroker, tmp_path: Path) -> None:
+    _, cfg = write_config(broker, tmp_path)
+    _fill(cfg)
+    admin = ensure_admin_key(cfg)
+    exports = {}
+    for fmt in ("jsonl", "parquet"):
+        out = tmp_path / "exports" / f"all.{fmt}"
+        export(LocalStoreClient(cfg, admin), out, fmt, "SELECT * FROM trajectories")
+        register_export(cfg, manifest_path(out))
+        exports[fmt] = out
+    # a checkpoint whose trainer state says it learned from acme~a1 (as the trainer writes it)
+    model, tokenizer = build_tiny()
+    state = TrainerState(step=3, taken_versions={"acme~a1": 1, "globex~g0": 1})
+    ckpt = save_checkpoint(cfg.path(cfg.trainer.output_dir), model, tokenizer, state)
+
+    result = LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="a1"))
+    places = {p.place: p for p in result.places}
+    assert sorted(places["exports"].paths) == sorted(str(p) for p in exports.values())
+    assert "2 rows dropped from 2 export files" in places["exports"].removed
+    assert places["checkpoints"].paths == [str(ckpt)] and "retrain" in (
+        places["checkpoints"].operator_action or ""
+    )
+    lines = [json.loads(line) for line in exports["jsonl"].read_text().splitlines()]
+    assert sorted(r["trajectory_id"] for r in lines) == ["acme~a0", "globex~g0"]
+    assert sorted(pq.read_table(exports["parquet"])["trajectory_id"].to_pylist()) == ["acme~a0", "globex~g0"]
+    manifest = json.loads(manifest_path(exports["parquet"]).read_text())
+    assert manifest["trajectory_ids"] == ["acme~a0", "globex~g0"] and manifest["rows"] == 2
+    assert manifest["sha256"] == hashlib.sha256(exports["parquet"].read_bytes()).hexdigest()

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from infra.broker import LocalBroker
+from sinks.admin_key import ensure_admin_key
 from sinks.clients import SinkHttpClient
 from sinks.erasure_models import ErasureEvent
 from sinks.faults import CRASH_ENV, CRASH_EXIT_CODE
@@ -80,7 +81,7 @@ def test_crash_at_any_point_leaves_no_gap_and_no_duplicate(broker: LocalBroker, 
 
     sink = SinkProcess(path, cfg).wait_ready()
     try:
-        client = SinkHttpClient(sink.url, None)
+        client = SinkHttpClient(sink.url, ensure_admin_key(cfg))
         n = len(produced)
         # every record consumed, re-deliveries included: the offsets stored with the rows reach the end
         offsets = "SELECT sum(next_offset) FROM sink_offsets WHERE topic LIKE '%audited'"
@@ -123,7 +124,7 @@ def _bad_records(cfg: SluiceConfig) -> None:
 def test_live_sink_query_scoping_rewards_export_erasure(broker: LocalBroker, tmp_path: Path) -> None:
     path, cfg = write_config(broker, tmp_path, assignment="manual")
     sink = SinkProcess(path, cfg).wait_ready()
-    client = SinkHttpClient(sink.url, None)
+    client = SinkHttpClient(sink.url, ensure_admin_key(cfg))
     try:
         acme = [
             make_trajectory(f"a{i}", tenant="acme", n_steps=3, subject_ids=["user-7"] if i < 2 else [])
@@ -231,7 +232,7 @@ def test_erasure_survives_a_crash_between_delete_and_tombstones(broker: LocalBro
         cfg, [make_trajectory(f"e{i}", tenant="initech", subject_ids=["u-1"]) for i in range(3)]
     )
     sink = SinkProcess(path, cfg, env={CRASH_ENV: "after_erase_db"}).wait_ready()
-    client = SinkHttpClient(sink.url, None)
+    client = SinkHttpClient(sink.url, ensure_admin_key(cfg))
     wait_for(lambda: scalar(client, "SELECT count(*) FROM trajectories") == 3, "3 trajectories")
     failed = cli(path, "erase", "--subject", "u-1")
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
@@ -239,7 +240,7 @@ def test_erasure_survives_a_crash_between_delete_and_tombstones(broker: LocalBro
 
     sink = SinkProcess(path, cfg).wait_ready()
     try:
-        client = SinkHttpClient(sink.url, None)
+        client = SinkHttpClient(sink.url, ensure_admin_key(cfg))
         assert scalar(client, "SELECT count(*) FROM trajectory_versions") == 0  # the delete was committed
         assert scalar(client, "SELECT status FROM erasures") == "erased_in_store"
         done = cli(path, "erase", "--subject", "u-1")

@@ -6,6 +6,8 @@
 - Idempotent by (trajectory id, version): a version at or below one already taken is skipped; a newer
   version of a task still waiting replaces it (the latest reward wins); a newer version of a task already
   trained becomes a new task. Never twice on the same (id, version).
+- A tombstone (key = trajectory id, no value: the trajectory was erased) drops its pending task and
+  refuses any later record of that id (a bounded set of erased ids); it is never dead-lettered.
 - A record that is not a Trajectory goes to the dead-letter topic with the reason; a Trajectory that cannot
   become a task (no prompt, unknown model, prompt too long) is counted and skipped with a logged reason.
 """
@@ -31,6 +33,7 @@ from trainers.tasks.registry import build_task
 log = logging.getLogger("sluice.trainer.feeder")
 STAGE = "trainer-feeder"
 TAKEN_LIMIT = 200_000  # (id -> version) entries remembered across checkpoints
+ERASED_LIMIT = 200_000  # erased trajectory ids remembered by this feeder
 
 
 class TaskFeeder:
@@ -50,6 +53,7 @@ class TaskFeeder:
         self.max_prompt_tokens = max_prompt_tokens
         self.taken: OrderedDict[str, int] = OrderedDict(taken or {})
         self.pending: OrderedDict[str, TrainingTask] = OrderedDict()
+        self.erased: OrderedDict[str, None] = OrderedDict()
         self.counts: Counter[str] = Counter()
         self.skip_reasons: Counter[str] = Counter()
         self.consumer = Consumer(cfg.broker.consumer_config(cfg.trainer.consumer_group))
@@ -99,6 +103,9 @@ class TaskFeeder:
             return
         self.next_offsets[msg.partition()] = msg.offset() + 1
         self.counts["records"] += 1
+        if msg.value() is None:
+            self._erase(msg.key().decode(errors="replace") if msg.key() else "")
+            return
         try:
             event = decode(msg.value())
         except ValueError as err:
@@ -109,8 +116,21 @@ class TaskFeeder:
             return
         self._offer(event, msg.partition(), msg.offset())
 
+    def _erase(self, tid: str) -> None:
+        """A tombstone: the trajectory was erased. Drop its waiting task; refuse it from now on."""
+        self.counts["tombstones"] += 1
+        if self.pending.pop(tid, None) is not None:
+            self.counts["erased_pending"] += 1
+        self.erased[tid] = None
+        self.erased.move_to_end(tid)
+        while len(self.erased) > ERASED_LIMIT:
+            self.erased.popitem(last=False)
+
     def _offer(self, traj: Trajectory, partition: int, offset: int) -> None:
         tid, version = traj.trajectory_id, traj.version
+        if tid in self.erased:
+            self.counts["erased_refused"] += 1
+            return
         waiting = self.pending.get(tid)
         if version <= self.taken.get(tid, 0) or (waiting is not None and waiting.version >= version):
             self.counts["duplicates"] += 1

@@ -109,7 +109,12 @@ class CompletionStep(BackendCall):
     ) -> None:
         super().__init__(state, ctx, request, raw, backend)
         plan = state.linker.begin(
-            ctx.caller.tenant, [b""], time.monotonic(), ctx.explicit_id, ctx.explicit_by
+            ctx.caller.tenant,
+            [b""],
+            time.monotonic(),
+            ctx.explicit_id,
+            ctx.explicit_by,
+            subjects=ctx.caller.subject_ids,
         )
         self.record = StepRecord(
             ctx=ctx,

@@ -1,7 +1,8 @@
 """Serving the trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
 
 Rewards may arrive before, during or long after the trajectory: nothing here checks that it exists (the
-reward-join stage does, by trajectory id and tenant). The tenant is the caller's key's, as for steps.
+reward-join stage does). The id resolves in the caller's own id space (``resolve_trajectory_id``): an id
+scoped by another tenant is a 404 and an erased one a 410, before anything is published.
 An end event goes on the steps topic with the steps' key, so it is ordered after them.
 """
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.context import check_trajectory_id
+from pipeline.proxy.context import resolve_trajectory_id
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.http_io import parse_json_object, read_body
 from pipeline.proxy.responses import json_response
@@ -42,7 +43,7 @@ def _accepted(payload: dict[str, Any]) -> Response:
 def _publish_reward(request: Request, reward: Reward, client_id: str | None) -> Response:
     state = request.app.state.sluice
     caller = state.keys.caller(request.headers)
-    tid = check_trajectory_id(request.path_params["trajectory_id"], "path")
+    tid = resolve_trajectory_id(state, caller, request.path_params["trajectory_id"], "path")
     event = RewardEvent(
         event_id=f"reward:{caller.tenant}:{client_id}" if client_id else new_id(),
         trajectory_id=tid,
@@ -54,8 +55,16 @@ def _publish_reward(request: Request, reward: Reward, client_id: str | None) -> 
     return _accepted({"id": reward.reward_id, "event_id": event.event_id, "trajectory_id": tid})
 
 
+def _check_target(request: Request) -> None:
+    """401, 404 or 410 before the body is read."""
+    state = request.app.state.sluice
+    resolve_trajectory_id(
+        state, state.keys.caller(request.headers), request.path_params["trajectory_id"], "path"
+    )
+
+
 async def post_reward(request: Request) -> Response:
-    request.app.state.sluice.keys.caller(request.headers)  # 401 before reading the body
+    _check_target(request)
     req: RewardRequest = await _parse(request, RewardRequest)
     reward = Reward(
         reward_id=req.id or new_id(),
@@ -70,7 +79,7 @@ async def post_reward(request: Request) -> Response:
 
 
 async def post_feedback(request: Request) -> Response:
-    request.app.state.sluice.keys.caller(request.headers)
+    _check_target(request)
     req: FeedbackRequest = await _parse(request, FeedbackRequest)
     reward = Reward(
         reward_id=req.id or new_id(),
@@ -86,7 +95,7 @@ async def post_feedback(request: Request) -> Response:
 async def post_end(request: Request) -> Response:
     state = request.app.state.sluice
     caller = state.keys.caller(request.headers)
-    tid = check_trajectory_id(request.path_params["trajectory_id"], "path")
+    tid = resolve_trajectory_id(state, caller, request.path_params["trajectory_id"], "path")
     req: EndRequest = await _parse(request, EndRequest, allow_empty=True)
     known = state.linker.end(caller.tenant, tid, time.monotonic())
     event = TrajectoryEndEvent(

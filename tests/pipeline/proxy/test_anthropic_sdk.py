@@ -79,7 +79,7 @@ def test_messages_with_tool_use_streaming_and_not(live_proxy: LiveProxy) -> None
     assert legacy_reply.content[0].text == "Echo: hey"
 
     events = live_proxy.events(4)
-    steps = sorted((e for e in events if e.trajectory_id == tid), key=lambda e: e.step_index)
+    steps = sorted((e for e in events if e.trajectory_id == f"acme~{tid}"), key=lambda e: e.step_index)
     assert [e.step_index for e in steps] == [0, 1, 2]
     s0, s1, s2 = steps
     assert s0.metadata.gen_ai.provider_name == "anthropic" and s0.metadata.gen_ai.operation_name == "messages"
@@ -91,5 +91,5 @@ def test_messages_with_tool_use_streaming_and_not(live_proxy: LiveProxy) -> None
     assert [(m.role, m.content) for m in s1.observation.messages] == [("tool", "sunny"), ("user", "and?")]
     assert s1.metadata.stream and s1.action.prompt_token_prefix_len > 0
     assert s2.metadata.stream and s2.action.choices[0].message.tool_calls[0].name == "get_weather"
-    (other,) = [e for e in events if e.trajectory_id != tid]
+    (other,) = [e for e in events if e.trajectory_id != f"acme~{tid}"]
     assert other.tenant == "acme" and other.step_index == 0

@@ -151,8 +151,8 @@ def test_each_error_class(proxy) -> None:
 
     events = proxy.events(5)
     failed = {e.trajectory_id: e for e in events if e.action_result.error}
-    assert failed["err-1"].action_result.status_code == 429 and failed["err-1"].action.choices == []
-    assert failed["err-1"].action_result.error == "echo backend error 429"
-    assert failed["err-2"].action_result.status_code == 502
+    assert failed["acme~err-1"].action_result.status_code == 429 and failed["acme~err-1"].action.choices == []
+    assert failed["acme~err-1"].action_result.error == "echo backend error 429"
+    assert failed["acme~err-2"].action_result.status_code == 502
     assert len(failed) == 4  # 429, 503 (anthropic), two unreachable
     assert sum(1 for e in events if not e.action_result.error) == 1

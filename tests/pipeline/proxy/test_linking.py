@@ -96,7 +96,14 @@ def test_token_prefix_against_previous_prompt_plus_completion() -> None:
     p1, _ = _turn(linker, [{"role": "user", "content": "b"}], ["y"], explicit_id="T")
     assert linker.token_prefix(p1, [1, 2, 3, 4, 5, 6, 7], [8]) == 5
     p2, _ = _turn(linker, [{"role": "user", "content": "c"}], ["z"], explicit_id="T")
-    assert linker.token_prefix(p2, [1, 2, 9], [1]) == 2  # retokenisation drift shows as a shorter prefix
+    assert linker.token_prefix(p2, [1, 2, 9], [1]) == 0  # drift inside the first block: starts over
+    p3, _ = _turn(linker, [{"role": "user", "content": "d"}], ["w"], explicit_id="T")
+    prev = list(range(100, 140))  # 40 tokens: prompt 36 + completion 4
+    assert linker.token_prefix(p3, prev[:36], prev[36:]) == 0  # drifted from step 2's tokens
+    p4, _ = _turn(linker, [{"role": "user", "content": "e"}], ["v"], explicit_id="T")
+    drifted = prev[:37] + [7] + prev[38:] + [1, 2, 3]  # retokenisation drift at token 37
+    # rounded down to the block boundary before the drift (16-token blocks): never past it
+    assert linker.token_prefix(p4, drifted, [5]) == 32
 
 
 def test_snapshot_restore_keeps_numbering_and_links() -> None:

@@ -163,7 +163,7 @@ def test_completions_responses_and_models(live_proxy: LiveProxy) -> None:
     assert "echo-1" in models
 
     events = live_proxy.events(5)
-    steps = sorted((e for e in events if e.trajectory_id == tid), key=lambda e: e.step_index)
+    steps = sorted((e for e in events if e.trajectory_id == f"acme~{tid}"), key=lambda e: e.step_index)
     assert [e.step_index for e in steps] == [0, 1, 2, 3, 4]
     c0, c1 = steps[0], steps[1]
     assert (

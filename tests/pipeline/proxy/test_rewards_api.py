@@ -16,7 +16,7 @@ def test_rewards_feedback_and_end(live_proxy: LiveProxy) -> None:
         early = http.post(
             "/v1/trajectories/job-1/rewards", json={"value": 0.25, "name": "early", "source": "grader"}
         )
-        assert early.status_code == 202 and early.json()["trajectory_id"] == "job-1"
+        assert early.status_code == 202 and early.json()["trajectory_id"] == "acme~job-1"
 
         client = openai.OpenAI(base_url=live_proxy.url + "/t/job-1/v1", api_key=KEY, max_retries=0)
         client.chat.completions.create(model="plain", messages=[{"role": "user", "content": "do it"}])
@@ -67,7 +67,7 @@ def test_rewards_feedback_and_end(live_proxy: LiveProxy) -> None:
 
     rewards = live_proxy.events(4, topic="rewards_raw")
     assert all(
-        isinstance(r, RewardEvent) and r.trajectory_id == "job-1" and r.tenant == "acme" for r in rewards
+        isinstance(r, RewardEvent) and r.trajectory_id == "acme~job-1" and r.tenant == "acme" for r in rewards
     )
     by_name = {r.reward.name: r.reward for r in rewards}
     assert by_name["early"].value == 0.25 and by_name["early"].source == "grader"

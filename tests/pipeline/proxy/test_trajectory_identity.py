@@ -75,7 +75,7 @@ def test_header_history_and_tenant_isolation(live_proxy: LiveProxy) -> None:
     )
     assert g[0].governance.consent.training is False and g[0].governance.data_class == "confidential"
 
-    run7 = sorted(by_tenant[("acme", "run-7")], key=lambda e: e.step_index)
+    run7 = sorted(by_tenant[("acme", "acme~run-7")], key=lambda e: e.step_index)
     assert [e.step_index for e in run7] == [0, 1]
     assert run7[0].governance.consent.training is False and run7[0].governance.data_class == "restricted"
     # continuing from choice 1: the chosen reply is carried in the delta, so reconstruction is exact

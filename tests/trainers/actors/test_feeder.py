@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from confluent_kafka import Producer
+
 from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, Reward, RewardEvent, Trajectory, decode, encode
 from tests.kafka_helpers import read_topic
@@ -71,3 +73,19 @@ def test_committed_offsets_are_used_without_a_checkpoint(config: SluiceConfig) -
     g.close()
     assert len(first) == 4 and len(second) == 2
     assert not {t.key for t in first} & {t.key for t in second}
+
+
+def test_a_tombstone_drops_the_pending_task_and_refuses_later_versions(config: SluiceConfig) -> None:
+    t1, t2 = make_trajectories(2, TaskConfig(kind="reverse_digits"), seed=7)
+    produce(config, [t1, t2])
+    producer = Producer(config.broker.producer_config())
+    topic = config.topics.name("trajectories_train")
+    producer.produce(topic, key=t1.trajectory_id, value=None)  # t1 was erased before it was trained
+    assert producer.flush(10) == 0
+    produce(config, [version(t1, 2, 1.0)])  # a late version (or a re-delivery) of the erased trajectory
+    f = feeder(config)
+    tasks, stats = f.take(10, timeout_s=10)
+    f.close()
+    assert [t.trajectory_id for t in tasks] == [t2.trajectory_id]
+    assert stats["tombstones"] == 1 and stats["erased_pending"] == 1 and stats["erased_refused"] == 1
+    assert stats.get("dead_letters", 0) == 0  # a tombstone is not an error
