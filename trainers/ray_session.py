@@ -24,6 +24,7 @@ from sluice.config import SluiceConfig
 
 log = logging.getLogger("sluice.trainer.ray")
 MAX_TEMP_DIR_CHARS = 40
+START_ATTEMPTS = 3  # local Ray starts retried when its node times out during startup
 
 
 def ray_temp_dir(cfg: SluiceConfig) -> Path:
@@ -65,16 +66,26 @@ def init_ray(cfg: SluiceConfig) -> bool:
         return True
     temp = ray_temp_dir(cfg)
     temp.mkdir(parents=True, exist_ok=True)
-    ray.init(
-        num_cpus=t.num_cpus,
-        num_gpus=t.num_gpus,
-        _temp_dir=str(temp),
-        include_dashboard=False,
-        namespace="sluice",
-        _node_ip_address="127.0.0.1",
-        log_to_driver=True,
-        configure_logging=False,
-    )
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            ray.init(
+                num_cpus=t.num_cpus,
+                num_gpus=t.num_gpus,
+                _temp_dir=str(temp),
+                include_dashboard=False,
+                namespace="sluice",
+                _node_ip_address="127.0.0.1",
+                log_to_driver=True,
+                configure_logging=False,
+            )
+            break
+        except Exception as err:  # Ray waits a fixed 30 s for its raylet: too short on an overloaded machine
+            if "timed out during startup" not in str(err) or attempt == START_ATTEMPTS:
+                raise
+            log.warning(
+                "local Ray did not start in time (attempt %d of %d): retrying", attempt, START_ATTEMPTS
+            )
+            ray.shutdown()
     log.info("local Ray started: %d CPUs, temp dir %s, auth %s", t.num_cpus, temp, t.ray_auth_mode)
     return True
 
