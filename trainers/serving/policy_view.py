@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sluice.config import SluiceConfig
+from trainers.live.policy_state import read_policy_state
 from trainers.serving.policy_client import PolicyClientError, PolicyFleet
-
-POLICY_STATE_FILE = "policy_state.json"
 
 
 @dataclass
@@ -31,13 +30,9 @@ class PolicyView:
 
 
 def learner_version(output_dir: Path) -> str | None:
-    state = output_dir / POLICY_STATE_FILE
-    try:
-        value = json.loads(state.read_text()).get("policy_version")
-        if value is not None:
-            return str(value)
-    except (OSError, ValueError, AttributeError):
-        pass
+    state = read_policy_state(output_dir)
+    if state is not None:
+        return str(state.policy_version)
     metrics = output_dir / "metrics.jsonl"
     last = None
     try:
