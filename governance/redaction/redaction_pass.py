@@ -5,7 +5,8 @@ the key as Presidio ``context``: recall on raw JSON strings is much lower than o
 their key (``{"mobile": "2125550143"}``, ``{"password": "hunter2"}``). Integers with 7+ digits are
 analysed too (phone and card numbers are often sent as JSON numbers); a redacted number becomes a
 string. A payload with nothing to redact is returned byte for byte; one that changed is re-serialised.
-Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
+A value under a generic key (``value``, ``val``) also gets the names its siblings give it
+(``{"field": "db_url_password", "value": …}``). Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from governance.redaction.key_context import names_anything
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.text_analyzer import TextAnalyzer
 from governance.redaction.text_redactor import apply_operators
@@ -32,6 +34,17 @@ PART_STRUCTURAL_KEYS = frozenset(
     }
 )
 MIN_NUMBER_DIGITS = 7
+# {"field": "db_password", "value": "…"}: the name sits in a sibling, the value under a generic key.
+NAME_KEYS = frozenset({"field", "name", "key", "param", "parameter", "setting", "variable", "var", "label",
+                       "attribute", "property", "prop", "option", "header", "id", "path", "k"})  # fmt: skip
+VALUE_KEYS = frozenset({"value", "val", "v", "data", "content", "secret", "text", "new_value", "default", "values"})
+
+
+def sibling_names(obj: dict[str, Any]) -> list[str]:
+    """Names given by sibling fields that name a secret or PII kind (``{"field": "db_url_password"}``)."""
+    if len(obj) > 12 or VALUE_KEYS.isdisjoint(obj):
+        return []
+    return [v for k, v in obj.items() if k in NAME_KEYS and isinstance(v, str) and len(v) <= 64 and names_anything(v)]
 
 
 class RedactionPass:
@@ -94,9 +107,10 @@ class RedactionPass:
         if isinstance(obj, str):
             return self.payload(obj, context) if obj[:1] in ("{", "[") else self.text(obj, context)
         if isinstance(obj, dict):
+            named = sibling_names(obj)
             return {
                 (self.text(k) if isinstance(k, str) else k): self.value(
-                    v, [k] if isinstance(k, str) else context
+                    v, ([k, *named] if named and k in VALUE_KEYS else [k]) if isinstance(k, str) else context
                 )
                 for k, v in obj.items()
             }
