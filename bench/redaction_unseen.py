@@ -14,6 +14,7 @@ Stock Presidio is scored the same way: ``AnalyzerEngine`` + ``AnonymizerEngine``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections import Counter, defaultdict
@@ -37,10 +38,8 @@ def _strings(obj: Any) -> Iterator[str]:
     elif isinstance(obj, str):
         yield obj
         if obj[:1] in "[{":
-            try:
+            with contextlib.suppress(ValueError):
                 yield json.dumps(json.loads(obj), ensure_ascii=False)
-            except ValueError:
-                pass
 
 
 def _leaked(kind: str, checks: list[str], haystack: str, digits: str) -> bool:
@@ -116,7 +115,9 @@ def score_sluice(trajs: list[UnseenTrajectory], redactor: Redactor) -> UnseenSco
     return score
 
 
-def score_texts(trajs: list[UnseenTrajectory], redact: Callable[[str], tuple[str, Counter[str]]]) -> UnseenScore:
+def score_texts(
+    trajs: list[UnseenTrajectory], redact: Callable[[str], tuple[str, Counter[str]]]
+) -> UnseenScore:
     """Any text-in, text-out redactor (stock Presidio) applied to each turn as sent."""
     score = UnseenScore()
     for traj in trajs:

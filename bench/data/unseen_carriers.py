@@ -19,8 +19,20 @@ from bench.data.unseen_values import clean_values
 Carrier = Callable[[random.Random, str], tuple[str, str]]
 
 SECRET_KEYS: dict[str, tuple[str, ...]] = {
-    "AWS_ACCESS_KEY_ID": ("AWS_ACCESS_KEY_ID", "aws_access_key_id", "token", "access_key", "accessKeyId", "key_id"),
-    "AWS_SECRET_ACCESS_KEY": ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key", "secretAccessKey", "secret_key"),
+    "AWS_ACCESS_KEY_ID": (
+        "AWS_ACCESS_KEY_ID",
+        "aws_access_key_id",
+        "token",
+        "access_key",
+        "accessKeyId",
+        "key_id",
+    ),
+    "AWS_SECRET_ACCESS_KEY": (
+        "AWS_SECRET_ACCESS_KEY",
+        "aws_secret_access_key",
+        "secretAccessKey",
+        "secret_key",
+    ),
     "OPENAI_API_KEY": ("OPENAI_API_KEY", "openai_key", "api_key", "apiKey", "OPENAI_TOKEN"),
     "ANTHROPIC_API_KEY": ("ANTHROPIC_API_KEY", "anthropic_key", "api_key", "x-api-key"),
     "GITHUB_TOKEN": ("GITHUB_TOKEN", "GH_TOKEN", "github_pat", "token", "oauth_token"),
@@ -28,14 +40,49 @@ SECRET_KEYS: dict[str, tuple[str, ...]] = {
     "STRIPE_KEY": ("STRIPE_SECRET_KEY", "stripe_api_key", "STRIPE_WEBHOOK_SECRET", "secret"),
     "GOOGLE_API_KEY": ("GOOGLE_API_KEY", "maps_api_key", "key", "GCP_KEY"),
     "JWT": ("access_token", "id_token", "JWT", "refresh_token", "session_token"),
-    "VENDOR_TOKEN": ("HF_TOKEN", "GITLAB_TOKEN", "NPM_TOKEN", "SENDGRID_API_KEY", "TWILIO_API_KEY",
-                     "MAILGUN_API_KEY", "PYPI_TOKEN", "auth_token"),  # fmt: skip
-    "PASSWORD": ("DB_PASSWORD", "password", "db_url_password", "passwd", "pwd", "admin_pass", "MYSQL_ROOT_PASSWORD",
-                 "smtp_password", "redis_password", "POSTGRES_PASSWORD", "passphrase"),  # fmt: skip
-    "HEX_SECRET": ("SESSION_SECRET", "secret_key_base", "encryption_key", "hmac_secret", "signing_key",
-                   "DJANGO_SECRET_KEY", "webhook_secret", "client_secret"),  # fmt: skip
-    "BASE64_SECRET": ("ENCRYPTION_KEY", "master_key", "client_secret", "private_key", "aes_key", "credentials",
-                      "AccountKey", "shared_secret"),  # fmt: skip
+    "VENDOR_TOKEN": (
+        "HF_TOKEN",
+        "GITLAB_TOKEN",
+        "NPM_TOKEN",
+        "SENDGRID_API_KEY",
+        "TWILIO_API_KEY",
+        "MAILGUN_API_KEY",
+        "PYPI_TOKEN",
+        "auth_token",
+    ),  # fmt: skip
+    "PASSWORD": (
+        "DB_PASSWORD",
+        "password",
+        "db_url_password",
+        "passwd",
+        "pwd",
+        "admin_pass",
+        "MYSQL_ROOT_PASSWORD",
+        "smtp_password",
+        "redis_password",
+        "POSTGRES_PASSWORD",
+        "passphrase",
+    ),  # fmt: skip
+    "HEX_SECRET": (
+        "SESSION_SECRET",
+        "secret_key_base",
+        "encryption_key",
+        "hmac_secret",
+        "signing_key",
+        "DJANGO_SECRET_KEY",
+        "webhook_secret",
+        "client_secret",
+    ),  # fmt: skip
+    "BASE64_SECRET": (
+        "ENCRYPTION_KEY",
+        "master_key",
+        "client_secret",
+        "private_key",
+        "aes_key",
+        "credentials",
+        "AccountKey",
+        "shared_secret",
+    ),  # fmt: skip
 }
 
 
@@ -84,7 +131,11 @@ def kv_pair_json(key: str) -> Carrier:
 
 def nested_json(key: str) -> Carrier:
     def f(rng: random.Random, v: str) -> tuple[str, str]:
-        body = {"service": "payments", "config": {"auth": {key: v, "rotate_days": 90}}, "version": clean_values(rng)["version"]}
+        body = {
+            "service": "payments",
+            "config": {"auth": {key: v, "rotate_days": 90}},
+            "version": clean_values(rng)["version"],
+        }
         return "tool", json.dumps(body, indent=rng.choice((None, 2)))
 
     return f
@@ -103,9 +154,9 @@ def free_text(rng: random.Random, v: str) -> tuple[str, str]:
 
 def stack_trace(rng: random.Random, v: str) -> tuple[str, str]:
     text = (
-        "Traceback (most recent call last):\n  File \"/srv/app/client.py\", line 88, in send\n"
+        'Traceback (most recent call last):\n  File "/srv/app/client.py", line 88, in send\n'
         f"    resp = session.post(url, headers={{'Authorization': 'Bearer {v}'}}, timeout=10)\n"
-        "  File \"/usr/lib/python3.11/site-packages/requests/sessions.py\", line 637, in post\n"
+        '  File "/usr/lib/python3.11/site-packages/requests/sessions.py", line 637, in post\n'
         "requests.exceptions.HTTPError: 401 Client Error: Unauthorized"
     )
     return "tool", text
@@ -242,26 +293,52 @@ def clean_text(rng: random.Random) -> tuple[str, str]:
         return "tool", json.dumps({"order_id": cv["order"], "request_id": cv["uuid"], "duration_ms": cv["timing"],
                                    "sku": cv["sku"], "tracking": cv["tracking"], "total": cv["price"]})  # fmt: skip
     if choice == 1:
-        return "tool", f"Successfully installed {cv['product']} {cv['version']} in {cv['duration']} (build {cv['sha'][:12]})"
+        return (
+            "tool",
+            f"Successfully installed {cv['product']} {cv['version']} in {cv['duration']} (build {cv['sha'][:12]})",
+        )
     if choice == 2:
         return "tool", (f"INFO  [{cv['date']}T10:22:01Z] worker {cv['pod']} processed {cv['count']} events in {cv['timing']}"
                         f"\nWARN  retry 2/5 for {cv['ticket']} after {cv['timing']}")  # fmt: skip
     if choice == 3:
-        return "user", f"Can you compare {cv['product']} and {clean_values(rng)['product']} for our team? Budget is {cv['price']} per seat."
+        return (
+            "user",
+            f"Can you compare {cv['product']} and {clean_values(rng)['product']} for our team? Budget is {cv['price']} per seat.",
+        )
     if choice == 4:
         return "tool", json.dumps({"image": f"registry.internal/api@{cv['digest']}", "version": cv["version"],
                                    "started_at_ms": cv["epoch_ms"], "replicas": 3, "token_count": rng.randint(100, 9000),
                                    "token_type": "bearer", "password_policy": "min 12 characters"})  # fmt: skip
     if choice == 5:
-        return "assistant", f"The regression appeared in {cv['version']} (commit {cv['sha']}); p99 latency went from {cv['timing']} to {clean_values(rng)['timing']}."
+        return (
+            "assistant",
+            f"The regression appeared in {cv['version']} (commit {cv['sha']}); p99 latency went from {cv['timing']} to {clean_values(rng)['timing']}.",
+        )
     if choice == 6:
-        return "tool", f"$ snmpwalk -v2c localhost {cv['oid']}\nSNMPv2-SMI::enterprises.{cv['oid'][13:]} = INTEGER: {cv['count']}"
+        return (
+            "tool",
+            f"$ snmpwalk -v2c localhost {cv['oid']}\nSNMPv2-SMI::enterprises.{cv['oid'][13:]} = INTEGER: {cv['count']}",
+        )
     if choice == 7:
-        return "tool", f"id,sku,qty,price,shipped\n{cv['invoice']},{cv['sku']},{rng.randint(1, 9)},{cv['price']},{cv['date']}"
+        return (
+            "tool",
+            f"id,sku,qty,price,shipped\n{cv['invoice']},{cv['sku']},{rng.randint(1, 9)},{cv['price']},{cv['date']}",
+        )
     if choice == 8:
-        return "call", json.dumps({"query": f"select * from orders where id = '{cv['order']}' limit 10", "timeout_s": 30})
+        return "call", json.dumps(
+            {"query": f"select * from orders where id = '{cv['order']}' limit 10", "timeout_s": 30}
+        )
     if choice == 9:
-        return "user", f"Order {cv['order']} (invoice {cv['invoice']}, ISBN {cv['isbn']}) shipped with tracking {cv['tracking']}."
+        return (
+            "user",
+            f"Order {cv['order']} (invoice {cv['invoice']}, ISBN {cv['isbn']}) shipped with tracking {cv['tracking']}.",
+        )
     if choice == 10:
-        return "tool", f"Disk usage {cv['bytes']} ({cv['percent']}), uptime {cv['duration']}, {cv['product']} healthy, PID {rng.randint(100, 65000)}"
-    return "assistant", f"I upgraded {cv['product']} to {cv['version']} and reran ticket {cv['ticket']}; all {cv['count']} checks passed."
+        return (
+            "tool",
+            f"Disk usage {cv['bytes']} ({cv['percent']}), uptime {cv['duration']}, {cv['product']} healthy, PID {rng.randint(100, 65000)}",
+        )
+    return (
+        "assistant",
+        f"I upgraded {cv['product']} to {cv['version']} and reran ticket {cv['ticket']}; all {cv['count']} checks passed.",
+    )

@@ -77,7 +77,9 @@ def _pii_turn(rng: random.Random, kind: str) -> Turn:
         value = uv.private_key_body(rng)
         role, text = uc.private_key_carrier(rng, value)
         body = value.splitlines()[1]
-        return Turn(role=role, text=text, planted=[Planted(kind=kind, variant="pem", checks=[body, body[20:36]])])
+        return Turn(
+            role=role, text=text, planted=[Planted(kind=kind, variant="pem", checks=[body, body[20:36]])]
+        )
     if kind == "URL_PASSWORD":
         value = uv.password(rng).replace("@", "#").replace("/", "_")
         role, text = uc.url_with_password(rng, value)
@@ -86,10 +88,18 @@ def _pii_turn(rng: random.Random, kind: str) -> Turn:
         us = rng.random() < 0.6
         value = uv.us_phone(rng) if us else uv.intl_phone(rng)
         variant = "us" if us else "intl"
-        fields, header, texts = ("phone", "contact", "mobile", "tel", "callback_number", "phone_number"), "phone", uc.PHONE_TEXT
+        fields, header, texts = (
+            ("phone", "contact", "mobile", "tel", "callback_number", "phone_number"),
+            "phone",
+            uc.PHONE_TEXT,
+        )
     elif kind == "CREDIT_CARD":
         variant, value = uv.card_number(rng)
-        fields, header, texts = ("credit_card", "card_number", "pan", "payment_card", "cc_number"), "card", uc.CARD_TEXT
+        fields, header, texts = (
+            ("credit_card", "card_number", "pan", "payment_card", "cc_number"),
+            "card",
+            uc.CARD_TEXT,
+        )
     elif kind == "EMAIL_ADDRESS":
         value = uv.email(rng)
         fields, header, texts = ("email", "contact_email", "e-mail", "reply_to"), "email", uc.EMAIL_TEXT
@@ -111,7 +121,11 @@ def _pii_turn(rng: random.Random, kind: str) -> Turn:
     else:
         carrier, name = uc.prose(texts), "prose"
     role, text = carrier(rng, value)
-    return Turn(role=role, text=text, planted=[Planted(kind=kind, variant=f"{variant}:{name}".strip(":"), checks=[value])])
+    return Turn(
+        role=role,
+        text=text,
+        planted=[Planted(kind=kind, variant=f"{variant}:{name}".strip(":"), checks=[value])],
+    )
 
 
 def _person_turn(rng: random.Random) -> Turn:
@@ -123,7 +137,9 @@ def _person_turn(rng: random.Random) -> Turn:
         role, text = uc.prose(uc.PERSON_TEXT)(rng, full)
         variant = "prose"
     checks = [full, family] if full in text else [family]
-    return Turn(role=role, text=text, planted=[Planted(kind="PERSON", variant=f"{locale}:{variant}", checks=checks)])
+    return Turn(
+        role=role, text=text, planted=[Planted(kind="PERSON", variant=f"{locale}:{variant}", checks=checks)]
+    )
 
 
 def _clean_turn(rng: random.Random) -> Turn:
@@ -197,7 +213,15 @@ def main() -> None:
     args = ap.parse_args()
     trajs = build_unseen_set(args.seed)
     kinds = Counter(p.kind for t in trajs for turn in t.turns for p in turn.planted)
-    print(json.dumps({"trajectories": len(trajs), "steps": sum(len(as_steps(t)) for t in trajs), "planted": dict(kinds)}))
+    print(
+        json.dumps(
+            {
+                "trajectories": len(trajs),
+                "steps": sum(len(as_steps(t)) for t in trajs),
+                "planted": dict(kinds),
+            }
+        )
+    )
     if not args.summary:
         for turn in trajs[0].turns:
             print(turn.role, "|", turn.text[:160].replace("\n", " / "))

@@ -101,13 +101,17 @@ def jwt(rng: random.Random) -> str:
 
     alg = rng.choice(("HS256", "RS256", "ES256"))
     header = b64(f'{{"alg":"{alg}","typ":"JWT"}}'.encode())
-    payload = b64(f'{{"sub":"{rng.randint(1, 10**9)}","iat":{rng.randint(1.6e9, 1.8e9)},"scope":"read"}}'.encode())
+    payload = b64(
+        f'{{"sub":"{rng.randint(1, 10**9)}","iat":{rng.randint(1.6e9, 1.8e9)},"scope":"read"}}'.encode()
+    )
     return f"{header}.{payload}.{b64(rng.randbytes(32 if alg == 'HS256' else 64))}"
 
 
 def private_key_body(rng: random.Random) -> str:
     """A PEM private key block (RSA, EC, PKCS#8 or OpenSSH)."""
-    label = rng.choice(("RSA PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY", "OPENSSH PRIVATE KEY", "ENCRYPTED PRIVATE KEY"))
+    label = rng.choice(
+        ("RSA PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY", "OPENSSH PRIVATE KEY", "ENCRYPTED PRIVATE KEY")
+    )
     body = base64.b64encode(rng.randbytes(rng.choice((120, 240)))).decode()
     lines = "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
     return f"-----BEGIN {label}-----\n{lines}\n-----END {label}-----"
@@ -131,7 +135,9 @@ def password(rng: random.Random) -> str:
     """A human- or machine-chosen password: words and digits, or random printable characters."""
     if rng.random() < 0.4:
         word = rng.choice(("Summer", "Falcon", "orange", "Tr0ub4dor", "Winter", "kangaroo", "Blue", "Moneta"))
-        return f"{word}{rng.choice(('!', '#', '@', '_', ''))}{rng.randint(1, 9999)}{rng.choice(('', '$', '?'))}"
+        return (
+            f"{word}{rng.choice(('!', '#', '@', '_', ''))}{rng.randint(1, 9999)}{rng.choice(('', '$', '?'))}"
+        )
     return _pick(rng, ALNUM + "!#%^*-_+=~", rng.randint(12, 28))
 
 
@@ -162,7 +168,11 @@ def us_phone(rng: random.Random) -> str:
                        f"{rng.randint(2, 9)}11", rng.choice(("809", "876", "868", "246", "441", "284", "345")),
                        rng.choice(("212", "415", "312", "617", "206")), f"0{rng.randint(0, 9)}{rng.randint(0, 9)}"))  # fmt: skip
     exch = rng.choice(("555", f"{rng.randint(2, 9)}{rng.randint(0, 9)}{rng.randint(0, 9)}"))
-    line = f"01{rng.randint(0, 9)}{rng.randint(0, 9)}" if exch == "555" and rng.random() < 0.7 else f"{rng.randint(0, 9999):04d}"
+    line = (
+        f"01{rng.randint(0, 9)}{rng.randint(0, 9)}"
+        if exch == "555" and rng.random() < 0.7
+        else f"{rng.randint(0, 9999):04d}"
+    )
     fmt = rng.randrange(7)
     return (f"({area}) {exch}-{line}", f"{area}-{exch}-{line}", f"{area}.{exch}.{line}", f"+1 {area} {exch} {line}",
             f"1-{area}-{exch}-{line}", f"+1 ({area}) {exch}-{line}", f"({area}){exch}-{line}")[fmt]  # fmt: skip
@@ -303,9 +313,13 @@ def clean_values(rng: random.Random) -> dict[str, str]:
         "order": f"ORD-{rng.randint(2019, 2026)}-{d(6)}",
         "invoice": f"INV{d(8)}",
         "uuid": str(uuid.UUID(int=rng.getrandbits(128))),
-        "version": rng.choice((f"v{rng.randint(0, 12)}.{rng.randint(0, 40)}.{rng.randint(0, 99)}",
-                               f"{rng.randint(1, 20)}.{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(1000, 9999)}",
-                               f"{rng.randint(1, 5)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}-rc{rng.randint(1, 4)}")),  # fmt: skip
+        "version": rng.choice(
+            (
+                f"v{rng.randint(0, 12)}.{rng.randint(0, 40)}.{rng.randint(0, 99)}",
+                f"{rng.randint(1, 20)}.{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(1000, 9999)}",
+                f"{rng.randint(1, 5)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}-rc{rng.randint(1, 4)}",
+            )
+        ),  # fmt: skip
         "timing": f"{rng.randint(1, 9999)}.{d(2)} ms",
         "duration": f"{rng.randint(1, 59)}m{rng.randint(0, 59)}s",
         "sha": hashlib.sha1(rng.randbytes(16)).hexdigest(),
@@ -318,11 +332,32 @@ def clean_values(rng: random.Random) -> dict[str, str]:
         "ticket": f"{rng.choice(('JIRA', 'OPS', 'SEC', 'PLAT'))}-{rng.randint(10, 9999)}",
         "price": f"${rng.randint(1, 999)}.{d(2)}",
         "date": f"{rng.randint(2019, 2026)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-        "product": rng.choice(("Visual Studio Code", "Grafana", "Kubernetes", "PostgreSQL 16", "Apple Watch Ultra",
-                               "Tesla Model Y", "Jira Service Management", "Microsoft Teams", "Red Hat OpenShift",
-                               "Adobe Premiere Pro", "Amazon Redshift", "Ford Ranger", "Dell Latitude 7440",
-                               "Jenkins", "Ubuntu 24.04 LTS", "Raspberry Pi 5", "Nintendo Switch", "Kafka Connect",
-                               "Azure DevOps", "Google Pixel 9", "Samsung Galaxy S24", "Oracle Database 23ai")),  # fmt: skip
+        "product": rng.choice(
+            (
+                "Visual Studio Code",
+                "Grafana",
+                "Kubernetes",
+                "PostgreSQL 16",
+                "Apple Watch Ultra",
+                "Tesla Model Y",
+                "Jira Service Management",
+                "Microsoft Teams",
+                "Red Hat OpenShift",
+                "Adobe Premiere Pro",
+                "Amazon Redshift",
+                "Ford Ranger",
+                "Dell Latitude 7440",
+                "Jenkins",
+                "Ubuntu 24.04 LTS",
+                "Raspberry Pi 5",
+                "Nintendo Switch",
+                "Kafka Connect",
+                "Azure DevOps",
+                "Google Pixel 9",
+                "Samsung Galaxy S24",
+                "Oracle Database 23ai",
+            )
+        ),  # fmt: skip
         "pod": f"api-{_pick(rng, 'abcdefghijklmnopqrstuvwxyz0123456789', 10)}-{_pick(rng, 'abcdefghijklmnopqrstuvwxyz0123456789', 5)}",
         "count": str(rng.randint(1000, 99_999_999)),
         "oid": f"1.3.6.1.4.1.{rng.randint(1000, 60000)}.{rng.randint(1, 9)}",

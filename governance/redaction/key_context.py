@@ -36,7 +36,14 @@ SECRET_PAIRS = frozenset(
      ("webhook", "url"), ("webhook", "secret"), ("key", "id"), ("x", "api"), ("pat", "token")}
 )  # fmt: skip
 # Words that name a secret only when the value looks like one ({"token": "Hello"} in logprobs).
-WEAK_SECRET_WORDS = frozenset({"token", "key", "pass", "auth", "jwt", "pat", "webhook", "cookie", "sig", "signature"})
+WEAK_SECRET_WORDS = frozenset(
+    {"token", "key", "pass", "auth", "jwt", "pat", "webhook", "cookie", "sig", "signature"}
+)
+# "cache_key", "partition_key": keys of a table or a cache, not credentials.
+KEY_QUALIFIERS_NOT_SECRET = frozenset(
+    {"cache", "idempotency", "partition", "sort", "primary", "foreign", "object", "routing", "dedup", "lookup",
+     "row", "s3", "bucket", "map", "dict", "sharding", "shard", "group", "join", "composite", "natural", "api"}
+)  # fmt: skip
 # A key ending in one of these describes a secret, it does not hold one.
 META_WORDS = frozenset(
     {"count", "counts", "type", "types", "limit", "limits", "length", "len", "min", "max", "policy", "ttl",
@@ -81,7 +88,7 @@ def normal_key(key: str) -> str:
 
 @lru_cache(maxsize=8192)
 def names_secret(key: str) -> str:
-    """"strong" when the key names a secret, "weak" when it might (the value must look like one), else ""."""
+    """ "strong" when the key names a secret, "weak" when it might (the value must look like one), else ""."""
     words = key_words(key)
     if not words or words[-1] in META_WORDS or len(words) > 8:
         return ""
@@ -90,9 +97,23 @@ def names_secret(key: str) -> str:
         return "strong"
     if any(p in SECRET_PAIRS for p in zip(words, words[1:], strict=False)):
         return "strong"
+    if words[-1] == "key" and len(words) > 1 and words[-2] in KEY_QUALIFIERS_NOT_SECRET - {"api"}:
+        return ""
     if any(w in WEAK_SECRET_WORDS for w in words):
         return "weak"
     return ""
+
+
+_CODE_OR_PLACEHOLDER = re.compile(
+    r"^(?:(?=.*\s)(?=.*[(=]).*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\s*[(\[]?.*|[A-Za-z_]\w*\s*\(.*|.*\b(?:os\.environ|getenv|process\.env)\b.*"
+    r"|[$%<{].*|(?i:.*\b(?:your|my)[-_ ]?(?:api[-_ ]?)?(?:key|token|secret|password)[-_ ]?(?:here)?\b.*)"
+    r"|(?i:x{4,}|\*{3,}|\.{3}|changeme|change[-_]me|placeholder|redacted|dummy|example|none|null|str|string|bytes|int))$"
+)
+
+
+def code_or_placeholder(value: str) -> bool:
+    """``os.environ['API_KEY']``, ``settings.SECRET``, ``get_password()``, ``${DB_PASS}``, ``your-key-here``."""
+    return _CODE_OR_PLACEHOLDER.match(value.strip()) is not None
 
 
 @lru_cache(maxsize=8192)
@@ -102,7 +123,9 @@ def names_kind(key: str) -> frozenset[str]:
     if not words or words[-1] in META_WORDS - {"name"}:
         return frozenset()
     found = {kind for kind, vocab in KIND_WORDS.items() if kind != "PERSON" and not vocab.isdisjoint(words)}
-    if normal_key(key) in PERSON_KEYS or (words[-1] == "name" and len(words) <= 3 and words[0] in PERSON_ROLES):
+    if normal_key(key) in PERSON_KEYS or (
+        words[-1] == "name" and len(words) <= 3 and words[0] in PERSON_ROLES
+    ):
         found.add("PERSON")
     return frozenset(found)
 
@@ -128,7 +151,9 @@ _INLINE_QUOTED = re.compile(
     r"(?P<q>[\"'])(?P<v>[^\"'\r\n]{1,512})(?P=q)"
 )
 _INLINE_BARE = re.compile(r"(?:(?<=[?&;\s(,{\[])|^)(?P<k>" + _KEY + r")=(?P<v>[^\s&\"',;)}\]]{1,512})")
-_HEADER_ARG = re.compile(r"(?P<q>[\"'])(?P<k>[A-Za-z][A-Za-z0-9\-]{1,40}):[ \t]*(?P<v>[^\"'\r\n]{1,512})(?P=q)")
+_HEADER_ARG = re.compile(
+    r"(?P<q>[\"'])(?P<k>[A-Za-z][A-Za-z0-9\-]{1,40}):[ \t]*(?P<v>[^\"'\r\n]{1,512})(?P=q)"
+)
 _CSV_HEAD = re.compile(r"^[ \t]*[A-Za-z_][\w .\-]*(?:[,;\t][ \t]*[A-Za-z_][\w .\-]*){1,30}[ \t]*$")
 
 
@@ -141,7 +166,7 @@ def keyed_spans(text: str) -> list[KeyedSpan]:
         for m in rx.finditer(text):
             key = m.group("k")
             start, end = m.span("v")
-            if end > start and names_anything(key):
+            if end > start and names_anything(key) and not code_or_placeholder(m.group("v")):
                 spans.setdefault((start, end), key)
     spans.update({(s, e): k for k, s, e in csv_cells(text) if (s, e) not in spans})
     return [KeyedSpan(k, s, e) for (s, e), k in sorted(spans.items())]

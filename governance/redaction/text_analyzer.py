@@ -25,7 +25,9 @@ from governance.redaction.recognizers.base import Prefiltered
 from governance.redaction.recognizers.person_location_recognizer import NAME_CANDIDATE
 
 _SECRETS = frozenset(SECRET_ENTITIES)
-_GENERIC = frozenset({"CREDENTIAL"})  # loses a tie to a specific type (a Stripe key under "api_key")
+_GENERIC = frozenset(
+    {"CREDENTIAL", "API_TOKEN"}
+)  # lose a tie to a specific type (a Stripe key under "api_key")
 
 
 def resolve_overlaps(findings: list[Finding], threshold: float) -> tuple[Finding, ...]:
@@ -108,10 +110,15 @@ class TextAnalyzer:
                     nlp_artifacts=self.engines.empty_artifacts[lang],
                 )
                 for r in results:
-                    if r.entity_type in self._ner and r.recognition_metadata.get("recognizer_name") in self._spacy_names:
+                    if (
+                        r.entity_type in self._ner
+                        and r.recognition_metadata.get("recognizer_name") in self._spacy_names
+                    ):
                         continue
                     meta = r.recognition_metadata or {}
-                    found.append(Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", "")))
+                    found.append(
+                        Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", ""))
+                    )
             for start, end in ner_windows(text) if ner else ():
                 window = text[start:end]
                 artifacts = self.engines.analyzer.nlp_engine.process_text(window, lang)
@@ -119,7 +126,9 @@ class TextAnalyzer:
                 for rec in ner:
                     for r in rec.analyze(window, list(self._ner), artifacts):
                         if r.score >= self.floor:
-                            found.append(Finding(r.entity_type, start + r.start, start + r.end, r.score, rec.name))
+                            found.append(
+                                Finding(r.entity_type, start + r.start, start + r.end, r.score, rec.name)
+                            )
         return found
 
 

@@ -34,7 +34,9 @@ _VENDOR = (
     r"|dapi[0-9a-f]{32}|dop_v1_[0-9a-f]{64}|ATATT[A-Za-z0-9_\-=]{40,}"
 )
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_VERSIONISH = re.compile(r"\d+\.\d+\.|\.(?:py|js|ts|go|rs|json|ya?ml|txt|md|html?|csv|log|sh|cfg|ini|toml|git)$")
+_VERSIONISH = re.compile(
+    r"\d+\.\d+\.|\.(?:py|js|ts|go|rs|json|ya?ml|txt|md|html?|csv|log|sh|cfg|ini|toml|git)$"
+)
 
 
 def entropy(value: str) -> float:
@@ -45,7 +47,13 @@ def entropy(value: str) -> float:
 
 def key_shaped(value: str) -> bool:
     """A machine-made token: 20+ characters, letters and digits, high entropy; not a UUID, version or path."""
-    if len(value) < 20 or "://" in value or value[0] in "/." or _UUID.search(value) or _VERSIONISH.search(value):
+    if (
+        len(value) < 20
+        or "://" in value
+        or value[0] in "/."
+        or _UUID.search(value)
+        or _VERSIONISH.search(value)
+    ):
         return False
     if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
         return False
@@ -56,9 +64,16 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
     ENTITY = "API_TOKEN"
     PATTERNS = [
         Pattern("documented vendor token", r"(?<![A-Za-z0-9_\-])(?P<v>" + _VENDOR + r")" + _END, 0.95),
-        Pattern("bearer, basic or token credential", r"(?i:\b(?:bearer|basic|token))[ \t]+" + _KEY_SHAPED + _END, 0.9),
-        Pattern("key-shaped token after a secret word",
-                _SECRET_CONTEXT + r"[^\n]{0,40}?(?<![A-Za-z0-9_\-+/=.~])" + _KEY_SHAPED + _END, 0.9),  # fmt: skip
+        Pattern(
+            "bearer, basic or token credential",
+            r"(?i:\b(?:bearer|basic|token))[ \t]+" + _KEY_SHAPED + _END,
+            0.9,
+        ),
+        Pattern(
+            "key-shaped token after a secret word",
+            _SECRET_CONTEXT + r"[^\n]{0,40}?(?<![A-Za-z0-9_\-+/=.~])" + _KEY_SHAPED + _END,
+            0.9,
+        ),  # fmt: skip
     ]
     LOWER_TRIGGERS = ("key", "token", "secret", "pass", "credential", "bearer", "basic", "api", "auth", "clé",
                       "clave", "chiave", "senha", "schlüssel", "jeton", "contraseña", "rotate", "hf_", "glpat-",

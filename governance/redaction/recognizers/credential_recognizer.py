@@ -14,18 +14,18 @@ get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str`
 
 from __future__ import annotations
 
-import re
-
 from presidio_analyzer import Pattern, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.key_context import names_secret
+from governance.redaction.key_context import code_or_placeholder, names_secret
 from governance.redaction.recognizers.base import SluicePatternRecognizer
 
 _NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "redacted", "***", "<redacted>"})
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
 )
+
+
 def names_a_secret(key: str) -> bool:
     """``clientSecret``, ``DB_PASSWORD``, ``x-api-key`` -> True; ``token_count``, ``max_tokens`` -> False."""
     return names_secret(key) == "strong"
@@ -83,7 +83,7 @@ class CredentialRecognizer(SluicePatternRecognizer):
     ) -> list[RecognizerResult]:
         """A whole value under a secret-named key is a credential, whatever it looks like."""
         stripped = text.strip()
-        if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096:
+        if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096 or code_or_placeholder(stripped):
             return raw_recognizer_results
         named = self._names_secret(context)
         if not named and not (

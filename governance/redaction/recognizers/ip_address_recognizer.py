@@ -40,7 +40,8 @@ class IpAddressRecognizer(Prefiltered, IpRecognizer):
         return [
             r
             for r in results
-            if not _VERSION_BEFORE.search(text, max(0, r.start - 10), r.start) and not _in_dotted_run(text, r.start, r.end)
+            if not _VERSION_BEFORE.search(text, max(0, r.start - 10), r.start)
+            and not _in_dotted_run(text, r.start, r.end)
         ]
 
 

@@ -61,7 +61,10 @@ def _capitalised(word: str) -> bool:
     parts = re.split(r"[-'’]", word)
     if all(p[:1].isupper() and not any(c.isupper() for c in p[1:]) for p in parts if p):
         return True
-    return any(word.startswith(p) and word[len(p) :][:1].isupper() and word[len(p) + 1 :].islower() for p in _NAME_PREFIXES)
+    return any(
+        word.startswith(p) and word[len(p) :][:1].isupper() and word[len(p) + 1 :].islower()
+        for p in _NAME_PREFIXES
+    )
 
 
 def name_tokens(value: str) -> list[str] | None:
@@ -85,7 +88,9 @@ def product_like(span: str, text: str, end: int, start: int | None = None) -> bo
         return True
     if any(any(c.isdigit() for c in w) for w in words) or any(len(w) >= 2 and w.isupper() for w in words):
         return True
-    if any(w.lower().strip(".,") in PRODUCT_WORDS for w in words) or any(len(w) == 1 and w.isalpha() for w in words):
+    if any(w.lower().strip(".,") in PRODUCT_WORDS for w in words) or any(
+        len(w) == 1 and w.isalpha() for w in words
+    ):
         return True
     if name_tokens(span) is None:
         return True

@@ -85,7 +85,11 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
         for r in super().analyze(text, entities, nlp_artifacts, regex_flags):
             value = text[r.start : r.end]
             digits = re.sub(r"\D", "", value)
-            if len({c for c in value if not c.isdigit()}) > 1 or not 13 <= len(digits) <= 19 or not luhn_valid(digits):
+            if (
+                len({c for c in value if not c.isdigit()}) > 1
+                or not 13 <= len(digits) <= 19
+                or not luhn_valid(digits)
+            ):
                 continue
             if issuer_valid(digits):
                 r.score = self.MAX_SCORE

@@ -15,7 +15,11 @@ class SlackTokenRecognizer(SluicePatternRecognizer):
             r"(?<![A-Za-z0-9_-])(?P<v>(?:xoxe\.)?xox[bpearsc]-(?:[0-9A-Za-z]+-){1,4}[A-Za-z0-9-]{8,})(?![A-Za-z0-9_-])",
             0.95,
         ),
-        Pattern("slack app-level token", r"(?<![A-Za-z0-9_-])(?P<v>xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,})(?![A-Za-z0-9_-])", 0.95),
+        Pattern(
+            "slack app-level token",
+            r"(?<![A-Za-z0-9_-])(?P<v>xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,})(?![A-Za-z0-9_-])",
+            0.95,
+        ),
         Pattern(
             "slack incoming webhook",
             r"(?P<v>https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,})",
