@@ -7,7 +7,7 @@ Luhn-valid card in free text and under ``credit_card``, a US-shaped phone number
 code, person names of several locales in tool results and free text, a key-shaped token after
 "token" — through explicit-id and history-linked trajectories, plus the demo's own traffic. Then every
 place the stack writes outside the raw and dead-letter topics is scanned: DuckDB, the redacted,
-audited and train topics, the stage workers' RocksDB directories, the proxy spool and its linking
+audited and train topics, the stage tables' changelog topics, the stage workers' RocksDB directories, the proxy spool and its linking
 state (which must hold hashes, never raw token ids), and the logs. None may hold a canary.
 """
 
@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from pipeline.demo.personas import PERSONAS, canaries
+from pipeline.stages.names import changelog_topics, ticks_topic
 from pipeline.up import running_stack
 from sluice.config import load_config
 from tests.kafka_helpers import read_topic
@@ -154,6 +155,7 @@ def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
     ids = send_canaries(stack)
     stack.wait_complete(report)
     stack.wait_landed(ids)
+    stack.sup.restart("proxy")  # a graceful stop writes the linking state (links.json) to the spool dir
 
     haystacks: dict[str, bytes] = {}
     tables = stack.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'store'")
@@ -171,6 +173,10 @@ def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
                              timeout_s=15 if expect else 8)  # fmt: skip
         haystacks[f"topic:{logical}"] = b"\n".join(v or b"" for _, v in records)
     assert haystacks["topic:steps_redacted"] and haystacks["topic:trajectories_audited"]
+    for name in [*changelog_topics(stack.cfg), ticks_topic(stack.cfg)]:  # the stage tables' changelogs
+        haystacks[f"topic:{name}"] = b"\n".join(
+            v or b"" for _, v in read_topic(stack.cfg.broker, name, 10**6, 8)
+        )
     haystacks["rocksdb"] = files_under(stack.cfg.path(stack.cfg.stages.data_dir))
     spool = stack.cfg.path(stack.cfg.proxy.spool_dir)
     haystacks["spool"] = files_under(spool)
@@ -185,6 +191,6 @@ def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
             assert key not in text, f"an API key leaked into {where}"
 
     links = spool / "links.json"
-    if links.exists():
-        runs = raw_token_runs(json.loads(links.read_text()))
-        assert runs == [], f"links.json keeps {len(runs)} raw token id sequences (must hold hashes only)"
+    assert links.exists()
+    runs = raw_token_runs(json.loads(links.read_text()))
+    assert runs == [], f"links.json keeps {len(runs)} raw token id sequences (must hold hashes only)"
