@@ -25,6 +25,7 @@ Presidio with the same spaCy model on the same delta steps, in the same run.
 
     python -m bench.redaction            # ~5 min on one core
     python -m bench.redaction --quick    # smaller sets, for a smoke run
+    python -m bench.redaction --accuracy-only --unseen-seed 9001   # another draw of the independent set
 """
 
 from __future__ import annotations
@@ -256,6 +257,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller eval set and fewer trajectories")
     ap.add_argument("--seed", type=int, default=20251102)
     ap.add_argument("--unseen-seed", type=int, default=7331, help="seed of the independent set")
+    ap.add_argument(
+        "--accuracy-only", action="store_true", help="leaks and false placeholders only, no timing"
+    )
     args = ap.parse_args()
     n_traj, n_naive = (10, 2) if args.quick else (50, 6)
     cases = build_eval_set(args.seed, *((30, 10, 150) if args.quick else (120, 40, 600)))
@@ -287,6 +291,11 @@ def main() -> None:
     print(f"  variant recall: {acc['variant_recall']}")
     print(f"  clean false positives: sluice={acc['clean_false_positives']} stock={acc_stock['clean_false_positives']}; "
           f"leaked values end-to-end: {leaks}")  # fmt: skip
+    if args.accuracy_only:
+        ner_cfg = cfg.model_copy(update={"ner": True})
+        unseen = unseen_figures(args, ner_cfg, cfg, stock, stock_analyzer(ner_cfg.ner_model))
+        print(json.dumps({"bench": "redaction", "accuracy_only": True, **unseen, "targets": TARGETS}))
+        return
 
     trajectories = build_trajectories(args.seed, n_traj)
     cpu, steps, _, grow = run_redactor(trajectories, cfg)

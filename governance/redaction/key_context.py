@@ -106,7 +106,7 @@ def names_secret(key: str) -> str:
 
 _CODE_OR_PLACEHOLDER = re.compile(
     r"^(?:(?=.*\s)(?=.*[(=]).*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\s*[(\[]?.*|[A-Za-z_]\w*\s*\(.*|.*\b(?:os\.environ|getenv|process\.env)\b.*"
-    r"|[$%<{].*|(?i:.*\b(?:your|my)[-_ ]?(?:api[-_ ]?)?(?:key|token|secret|password)[-_ ]?(?:here)?\b.*)"
+    r"|\$\{.*\}|\$[A-Z_][A-Z0-9_]*|%\(\w+\)s|%[A-Z_]+%|\{\{.*\}\}|<[^<>]*>|(?i:.*\b(?:your|my)[-_ ]?(?:api[-_ ]?)?(?:key|token|secret|password)[-_ ]?(?:here)?\b.*)"
     r"|(?i:x{4,}|\*{3,}|\.{3}|changeme|change[-_]me|placeholder|redacted|dummy|example|none|null|str|string|bytes|int))$"
 )
 
