@@ -84,7 +84,11 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
         if len(text) < 20 or self.PREFILTER.search(text) is None:
             return False
         low = text.lower()
-        return any(t in low for t in self.LOWER_TRIGGERS)
+        if not any(t in low for t in self.LOWER_TRIGGERS):
+            return False
+        return any(
+            key_shaped(text[m.start("v") : m.end("v")]) for _, rx in self._compiled for m in rx.finditer(text)
+        )
 
     def validate_result(self, pattern_text: str) -> bool:
         return key_shaped(pattern_text)

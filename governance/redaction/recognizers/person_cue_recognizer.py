@@ -92,6 +92,12 @@ class PersonCueRecognizer(Prefiltered, LocalRecognizer):
     def load(self) -> None:
         pass
 
+    def may_match(self, text: str, context: list[str] | None = None) -> bool:
+        """Only texts with a cue reach Presidio (a call costs more than these searches)."""
+        return _TRIGGERS.search(text) is not None and any(
+            rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER)
+        )
+
     def analyze(
         self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
