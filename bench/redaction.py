@@ -1,6 +1,14 @@
-"""Redaction benchmark: precision/recall per entity type on the labelled eval set, and throughput.
+"""Redaction benchmark: leaks on an independent set, precision/recall on the tuning set, and throughput.
 
-Accuracy: the Sluice analyzer (JSON payloads walked value by value with the key as context) on the
+Independent set (``bench/data/unseen_eval_set.py``, written apart from the recognizers): 300 multi-turn
+trajectories with planted values of 21 structured kinds and person names of 17 locales, and 100 clean
+trajectories of near-misses, each redacted step by step by ``Redactor.redact_event`` with the shipped
+settings (NER on). Reported: leak rate and recall per type (a value leaks if it, or a piece of it,
+survives anywhere in the redacted trajectory), person-name leak with NER on and off, false placeholders
+per 20 clean trajectories, and stock Presidio (pattern-only, and with the same spaCy model) on the
+same turns.
+
+Tuning set: the Sluice analyzer (JSON payloads walked value by value with the key as context) on the
 seeded eval set of bench/data (prose and JSON tool payloads; clean near-miss texts must yield nothing),
 an end-to-end leak check through ``Redactor`` (does any labelled value survive?), and stock Presidio
 (pattern-only, raw JSON strings) on the same set for comparison.
@@ -12,9 +20,12 @@ history every step (the content-hash cache keeps the cost flat), and (c) by the 
 in the same run: a plain stock ``AnalyzerEngine`` + ``AnonymizerEngine`` re-analysing the full history
 every step. Stock Presidio's email recognizer gets an offline tldextract shim (it would download).
 
-    python -m bench.redaction            # ~1-2 min on one core
-    python -m bench.redaction --quick    # smaller set, for a smoke run
-    python -m bench.redaction --ner      # also time the NER (spaCy) configuration
+Throughput with NER on (the shipped setting) is timed on the same 20-turn trajectories, against stock
+Presidio with the same spaCy model on the same delta steps, in the same run.
+
+    python -m bench.redaction            # ~5 min on one core
+    python -m bench.redaction --quick    # smaller sets, for a smoke run
+    python -m bench.redaction --accuracy-only --unseen-seed 9001   # another draw of the independent set
 """
 
 from __future__ import annotations
@@ -22,19 +33,22 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from bench.data.agent_trajectories import as_resent, build_trajectories, history_texts, step_texts
 from bench.data.redaction_eval_set import EvalCase, build_eval_set
+from bench.data.unseen_eval_set import build_unseen_set
+from bench.redaction_unseen import score_sluice, score_texts
 from governance.config import RedactionConfig
 from governance.redaction import PlaceholderState, Redactor
 from governance.redaction.recognizers import PII_ENTITIES, SECRET_ENTITIES
 
 STRUCTURED = (*PII_ENTITIES, *SECRET_ENTITIES)
 Analyze = Callable[[str, list[str] | None], list[tuple[str, int, int]]]
-TARGETS = {"structured_recall_min": 0.99, "clean_false_positives": 0, "speedup_vs_naive": 5.0,
-           "pattern_steps_per_s_per_core": 1000.0}  # fmt: skip
+TARGETS = {"structured_leak_max": 0.005, "person_leak": 0.05, "clean_false_placeholders_per_20": 1.0,
+           "ner_steps_per_s_per_core": 500.0, "structured_recall_min": 0.99, "clean_false_positives": 0,
+           "speedup_vs_naive": 5.0, "pattern_steps_per_s_per_core": 1000.0}  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- accuracy
@@ -118,8 +132,9 @@ def leak_check(cases: list[EvalCase], redactor: Redactor) -> int:
     return leaks
 
 
-def stock_analyzer():
-    """A plain stock Presidio AnalyzerEngine, pattern-only (no_op NLP), all predefined recognizers."""
+def stock_analyzer(ner_model: str | None = None):
+    """A plain stock Presidio AnalyzerEngine, all predefined recognizers; pattern-only (no_op NLP) unless
+    ``ner_model`` names the spaCy package to load."""
     import types
 
     import presidio_analyzer.predefined_recognizers.generic.email_recognizer as email_mod
@@ -130,9 +145,9 @@ def stock_analyzer():
     email_mod.tldextract = types.SimpleNamespace(
         extract=tldextract.TLDExtract(cache_dir=None, suffix_list_urls=())
     )
-    nlp = NlpEngineProvider(
-        nlp_configuration={"nlp_engine_name": "no_op", "models": [{"lang_code": "en", "model_name": "no_op"}]}
-    ).create_engine()
+    engine = "spacy" if ner_model else "no_op"
+    models = [{"lang_code": "en", "model_name": ner_model or "no_op"}]
+    nlp = NlpEngineProvider(nlp_configuration={"nlp_engine_name": engine, "models": models}).create_engine()
     return AnalyzerEngine(nlp_engine=nlp, supported_languages=["en"])
 
 
@@ -195,11 +210,56 @@ def run_naive(trajectories, analyzer) -> tuple[float, int, float]:
     return time.process_time() - t0, steps, growth(per_index)
 
 
+def unseen_figures(args, ner_cfg: RedactionConfig, cfg: RedactionConfig, stock, stock_ner) -> dict:
+    """Leaks and false placeholders on the independent set: shipped settings, NER off, stock Presidio."""
+    from presidio_anonymizer import AnonymizerEngine
+
+    trajs = build_unseen_set(args.unseen_seed, *((60, 20) if args.quick else (300, 100)))
+    shipped = score_sluice(trajs, Redactor.from_config(ner_cfg)).summary()
+    no_ner = score_sluice(trajs, Redactor.from_config(cfg)).summary()
+    anonymizer = AnonymizerEngine()
+
+    def stock_redact(engine):
+        def redact(text: str):
+            found = engine.analyze(text, language="en", score_threshold=cfg.score_threshold)
+            return anonymizer.anonymize(text, found).text, Counter(r.entity_type for r in found)
+
+        return redact
+
+    stock_pat = score_texts(trajs, stock_redact(stock)).summary()
+    stock_spacy = score_texts(trajs, stock_redact(stock_ner)).summary()
+    print(f"independent set ({len(trajs)} trajectories, seed {args.unseen_seed}), leak rate per type:")
+    for kind, leak in shipped["leak_per_type"].items():
+        print(f"  {kind:22s} sluice={leak:.4f}  stock={stock_pat['leak_per_type'][kind]:.4f}  "
+              f"stock+spaCy={stock_spacy['leak_per_type'][kind]:.4f}")  # fmt: skip
+    print(f"  PERSON leak: sluice NER on={shipped['person_leak']:.4f} NER off={no_ner['person_leak']:.4f} "
+          f"stock+spaCy={stock_spacy['person_leak']:.4f}")  # fmt: skip
+    print(f"  false placeholders per 20 clean trajectories: sluice={shipped['clean_false_placeholders_per_20']} "
+          f"{shipped['clean_false_placeholder_types']}  stock+spaCy={stock_spacy['clean_false_placeholders_per_20']}")  # fmt: skip
+    if shipped["variant_leak"]:
+        print(f"  leaking variants: {shipped['variant_leak']}")
+    return {
+        "unseen_trajectories": len(trajs),
+        "structured_leak_max": shipped["structured_leak_max"],
+        "structured_leak_max_type": shipped["structured_leak_max_type"],
+        "person_leak": shipped["person_leak"],
+        "person_leak_ner_off": no_ner["person_leak"],
+        "clean_false_placeholders_per_20": shipped["clean_false_placeholders_per_20"],
+        "unseen_recall_per_type": shipped["recall_per_type"],
+        "stock_presidio_structured_leak_max": stock_pat["structured_leak_max"],
+        "stock_presidio_ner_person_leak": stock_spacy["person_leak"],
+        "stock_presidio_ner_clean_false_placeholders_per_20": stock_spacy["clean_false_placeholders_per_20"],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller eval set and fewer trajectories")
     ap.add_argument("--seed", type=int, default=20251102)
-    ap.add_argument("--ner", action="store_true", help="also time the NER (spaCy) configuration")
+    ap.add_argument("--unseen-seed", type=int, default=7331, help="seed of the independent set")
+    ap.add_argument(
+        "--accuracy-only", action="store_true", help="leaks and false placeholders only, no timing"
+    )
     args = ap.parse_args()
     n_traj, n_naive = (10, 2) if args.quick else (50, 6)
     cases = build_eval_set(args.seed, *((30, 10, 150) if args.quick else (120, 40, 600)))
@@ -231,6 +291,11 @@ def main() -> None:
     print(f"  variant recall: {acc['variant_recall']}")
     print(f"  clean false positives: sluice={acc['clean_false_positives']} stock={acc_stock['clean_false_positives']}; "
           f"leaked values end-to-end: {leaks}")  # fmt: skip
+    if args.accuracy_only:
+        ner_cfg = cfg.model_copy(update={"ner": True})
+        unseen = unseen_figures(args, ner_cfg, cfg, stock, stock_analyzer(ner_cfg.ner_model))
+        print(json.dumps({"bench": "redaction", "accuracy_only": True, **unseen, "targets": TARGETS}))
+        return
 
     trajectories = build_trajectories(args.seed, n_traj)
     cpu, steps, _, grow = run_redactor(trajectories, cfg)
@@ -244,10 +309,15 @@ def main() -> None:
     print(f"cost per step, last 5 turns / first 5: sluice delta={grow}  sluice resend+cache={grow_resend}  "
           f"naive={grow_naive}")  # fmt: skip
 
-    if args.ner:
-        ner_cfg = cfg.model_copy(update={"ner": True})
-        cpu_ner, steps_ner, _, _ = run_redactor(trajectories[:n_naive], ner_cfg)
-        print(f"NER (spaCy {ner_cfg.ner_model}) on delta steps: {steps_ner / cpu_ner:.0f} steps/s per core")
+    ner_cfg = cfg.model_copy(update={"ner": True})
+    cpu_ner, steps_ner, _, grow_ner = run_redactor(trajectories, ner_cfg)
+    rate_ner = steps_ner / cpu_ner
+    stock_ner = stock_analyzer(ner_cfg.ner_model)
+    rate_stock_ner = run_stock_delta(trajectories[:n_naive], stock_ner)
+    print(f"NER on (spaCy {ner_cfg.ner_model}), delta steps: sluice {rate_ner:.0f} steps/s per core, stock Presidio "
+          f"with the same model {rate_stock_ner:.1f} ({rate_ner / rate_stock_ner:.0f}x); growth {grow_ner}")  # fmt: skip
+
+    unseen = unseen_figures(args, ner_cfg, cfg, stock, stock_ner)
 
     recalls = {e: m["recall"] for e, m in acc["per_entity"].items() if m["recall"] is not None}
     result = {
@@ -268,10 +338,18 @@ def main() -> None:
         "step_cost_growth_sluice": grow,
         "step_cost_growth_resend": grow_resend,
         "step_cost_growth_naive": grow_naive,
-        "ner_steps_per_s_per_core": round(steps_ner / cpu_ner, 1) if args.ner else None,
+        "ner_steps_per_s_per_core": round(rate_ner, 1),
+        "stock_presidio_ner_steps_per_s_per_core": round(rate_stock_ner, 1),
+        "ner_speedup_vs_stock_presidio_ner": round(rate_ner / rate_stock_ner, 1),
+        "step_cost_growth_ner": grow_ner,
         "trajectory_turns": 20,
+        **unseen,
         "targets": TARGETS,
-        "meets_targets": bool(min(recalls.values()) >= TARGETS["structured_recall_min"]
+        "meets_targets": bool(unseen["structured_leak_max"] <= TARGETS["structured_leak_max"]
+                              and unseen["person_leak"] <= TARGETS["person_leak"]
+                              and unseen["clean_false_placeholders_per_20"] <= TARGETS["clean_false_placeholders_per_20"]
+                              and rate_ner >= TARGETS["ner_steps_per_s_per_core"]
+                              and min(recalls.values()) >= TARGETS["structured_recall_min"]
                               and acc["clean_false_positives"] == 0 and rate / rate_naive >= TARGETS["speedup_vs_naive"]
                               and rate >= TARGETS["pattern_steps_per_s_per_core"]),
     }  # fmt: skip

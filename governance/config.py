@@ -55,6 +55,12 @@ class RedactionConfig(_Frozen):
     mask_keep_last: int = Field(4, ge=0, description="'mask' keeps this many trailing characters.")
     drop_marker: str = Field("<REDACTED>", description="What 'drop' leaves in place of the value.")
     cache_size: int = Field(100_000, ge=0, description="Content-hash cache entries (texts already analysed).")
+    step_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Longest time one event may take; past it the event is withheld (its text removed, "
+        "never train-eligible) rather than published late or unredacted.",
+    )
     config_version: str = "1"
 
     @model_validator(mode="after")

@@ -263,6 +263,11 @@ class RedactionReport(_Model):
     residual: int = Field(
         0, ge=0, description="Findings left in place (operator 'keep' or below the score threshold)."
     )
+    failure: str | None = Field(
+        None,
+        description="Why redaction failed ('timeout', 'error:<type>'): the event's text was withheld, "
+        "and its trajectory is never train-eligible.",
+    )
 
 
 class Consent(_Model):

@@ -1,7 +1,7 @@
 """Training-eligibility tagging: a YAML policy decides train / audit_only / drop per trajectory.
 
 Rules (one file each, behind ``base.EligibilityRule``): tenant opt-in, consent (and withdrawal flags),
-data class, residual PII after redaction, model licence (blocked model globs), retention period. Inputs are
+data class, residual PII after redaction, redaction failures (fail closed), model licence (blocked model globs), retention period. Inputs are
 ``TrajectoryFacts`` accumulated by the join from each redacted event; the time is passed in.
 
     from governance.eligibility import TrajectoryFacts, decide_eligibility

@@ -19,6 +19,7 @@ from governance.eligibility.consent_rule import ConsentRule
 from governance.eligibility.data_class_rule import DataClassRule
 from governance.eligibility.facts import TrajectoryFacts
 from governance.eligibility.model_licence_rule import ModelLicenceRule
+from governance.eligibility.redaction_failure_rule import RedactionFailureRule
 from governance.eligibility.residual_pii_rule import ResidualPiiRule
 from governance.eligibility.retention_rule import RetentionRule, retention_deadline
 from governance.eligibility.tenant_opt_in_rule import TenantOptInRule
@@ -29,6 +30,7 @@ DEFAULT_RULES: tuple[EligibilityRule, ...] = (
     ConsentRule(),
     DataClassRule(),
     ResidualPiiRule(),
+    RedactionFailureRule(),
     ModelLicenceRule(),
     RetentionRule(),
 )

@@ -40,6 +40,9 @@ class TrajectoryFacts(BaseModel):
     unknown_model_steps: int = 0
     residual_pii: int = 0
     unredacted_events: int = 0
+    redaction_failures: list[str] = Field(
+        default_factory=list, description="Why redaction failed on some event ('timeout', 'error:<type>')."
+    )
     entities: dict[str, int] = Field(default_factory=dict, description="Redacted entity type -> count.")
     subject_ids: list[str] = Field(default_factory=list)
     first_step_at: datetime | None = None
@@ -66,6 +69,9 @@ class TrajectoryFacts(BaseModel):
             "flags_false_anywhere": _union(self.flags_false_anywhere, false_flags),
             "residual_pii": self.residual_pii + (report.residual if report else 0),
             "unredacted_events": self.unredacted_events + int(gov.redaction != "redacted"),
+            "redaction_failures": _union(
+                self.redaction_failures, [report.failure] if report and report.failure else []
+            ),
             "entities": dict(sorted(entities.items())),
             "subject_ids": _union(self.subject_ids, gov.subject_ids),
         }

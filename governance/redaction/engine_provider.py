@@ -27,6 +27,8 @@ from governance.redaction.recognizers import (
     pattern_recognizer_factories,
     recognizer_version,
 )
+from governance.redaction.recognizers.person_cue_recognizer import PersonCueRecognizer
+from governance.redaction.recognizers.person_key_recognizer import PersonKeyRecognizer
 from governance.redaction.recognizers.person_location_recognizer import PersonLocationRecognizer
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,8 @@ def build_engines(cfg: RedactionConfig) -> Engines:
         recognizers += [factories[e](lang) for e in entities if e in factories]
         if ner_entities:
             recognizers.append(PersonLocationRecognizer(ner_entities, supported_language=lang))
+        if "PERSON" in ner_entities:
+            recognizers += [PersonKeyRecognizer(lang), PersonCueRecognizer(lang)]
     stock = [e for e in entities if e not in factories and e not in NER_ENTITIES]
     recognizers += _stock_recognizers(stock, cfg.languages)
 
@@ -112,6 +116,9 @@ def build_engines(cfg: RedactionConfig) -> Engines:
         supported_languages=cfg.languages,
         default_score_threshold=cfg.score_threshold,
     )
+    if ner_entities:  # the NER component has its own tok2vec; the rest of the pipeline is not read
+        for nlp in getattr(nlp_engine, "nlp", {}).values():
+            nlp.select_pipes(disable=[p for p in nlp.pipe_names if p != "ner"])
     empty = {lang: _empty_artifacts(analyzer, lang) for lang in cfg.languages}
     version = recognizer_version(recognizers)
     log.info("redaction engine: entities=%s ner=%s recognizers=%s", entities, bool(ner_entities), version)

@@ -5,15 +5,19 @@ the key as Presidio ``context``: recall on raw JSON strings is much lower than o
 their key (``{"mobile": "2125550143"}``, ``{"password": "hunter2"}``). Integers with 7+ digits are
 analysed too (phone and card numbers are often sent as JSON numbers); a redacted number becomes a
 string. A payload with nothing to redact is returned byte for byte; one that changed is re-serialised.
-Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
+A value under a generic key (``value``, ``val``) also gets the names its siblings give it
+(``{"field": "db_url_password", "value": …}``). Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from typing import Any
 
+from governance.redaction.exceptions import RedactionTimeout
+from governance.redaction.key_context import names_anything
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.text_analyzer import TextAnalyzer
 from governance.redaction.text_redactor import apply_operators
@@ -32,14 +36,37 @@ PART_STRUCTURAL_KEYS = frozenset(
     }
 )
 MIN_NUMBER_DIGITS = 7
+# {"field": "db_password", "value": "…"}: the name sits in a sibling, the value under a generic key.
+NAME_KEYS = frozenset({"field", "name", "key", "param", "parameter", "setting", "variable", "var", "label",
+                       "attribute", "property", "prop", "option", "header", "id", "path", "k"})  # fmt: skip
+VALUE_KEYS = frozenset(
+    {"value", "val", "v", "data", "content", "secret", "text", "new_value", "default", "values"}
+)
+
+
+def sibling_names(obj: dict[str, Any]) -> list[str]:
+    """Names given by sibling fields that name a secret or PII kind (``{"field": "db_url_password"}``)."""
+    if len(obj) > 12 or VALUE_KEYS.isdisjoint(obj):
+        return []
+    return [
+        v
+        for k, v in obj.items()
+        if k in NAME_KEYS and isinstance(v, str) and len(v) <= 64 and names_anything(v)
+    ]
 
 
 class RedactionPass:
     """Accumulates counts over every text of one event; ``ctx.state`` is the working placeholder state."""
 
     def __init__(
-        self, analyzer: TextAnalyzer, operators: OperatorTable, ctx: OperatorContext, threshold: float
+        self,
+        analyzer: TextAnalyzer,
+        operators: OperatorTable,
+        ctx: OperatorContext,
+        threshold: float,
+        timeout_s: float | None = None,
     ) -> None:
+        self.deadline = time.monotonic() + timeout_s if timeout_s is not None else None
         self.analyzer = analyzer
         self.operators = operators
         self.ctx = ctx
@@ -58,6 +85,8 @@ class RedactionPass:
     def text(self, text: str, context: list[str] | None = None) -> str:
         if not text:
             return text
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RedactionTimeout("redaction took longer than its step timeout")
         findings, cached = self.analyzer.analyze(text, context)
         if cached:
             self.cached_texts += 1
@@ -94,9 +123,10 @@ class RedactionPass:
         if isinstance(obj, str):
             return self.payload(obj, context) if obj[:1] in ("{", "[") else self.text(obj, context)
         if isinstance(obj, dict):
+            named = sibling_names(obj)
             return {
                 (self.text(k) if isinstance(k, str) else k): self.value(
-                    v, [k] if isinstance(k, str) else context
+                    v, ([k, *named] if named and k in VALUE_KEYS else [k]) if isinstance(k, str) else context
                 )
                 for k, v in obj.items()
             }
@@ -130,3 +160,47 @@ class RedactionPass:
             else:
                 out[k] = self.value(v, [k])
         return out
+
+
+class WithholdPass(RedactionPass):
+    """Fail closed: every text of the event is replaced by ``marker`` (used when redaction failed)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.redacted = Counter()
+        self.residual = 0
+        self.cached_texts = 0
+        self.analysed_texts = 0
+        self.withheld = 0
+
+    @property
+    def total_redacted(self) -> int:
+        return self.withheld
+
+    def text(self, text: str, context: list[str] | None = None) -> str:
+        if not text:
+            return text
+        self.withheld += 1
+        return self.marker
+
+    def payload(self, text: str, context: list[str] | None = None) -> str:
+        return self.text(text, context)
+
+    def value(self, obj: Any, context: list[str] | None = None) -> Any:
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return {k: self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self.value(v) for v in obj]
+        if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= 10 ** (MIN_NUMBER_DIGITS - 1):
+            return self.text(str(obj))
+        return obj
+
+    def parts(self, parts: list[Any]) -> list[Any]:
+        return [self.value(p) if not isinstance(p, dict) else self._part(p) for p in parts]
+
+    def _part(self, part: Any) -> Any:
+        if not isinstance(part, dict):
+            return self.value(part)
+        return {k: v if k in PART_STRUCTURAL_KEYS and k != "data" else self.value(v) for k, v in part.items()}

@@ -8,6 +8,7 @@ every call returns a new event and a new state and leaves its inputs untouched.
     redactor = Redactor.from_config(cfg.redaction)
     new_event, new_state = redactor.redact_event(event, state)      # state None = new trajectory
     text, state, counts = redactor.redact_text("mail bob@example.com", state)
+    withheld = redactor.withhold(event, "timeout")                   # fail closed: no text at all
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from governance.redaction.exceptions import RedactionError
 from governance.redaction.keyed_hash import KeyedHasher
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.recognizers import family_of
-from governance.redaction.redaction_pass import RedactionPass
+from governance.redaction.redaction_pass import RedactionPass, WithholdPass
 from governance.redaction.state import PlaceholderState
 from governance.redaction.text_analyzer import TextAnalyzer
 from sluice.events import RedactionReport, RewardEvent, StepEvent, Trajectory, TrajectoryEndEvent
@@ -74,7 +75,9 @@ class Redactor:
     def _pass(self, state: PlaceholderState | None) -> RedactionPass:
         work = state.copy_for_update() if state is not None else PlaceholderState()
         ctx = OperatorContext(work, self.hasher, self._phone_region)
-        return RedactionPass(self.analyzer, self.operators, ctx, self.config.score_threshold)
+        return RedactionPass(
+            self.analyzer, self.operators, ctx, self.config.score_threshold, self.config.step_timeout_s
+        )
 
     def redact_text(
         self, text: str, state: PlaceholderState | None = None, context: list[str] | str | None = None
@@ -109,6 +112,27 @@ class Redactor:
         data["governance"]["redaction"] = "redacted"
         data["governance"]["redaction_report"] = self.report(p).model_dump()
         return type(event).model_validate(data), p.ctx.state
+
+    def withhold(self, event: E, failure: str) -> E:
+        """Fail closed: the event with every text replaced by the drop marker and ``failure`` in its report.
+
+        For an event whose redaction raised or timed out: the trajectory keeps its shape (step index,
+        ids, metadata), nothing of its text is published, and eligibility keeps it out of training.
+        """
+        p = WithholdPass(self.config.drop_marker)
+        data = event.model_dump()
+        if isinstance(event, RewardEvent):
+            walk_reward(p, data["reward"])
+            return RewardEvent.model_validate(data)
+        walker = _WALKERS.get(type(event))
+        if walker is None:
+            raise RedactionError(f"cannot withhold a {type(event).__name__}")
+        walker(p, data)
+        data["governance"]["redaction"] = "redacted"
+        data["governance"]["redaction_report"] = RedactionReport(
+            recognizer_version=self.recognizer_version, config_version=self.config_version, failure=failure
+        ).model_dump()
+        return type(event).model_validate(data)
 
     def report(self, p: RedactionPass) -> RedactionReport:
         return RedactionReport(

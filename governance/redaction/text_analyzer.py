@@ -2,21 +2,32 @@
 
 Where it departs from calling ``AnalyzerEngine.analyze`` per text: each recognizer's ``may_match``
 decides first whether it could find anything (most agent text skips most recognizers, many texts skip
-Presidio entirely); only the entity types that pass are handed to Presidio; spaCy runs only when a NER
-recognizer applies (otherwise Presidio gets empty NLP artifacts); overlapping spans of different types
+Presidio entirely); only the entity types that pass are handed to Presidio, with empty NLP artifacts;
+the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
+salutation before one), never a whole tool output, so NER costs what the names in a text cost; overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.
+``key = value`` pairs written in the text (config lines, headers, CSV cells under their header) whose
+key names a secret or a PII kind are analysed once more on their own, with the key as context, as the
+values of a JSON payload are.
 """
 
 from __future__ import annotations
 
+from presidio_analyzer import EntityRecognizer
+from presidio_analyzer.predefined_recognizers import SpacyRecognizer
+
 from governance.config import RedactionConfig
 from governance.redaction.analysis_cache import AnalysisCache, Finding, cache_key
 from governance.redaction.engine_provider import Engines
+from governance.redaction.key_context import keyed_spans
 from governance.redaction.recognizers import SECRET_ENTITIES
 from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.person_location_recognizer import NAME_CANDIDATE
 
 _SECRETS = frozenset(SECRET_ENTITIES)
-_GENERIC = frozenset({"CREDENTIAL"})  # loses a tie to a specific type (a Stripe key under "api_key")
+_GENERIC = frozenset(
+    {"CREDENTIAL", "API_TOKEN"}
+)  # lose a tie to a specific type (a Stripe key under "api_key")
 
 
 def resolve_overlaps(findings: list[Finding], threshold: float) -> tuple[Finding, ...]:
@@ -55,6 +66,8 @@ class TextAnalyzer:
         self.cache = AnalysisCache(cfg.cache_size)
         self.languages = list(cfg.languages)
         self._ner = frozenset(engines.ner_entities)
+        self.ner_windows = 0
+        self._spacy_names = frozenset(r.name for r in engines.recognizers if isinstance(r, SpacyRecognizer))
         self._by_language = {
             lang: [r for r in engines.recognizers if r.supported_language == lang] for lang in self.languages
         }
@@ -66,29 +79,68 @@ class TextAnalyzer:
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
-        findings = self._analyze(text, list(ctx) if ctx else None)
+        found = self._analyze(text, list(ctx) if ctx else None)
+        for span in keyed_spans(text) if len(text) > 3 else ():
+            sub, _ = self.analyze(text[span.start : span.end], [span.key])
+            found.extend(f._replace(start=f.start + span.start, end=f.end + span.start) for f in sub)
+        findings = resolve_overlaps(found, self.threshold)
         self.cache.put(key, findings)
         return findings, False
 
-    def _analyze(self, text: str, context: list[str] | None) -> tuple[Finding, ...]:
+    def _analyze(self, text: str, context: list[str] | None) -> list[Finding]:
+        """Pattern recognizers on the whole text (no NLP), then the NER model on the lines that may name someone."""
         found: list[Finding] = []
         for lang in self.languages:
             entities: list[str] = []
+            ner: list[EntityRecognizer] = []
             for r in self._by_language[lang]:
-                if not isinstance(r, Prefiltered) or r.may_match(text, context):
-                    entities.extend(r.supported_entities)
-            if not entities:
-                continue
-            needs_nlp = not self._ner.isdisjoint(entities)
-            results = self.engines.analyzer.analyze(
-                text,
-                language=lang,
-                entities=entities,
-                context=context,
-                score_threshold=self.floor,
-                nlp_artifacts=None if needs_nlp else self.engines.empty_artifacts[lang],
-            )
-            for r in results:
-                meta = r.recognition_metadata or {}
-                found.append(Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", "")))
-        return resolve_overlaps(found, self.threshold)
+                if isinstance(r, Prefiltered) and not r.may_match(text, context):
+                    continue
+                if isinstance(r, SpacyRecognizer):
+                    ner.append(r)
+                else:
+                    entities.extend(e for e in r.supported_entities if e not in entities)
+            if entities:
+                results = self.engines.analyzer.analyze(
+                    text,
+                    language=lang,
+                    entities=entities,
+                    context=context,
+                    score_threshold=self.floor,
+                    nlp_artifacts=self.engines.empty_artifacts[lang],
+                )
+                for r in results:
+                    if (
+                        r.entity_type in self._ner
+                        and r.recognition_metadata.get("recognizer_name") in self._spacy_names
+                    ):
+                        continue
+                    meta = r.recognition_metadata or {}
+                    found.append(
+                        Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", ""))
+                    )
+            for start, end in ner_windows(text) if ner else ():
+                window = text[start:end]
+                artifacts = self.engines.analyzer.nlp_engine.process_text(window, lang)
+                self.ner_windows += 1
+                for rec in ner:
+                    for r in rec.analyze(window, list(self._ner), artifacts):
+                        if r.score >= self.floor:
+                            found.append(
+                                Finding(r.entity_type, start + r.start, start + r.end, r.score, rec.name)
+                            )
+        return found
+
+
+def ner_windows(text: str) -> list[tuple[int, int]]:
+    """Line ranges that hold a name candidate (consecutive lines merged): all the NER model ever reads."""
+    windows: list[tuple[int, int]] = []
+    for m in NAME_CANDIDATE.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        if windows and start <= windows[-1][1] + 1:
+            windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
+        else:
+            windows.append((start, end))
+    return windows

@@ -10,15 +10,23 @@ Events of erased data (``ErasureGuard``) are dropped before redaction and counte
 dead-lettered; an event whose trajectory id names another tenant than its own is dead-lettered
 (``TenantMismatch``), so one tenant can never write into another's trajectory.
 
+Fail closed: when a decodable event's redaction raises or passes ``redaction.step_timeout_s``, the
+stage still publishes the event, withheld (``Redactor.withhold``: every text replaced by the drop
+marker, the failure named in its redaction report), so its trajectory stays whole and eligibility
+keeps it out of training with the reason; the raw record goes to the dead-letter topic (as sensitive
+as the raw topic) for a later retry.
+
 The state is written back on every event, even unchanged: a redelivered record (at-least-once) thereby
 re-sends a changelog write that a crash may have lost, so placeholder numbers stay stable after moves.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from governance.redaction import Redactor
+from governance.redaction.exceptions import RedactionTimeout
 from pipeline.stages.codec import check_key, check_owner, decode_event
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.deadletter import send_dead_letter
@@ -29,6 +37,7 @@ from pipeline.stages.storage import Table, load_placeholders, store_placeholders
 from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
 
 STAGE = "redact"
+log = logging.getLogger("sluice.stages")
 
 
 class RedactStage:
@@ -48,6 +57,36 @@ class RedactStage:
         self.deadletter_topic = deadletter_topic
         self.counters = counters
 
+    async def _withhold(
+        self,
+        event: StepEvent | TrajectoryEndEvent | RewardEvent,
+        exc: Exception,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+    ) -> None:
+        failure = "timeout" if isinstance(exc, RedactionTimeout) else f"error:{type(exc).__name__}"
+        withheld = self.redactor.withhold(event, failure)
+        await send(
+            self.redacted_topic, key=event.trajectory_id.encode(), value=encode(withheld), partition=partition
+        )
+        self.counters.inc("redaction_withheld")
+        log.warning("redaction failed (%s) for a %s of %s: published withheld", failure, type(event).__name__,
+                    event.trajectory_id)  # fmt: skip
+        await send_dead_letter(
+            STAGE,
+            exc,
+            self.deadletter_topic,
+            self.counters,
+            source_topic=topic,
+            source_partition=partition,
+            source_offset=offset,
+            key=key,
+            value=value,
+        )
+
     async def handle(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
     ) -> None:
@@ -61,7 +100,11 @@ class RedactStage:
                 return
             tid = event.trajectory_id
             state = load_placeholders(self.placeholders, event.tenant, tid)
-            redacted, new_state = self.redactor.redact_event(event, state)
+            try:
+                redacted, new_state = self.redactor.redact_event(event, state)
+            except Exception as exc:  # fail closed: publish the event withheld, dead-letter the raw record
+                await self._withhold(event, exc, topic, partition, offset, key, value)
+                return
             if not isinstance(redacted, RewardEvent) and redacted.governance.redaction != "redacted":
                 raise RejectedEvent("redactor returned an event not marked redacted", "RedactionIncomplete")
             await send(self.redacted_topic, key=tid.encode(), value=encode(redacted), partition=partition)

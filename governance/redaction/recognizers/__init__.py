@@ -12,6 +12,7 @@ from collections.abc import Callable
 from presidio_analyzer import EntityRecognizer
 
 from governance.redaction.recognizers.anthropic_api_key_recognizer import AnthropicApiKeyRecognizer
+from governance.redaction.recognizers.api_token_recognizer import ApiTokenRecognizer
 from governance.redaction.recognizers.aws_access_key_id_recognizer import AwsAccessKeyIdRecognizer
 from governance.redaction.recognizers.aws_secret_access_key_recognizer import AwsSecretAccessKeyRecognizer
 from governance.redaction.recognizers.base import Prefiltered, SluicePatternRecognizer
@@ -57,6 +58,7 @@ SECRET_RECOGNIZERS: tuple[type[SluicePatternRecognizer], ...] = (
     JwtRecognizer,
     PrivateKeyRecognizer,
     UrlPasswordRecognizer,
+    ApiTokenRecognizer,
     CredentialRecognizer,
 )
 SECRET_ENTITIES: tuple[str, ...] = tuple(r.ENTITY for r in SECRET_RECOGNIZERS)

@@ -1,7 +1,9 @@
-"""AWS access key ids: ``AKIA`` (long-term) and ``ASIA`` (temporary) + 16 base-32 characters.
+"""AWS access key ids and IAM unique ids: a documented four-letter prefix + 16 base-32 characters.
 
-``ABIA``/``ACCA`` prefixes (STS service bearer tokens, China regions) are included; role and user ids
-(``AROA``/``AIDA``) are identifiers, not credentials, and are left alone.
+``AKIA`` (long-term key), ``ASIA`` (temporary), ``ABIA``/``ACCA`` (STS bearer tokens, China regions),
+and the IAM unique-id prefixes (``AIDA`` user, ``AROA`` role, ``AGPA`` group, ``ANPA``/``ANVA`` policies,
+``AIPA`` instance profile, ``APKA`` public key): the ids are not credentials, but they name an account's
+principals, are never needed for training, and have the same shape a key id has.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ class AwsAccessKeyIdRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "aws access key id",
-            r"(?<![A-Za-z0-9])(?P<v>(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16})(?![A-Za-z0-9])",
+            r"(?<![A-Za-z0-9])(?P<v>(?:AKIA|ASIA|ABIA|ACCA|AIDA|AROA|AGPA|ANPA|ANVA|AIPA|APKA)[A-Z2-7]{16})(?![A-Za-z0-9])",
             0.95,
         ),
     ]
-    TRIGGERS = ("AKIA", "ASIA", "ABIA", "ACCA")
+    VERSION = "2"
+    TRIGGERS = ("AKIA", "ASIA", "ABIA", "ACCA", "AIDA", "AROA", "AGPA", "ANPA", "ANVA", "AIPA", "APKA")

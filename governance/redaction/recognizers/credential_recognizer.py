@@ -6,6 +6,7 @@ secret (``password``, ``db_password``, ``client_secret``, ``api_key``, ``access_
 ``token_count`` or ``max_tokens`` do not. Names also used for non-secrets (``token``, ``secret``,
 ``pass``: logprobs carry ``{"token": "Hello"}``) need a value that looks like a token.
 
+Key names are classified once, in ``key_context`` (any key style, a sibling's name included).
 In free text, ``password: hunter2``, ``the password is hunter2!`` and ``api_key="…"`` are caught when
 the value looks like a literal (has a digit or a symbol) rather than code (``password =
 get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str``).
@@ -13,47 +14,26 @@ get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str`
 
 from __future__ import annotations
 
-import re
-
 from presidio_analyzer import Pattern, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
+from governance.redaction.key_context import code_or_placeholder, names_secret
 from governance.redaction.recognizers.base import SluicePatternRecognizer
 
-SECRET_KEY_NAMES = frozenset(
-    {
-        "password", "passwd", "pwd", "passphrase", "client_secret", "secret_key", "api_key", "apikey",
-        "x_api_key", "access_token", "refresh_token", "auth_token", "id_token", "session_token",
-        "bearer_token", "private_key", "authorization", "credentials",
-    }
-)  # fmt: skip
-# Names also used for non-secrets ({"token": "Hello"} in logprobs): the value must look like a secret.
-AMBIGUOUS_KEY_NAMES = frozenset({"token", "secret", "pass"})
-SECRET_KEY_SUFFIXES = (
-    "_password", "_passwd", "_secret", "_api_key", "_apikey", "_access_token", "_auth_token",
-    "_refresh_token", "_session_token", "_private_key", "_secret_key",
-)  # fmt: skip
 _NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "redacted", "***", "<redacted>"})
-_KEY_NORMALISE = re.compile(r"[^0-9a-z]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
 )
 
 
-def _normal_key(key: str) -> str:
-    return _KEY_NORMALISE.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
-
-
 def names_a_secret(key: str) -> bool:
     """``clientSecret``, ``DB_PASSWORD``, ``x-api-key`` -> True; ``token_count``, ``max_tokens`` -> False."""
-    k = _normal_key(key)
-    return k in SECRET_KEY_NAMES or k.endswith(SECRET_KEY_SUFFIXES)
+    return names_secret(key) == "strong"
 
 
 def names_maybe_a_secret(key: str) -> bool:
-    """``token``/``secret``/``pass``: a secret only if the value looks like one."""
-    return _normal_key(key) in AMBIGUOUS_KEY_NAMES
+    """``token``/``HF_TOKEN``/``key``: a secret only if the value looks like one."""
+    return names_secret(key) == "weak"
 
 
 def looks_like_token(value: str) -> bool:
@@ -103,7 +83,7 @@ class CredentialRecognizer(SluicePatternRecognizer):
     ) -> list[RecognizerResult]:
         """A whole value under a secret-named key is a credential, whatever it looks like."""
         stripped = text.strip()
-        if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096:
+        if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096 or code_or_placeholder(stripped):
             return raw_recognizer_results
         named = self._names_secret(context)
         if not named and not (

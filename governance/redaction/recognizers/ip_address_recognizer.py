@@ -37,4 +37,16 @@ class IpAddressRecognizer(Prefiltered, IpRecognizer):
         regex_flags: int | None = None,
     ) -> list[RecognizerResult]:
         results = super().analyze(text, entities, nlp_artifacts, regex_flags)
-        return [r for r in results if not _VERSION_BEFORE.search(text, max(0, r.start - 10), r.start)]
+        return [
+            r
+            for r in results
+            if not _VERSION_BEFORE.search(text, max(0, r.start - 10), r.start)
+            and not _in_dotted_run(text, r.start, r.end)
+        ]
+
+
+def _in_dotted_run(text: str, start: int, end: int) -> bool:
+    """Part of a longer dotted number (an OID ``1.3.6.1.4.1.9``, a version ``10.0.19041.1``): not an address."""
+    return (start >= 2 and text[start - 1] == "." and text[start - 2].isdigit()) or (
+        end + 1 < len(text) and text[end] == "." and text[end + 1].isdigit()
+    )

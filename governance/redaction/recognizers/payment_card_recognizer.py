@@ -1,19 +1,27 @@
-"""Payment card numbers by issuer range, length and Luhn checksum.
+"""Payment card numbers: Luhn-valid 13–19 digits, by issuer range anywhere, by any brand in payment contexts.
 
 Replaces Presidio's ``CreditCardRecognizer``, whose regex misses the Mastercard 2-series (2221–2720) and
-accepts any 13–19 digits starting with 1/3/4/5/6. Here a number must start with a real issuer prefix
-for its length (Visa, Mastercard 51–55 and 2221–2720, Amex, Discover, JCB, Diners, UnionPay) and pass
-Luhn; digits may be grouped by single spaces or dashes. A match that is part of a longer digit run
-(order ids, timestamps) is not a card.
+accepts any 13–19 digits starting with 1/3/4/5/6. Two classes are cards here:
+
+- anywhere: a number that starts with a real issuer prefix for its length (Visa, Mastercard 51–55 and
+  2221–2720, Amex, Discover, JCB, Diners, UnionPay, Maestro) and passes Luhn;
+- in a payment context (a payment word shortly before it — ``card``, ``paid``, ``Karte``, ``tarjeta`` —
+  or a JSON key / CSV column that names a card): any Luhn-valid 13–19 digit number, whatever the brand
+  and length rules say, since issuers add ranges and people mistype lengths the checksum still accepts.
+
+Digits may be grouped by single spaces or dashes. A match that is part of a longer digit run (order
+ids, timestamps) is not a card.
 """
 
 from __future__ import annotations
 
 import re
 
-from presidio_analyzer import Pattern
+from presidio_analyzer import Pattern, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.recognizers.base import SluicePatternRecognizer, luhn_valid
+from governance.redaction.key_context import KIND_WORDS
+from governance.redaction.recognizers.base import SluicePatternRecognizer, boost_by_key_context, luhn_valid
 
 # (prefix low, prefix high, prefix length, allowed lengths)
 ISSUER_RANGES: tuple[tuple[int, int, int, tuple[int, ...]], ...] = (
@@ -30,7 +38,15 @@ ISSUER_RANGES: tuple[tuple[int, int, int, tuple[int, ...]], ...] = (
     (36, 36, 2, (14, 15, 16, 17, 18, 19)),
     (38, 39, 2, (16, 17, 18, 19)),
     (62, 62, 2, (16, 17, 18, 19)),  # UnionPay
+    (50, 50, 2, (12, 13, 14, 15, 16, 17, 18, 19)),  # Maestro
+    (56, 69, 2, (12, 13, 14, 15, 16, 17, 18, 19)),
 )
+_PAYMENT_WORDS = re.compile(
+    r"(?i)(?:card|credit|debit|\bcc\b|\bpan\b|payment|paid|\bpay|charge|visa|master|amex|american express|"
+    r"discover|jcb|maestro|unionpay|diners|karte|carte|tarjeta|carta|cartão|cvv|cvc|billing|refund|declined)"
+)
+CONTEXT_SCORE = 0.9
+CANDIDATE_SCORE = 0.35
 
 
 def issuer_valid(digits: str) -> bool:
@@ -47,15 +63,50 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "card number",
-            r"(?<![\d.,/-])(?<!\d[ -])(?P<v>[2-6]\d{3}(?:[ -]?\d){9,15})(?![ -]?\d)(?![.,/-]\d)",
+            r"(?<![\d.,/-])(?<!\d[ -])(?P<v>\d{4}(?:[ -]?\d){8,15})(?![ -]?\d)(?![.,/-]\d)",
             0.3,
         ),
     ]
     CONTEXT = ["credit", "card", "visa", "mastercard", "amex", "payment"]
-    PREFILTER = re.compile(r"[2-6]\d{3}[ -]?\d{4}")
-    VERSION = "1"
+    PREFILTER = re.compile(r"\d{4}(?:[ -]?\d){8}")
+    VERSION = "2"
 
-    def validate_result(self, pattern_text: str) -> bool:
-        digits = re.sub(r"\D", "", pattern_text)
-        seps = {c for c in pattern_text if not c.isdigit()}
-        return len(seps) <= 1 and issuer_valid(digits) and luhn_valid(digits)
+    def validate_result(self, pattern_text: str) -> bool | None:
+        return None  # scored in analyze: issuer range, or payment context
+
+    def analyze(
+        self,
+        text: str,
+        entities: list[str] | None = None,
+        nlp_artifacts: NlpArtifacts | None = None,
+        regex_flags: int | None = None,
+    ) -> list[RecognizerResult]:
+        results: list[RecognizerResult] = []
+        for r in super().analyze(text, entities, nlp_artifacts, regex_flags):
+            value = text[r.start : r.end]
+            digits = re.sub(r"\D", "", value)
+            if (
+                len({c for c in value if not c.isdigit()}) > 1
+                or not 13 <= len(digits) <= 19
+                or not luhn_valid(digits)
+            ):
+                continue
+            if issuer_valid(digits):
+                r.score = self.MAX_SCORE
+            elif _PAYMENT_WORDS.search(text, max(0, r.start - 60), r.start):
+                r.score = CONTEXT_SCORE
+            else:
+                r.score = CANDIDATE_SCORE
+            results.append(r)
+        return results
+
+    def enhance_using_context(
+        self,
+        text: str,
+        raw_recognizer_results: list[RecognizerResult],
+        other_raw_recognizer_results: list[RecognizerResult],
+        nlp_artifacts: NlpArtifacts | None,
+        context: list[str] | None = None,
+    ) -> list[RecognizerResult]:
+        """Any Luhn-valid number under a card-named key (``{"credit_card": …}``) is a card."""
+        return boost_by_key_context(raw_recognizer_results, context, KIND_WORDS["CREDIT_CARD"], CONTEXT_SCORE)

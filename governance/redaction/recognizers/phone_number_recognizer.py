@@ -8,6 +8,13 @@ word shortly before it in the text (``call``, ``phone``, ``tel`` …) or a phone
 National numbers outside North America must carry their trunk prefix (``020 7946 0958`` for GB), so
 ``1712345678`` (a timestamp) is not read as a GB number; a number glued into a longer token
 (``ORD-2026-502799``) or shaped like a dotted quad (an IPv4 address) is not a phone number.
+
+Validity is not what makes a phone number personal data: ``(809) 555-0142``, ``(123) 555-0199`` and
+``(211) 555-0100`` are read as phone numbers by anyone, whatever their area code. So two shapes count
+too, valid or not: the North American shape anywhere (``(NXX) NXX-XXXX``, ``+1 NXX NXX XXXX``,
+``NXX-NXX-XXXX`` with one separator throughout), and in a contact context (a phone word shortly
+before it in any of several languages, or a JSON key / CSV column naming a phone or contact) any
+plausible national or international format: 7–15 digits in groups, optionally after ``+``.
 """
 
 from __future__ import annotations
@@ -19,15 +26,26 @@ import phonenumbers
 from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
+from governance.redaction.key_context import KIND_WORDS
 from governance.redaction.recognizers.base import Prefiltered, boost_by_key_context
 
 _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
-    r"(?i)\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us))\b"
+    r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us)|"
+    r"callback|voicemail|ring|handy|mobil|kontakt)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
+    r"numéro|número|nummer|ruf|portable|celular|móvil)"
 )
+# (NXX) NXX-XXXX, +1 NXX NXX XXXX, NXX-NXX-XXXX / NXX.NXX.XXXX (one separator throughout).
+_NANP_SHAPE = re.compile(
+    r"(?<![\w+.\-/])(?:(?:\+1|1)[ .\-]?)?(?:\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}|\d{3}([ .\-])\d{3}\1\d{4})(?![\w\-]|\.\d)"
+    r"|(?<![\w+.\-/])\+1[ .\-]?\d{3}[ .\-]?\d{3}[ .\-]?\d{4}(?![\w\-]|\.\d)"
+)
+# Any grouped number: +CC or (area), then 7-15 digits in groups of 1-5.
+_GROUPED = re.compile(r"(?<![\w+.\-/])(?:\+|00)?\(?\d{1,5}\)?(?:[ .\-/]?\(?\d{1,5}\)?){1,6}(?![\w\-]|\.\d)")
+_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}")
 _TRUNK_CANDIDATE = re.compile(r"(?<![\d+])\(?0\d")  # national numbers outside NANP start with 0
-_DOTTED_QUAD = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
-_KEY_WORDS = frozenset({"phone", "tel", "telephone", "mobile", "cell", "fax", "msisdn", "whatsapp", "sms"})
+_DOTTED_QUAD = re.compile(r"\d{1,5}(?:\.\d{1,5}){3,}")  # IPv4 addresses, OIDs, four-part versions
+_KEY_WORDS = KIND_WORDS["PHONE_NUMBER"]
 
 
 def _inside_token(text: str, start: int, end: int) -> bool:
@@ -45,12 +63,16 @@ def _inside_token(text: str, start: int, end: int) -> bool:
     return joined_before or joined_after
 
 
+def _overlaps(spans: dict[tuple[int, int], float], start: int, end: int) -> bool:
+    return any(s < end and start < e for s, e in spans)
+
+
 class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
     ENTITY: ClassVar[str] = "PHONE_NUMBER"
     SCORE: ClassVar[float] = 0.75
     BARE_SCORE: ClassVar[float] = 0.4
     PREFILTER = re.compile(r"\d[\d \t().\-/]{5,}\d")
-    VERSION: ClassVar[str] = "1"
+    VERSION: ClassVar[str] = "2"
 
     def __init__(self, regions: list[str] | None = None, supported_language: str = "en") -> None:
         self.regions = list(regions or ["US"])
@@ -87,6 +109,18 @@ class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
                     spans[span] = self.SCORE
                 else:
                     spans[span] = self.BARE_SCORE
+        for m in _NANP_SHAPE.finditer(text):
+            if not _inside_token(text, m.start(), m.end()) and not _overlaps(spans, m.start(), m.end()):
+                spans[m.span()] = self.SCORE
+        for m in _GROUPED.finditer(text):
+            raw = m.group()
+            digits = sum(c.isdigit() for c in raw)
+            if not 7 <= digits <= 15 or _DATE_OR_TIME.search(raw) or _DOTTED_QUAD.fullmatch(raw.strip("()")):
+                continue
+            if _overlaps(spans, m.start(), m.end()) or _inside_token(text, m.start(), m.end()):
+                continue
+            worded = _PHONE_WORDS.search(text, max(0, m.start() - 40), m.start()) is not None
+            spans[m.span()] = self.SCORE if worded and (digits >= 8 or raw[0] == "+") else self.BARE_SCORE
         return [self._result(s, e, score) for (s, e), score in spans.items()]
 
     def _result(self, start: int, end: int, score: float) -> RecognizerResult:

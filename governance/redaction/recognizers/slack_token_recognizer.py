@@ -12,8 +12,18 @@ class SlackTokenRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "slack token",
-            r"(?<![A-Za-z0-9_-])(?P<v>xox[bpars]-(?:[0-9]+-){1,3}[A-Za-z0-9-]{8,})(?![A-Za-z0-9_-])",
+            r"(?<![A-Za-z0-9_-])(?P<v>(?:xoxe\.)?xox[bpearsc]-(?:[0-9A-Za-z]+-){1,4}[A-Za-z0-9-]{8,})(?![A-Za-z0-9_-])",
+            0.95,
+        ),
+        Pattern(
+            "slack app-level token",
+            r"(?<![A-Za-z0-9_-])(?P<v>xapp-\d-[A-Z0-9]+-\d+-[a-f0-9]{32,})(?![A-Za-z0-9_-])",
+            0.95,
+        ),
+        Pattern(
+            "slack incoming webhook",
+            r"(?P<v>https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,})",
             0.95,
         ),
     ]
-    TRIGGERS = ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-")
+    TRIGGERS = ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe", "xoxc-", "xapp-", "hooks.slack.com")

@@ -15,8 +15,8 @@ class StripeKeyRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "stripe secret key",
-            r"(?<![A-Za-z0-9_])(?P<v>[sr]k_(?:live|test)_[A-Za-z0-9]{16,247})(?![A-Za-z0-9_])",
+            r"(?<![A-Za-z0-9_])(?P<v>(?:[sr]k_(?:live|test)_|whsec_)[A-Za-z0-9]{16,247})(?![A-Za-z0-9_])",
             0.95,
         ),
     ]
-    TRIGGERS = ("k_live_", "k_test_")
+    TRIGGERS = ("k_live_", "k_test_", "whsec_")

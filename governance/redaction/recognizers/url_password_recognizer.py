@@ -18,7 +18,7 @@ class UrlPasswordRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "password in url",
-            r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]*:(?P<v>[^\s/@?#\"'<>]+)@[A-Za-z0-9.-]+",
+            r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]*:(?P<v>[^\s/@\"'<>]+)@[A-Za-z0-9.-]+",
             0.95,
         ),
     ]

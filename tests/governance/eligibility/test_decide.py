@@ -146,3 +146,12 @@ def test_effective_data_class_is_the_most_restrictive() -> None:
 def test_policy_rejects_a_class_both_trained_and_dropped() -> None:
     with pytest.raises(ValueError, match="both trainable and dropped"):
         EligibilityPolicy(train_data_classes=["public"], drop_data_classes=["public"])
+
+
+def test_redaction_failure_keeps_the_trajectory_out_of_training_and_says_why() -> None:
+    from sluice.events import RedactionReport
+
+    failed = governance().model_copy(update={"redaction_report": RedactionReport(failure="timeout")})
+    result = decide_eligibility(facts_of(step(), step(index=1, gov=failed)), POLICY, NOW)
+    assert result.decision == "audit_only"
+    assert result.reasons == ["redaction_failed:timeout"]

@@ -46,6 +46,9 @@ POSITIVES = [
     ("PRIVATE_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU"),
     ("URL_PASSWORD", "DATABASE_URL=postgres://app:s3cr3t!pw@db.internal:5432/app", "s3cr3t!pw"),
     ("CREDENTIAL", "password: hunter2!", "hunter2!"),
+    ("API_TOKEN", "here's the token: hf_Qw3rTy8UiOp2AsDfGh4JkLzXcVbNm7Pq01", "hf_Qw3rTy8UiOp2AsDfGh4JkLzXcVbNm7Pq01"),
+    ("API_TOKEN", "the new token is 7fK2pQ9zR4mW8xT1vB6nY3cL5hJ0dS, rotate it", "7fK2pQ9zR4mW8xT1vB6nY3cL5hJ0dS"),
+    ("API_TOKEN", "Authorization: Bearer Zm9vYmFyOjEyMzQ1Njc4OTBhYmNkZWY", "Zm9vYmFyOjEyMzQ1Njc4OTBhYmNkZWY"),
     ("CREDENTIAL", 'api_key="q8Z-3kd9_xx"', "q8Z-3kd9_xx"),
 ]  # fmt: skip
 

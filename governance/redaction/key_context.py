@@ -1,0 +1,213 @@
+"""What a key says about its value: the vocabulary that turns a field name into a redaction context.
+
+A value's own key (``{"db_password": …}``, ``DB_PASSWORD=…``, a CSV column header) or a sibling that
+names it (``{"field": "db_url_password", "value": …}``) tells more than the value's shape. This module
+holds the one vocabulary for that: ``key_words`` splits any key style (``snake_case``, ``camelCase``,
+``kebab-case``, ``SCREAMING_CASE``) into words, ``names_secret`` / ``names_kind`` classify them, and
+``keyed_spans`` finds the ``key = value`` pairs written in text (``.env`` and INI/TOML/YAML lines,
+Python/JS dict literals, HTTP headers, ``key=value`` query and command-line arguments, CSV cells under
+their header) so each value can be analysed with its key as context, as JSON values are.
+
+Keys whose last word says the value is *about* a secret rather than the secret (``token_count``,
+``password_policy``, ``secret_name``, ``max_tokens``) name nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from functools import lru_cache
+from typing import NamedTuple
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SPLIT = re.compile(r"[^0-9a-z]+")
+
+SECRET_WORDS = frozenset(
+    {"password", "passwd", "pwd", "passphrase", "secret", "secrets", "credential", "credentials", "apikey",
+     "authorization", "passcode", "pin", "privatekey", "accountkey", "sharedkey", "hmac", "dsn"}
+)  # fmt: skip
+# Two-word names: (first, second) adjacent in the key.
+SECRET_PAIRS = frozenset(
+    {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("signing", "key"),
+     ("encryption", "key"), ("master", "key"), ("aes", "key"), ("account", "key"), ("shared", "key"),
+     ("client", "secret"), ("auth", "token"), ("access", "token"), ("refresh", "token"), ("id", "token"),
+     ("session", "token"), ("bearer", "token"), ("api", "token"), ("oauth", "token"), ("bot", "token"),
+     ("webhook", "url"), ("webhook", "secret"), ("key", "id"), ("x", "api"), ("pat", "token")}
+)  # fmt: skip
+# Words that name a secret only when the value looks like one ({"token": "Hello"} in logprobs).
+WEAK_SECRET_WORDS = frozenset(
+    {"token", "key", "pass", "auth", "jwt", "pat", "webhook", "cookie", "sig", "signature"}
+)
+# "cache_key", "partition_key": keys of a table or a cache, not credentials.
+KEY_QUALIFIERS_NOT_SECRET = frozenset(
+    {"cache", "idempotency", "partition", "sort", "primary", "foreign", "object", "routing", "dedup", "lookup",
+     "row", "s3", "bucket", "map", "dict", "sharding", "shard", "group", "join", "composite", "natural", "api"}
+)  # fmt: skip
+# A key ending in one of these describes a secret, it does not hold one.
+META_WORDS = frozenset(
+    {"count", "counts", "type", "types", "limit", "limits", "length", "len", "min", "max", "policy", "ttl",
+     "expiry", "expires", "expiration", "at", "name", "names", "file", "path", "env", "enabled", "required",
+     "set", "rotation", "rotate", "days", "version", "hint", "format", "algorithm", "alg", "scheme", "usage",
+     "prefix", "last4", "hash", "strength", "reset", "ref", "arn", "manager", "store", "header", "mode"}
+)  # fmt: skip
+
+KIND_WORDS: dict[str, frozenset[str]] = {
+    "PHONE_NUMBER": frozenset({"phone", "tel", "telephone", "mobile", "cell", "fax", "msisdn", "whatsapp", "sms",
+                               "callback", "contact", "telefon", "telefono", "handy"}),
+    "CREDIT_CARD": frozenset({"card", "cc", "pan", "credit", "creditcard", "visa", "mastercard", "amex", "payment"}),
+    "EMAIL_ADDRESS": frozenset({"email", "mail", "reply", "recipient", "sender"}),
+    "US_SSN": frozenset({"ssn", "social", "tax", "tin", "sin"}),
+    "IBAN_CODE": frozenset({"iban", "bank", "account", "payout"}),
+    "IP_ADDRESS": frozenset({"ip", "addr", "remote", "client", "source"}),
+}  # fmt: skip
+# ``<role>_name`` keys that name a person (``product_name``, ``table_name`` do not).
+PERSON_ROLES = frozenset(
+    {"customer", "contact", "patient", "employee", "user", "full", "first", "last", "given", "family", "display",
+     "holder", "account", "sender", "recipient", "owner", "author", "person", "client", "member", "guest",
+     "driver", "passenger", "buyer", "seller", "applicant", "beneficiary", "middle", "maiden", "legal", "nick"}
+)  # fmt: skip
+PERSON_KEYS = frozenset(
+    {"name", "full_name", "first_name", "last_name", "given_name", "family_name", "surname", "customer_name",
+     "contact_name", "assignee", "author", "owner", "patient", "patient_name", "employee", "employee_name",
+     "recipient", "recipient_name", "sender", "sender_name", "display_name", "cardholder", "card_holder",
+     "holder_name", "account_holder", "person", "signatory", "reporter", "requester", "contact", "fullname",
+     "firstname", "lastname", "attendee", "guardian", "next_of_kin", "emergency_contact"}
+)  # fmt: skip
+
+
+@lru_cache(maxsize=8192)
+def key_words(key: str) -> tuple[str, ...]:
+    """``db_url_password`` / ``dbUrlPassword`` / ``DB-URL-PASSWORD`` -> ("db", "url", "password")."""
+    return tuple(w for w in _SPLIT.split(_CAMEL.sub("_", key).lower()) if w)
+
+
+def normal_key(key: str) -> str:
+    return "_".join(key_words(key))
+
+
+@lru_cache(maxsize=8192)
+def names_secret(key: str) -> str:
+    """ "strong" when the key names a secret, "weak" when it might (the value must look like one), else ""."""
+    words = key_words(key)
+    if not words or words[-1] in META_WORDS or len(words) > 8:
+        return ""
+    joined = "".join(words)
+    if any(w in SECRET_WORDS for w in words) or joined in SECRET_WORDS:
+        return "strong"
+    if any(p in SECRET_PAIRS for p in zip(words, words[1:], strict=False)):
+        return "strong"
+    if words[-1] == "key" and len(words) > 1 and words[-2] in KEY_QUALIFIERS_NOT_SECRET - {"api"}:
+        return ""
+    if any(w in WEAK_SECRET_WORDS for w in words):
+        return "weak"
+    return ""
+
+
+_CODE_OR_PLACEHOLDER = re.compile(
+    r"^(?:(?=.*\s)(?=.*[(=]).*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\s*[(\[]?.*|[A-Za-z_]\w*\s*\(.*|.*\b(?:os\.environ|getenv|process\.env)\b.*"
+    r"|\$\{.*\}|\$[A-Z_][A-Z0-9_]*|%\(\w+\)s|%[A-Z_]+%|\{\{.*\}\}|<[^<>]*>|(?i:.*\b(?:your|my)[-_ ]?(?:api[-_ ]?)?(?:key|token|secret|password)[-_ ]?(?:here)?\b.*)"
+    r"|(?i:x{4,}|\*{3,}|\.{3}|changeme|change[-_]me|placeholder|redacted|dummy|example|none|null|str|string|bytes|int))$"
+)
+
+
+def code_or_placeholder(value: str) -> bool:
+    """``os.environ['API_KEY']``, ``settings.SECRET``, ``get_password()``, ``${DB_PASS}``, ``your-key-here``."""
+    return _CODE_OR_PLACEHOLDER.match(value.strip()) is not None
+
+
+@lru_cache(maxsize=8192)
+def names_kind(key: str) -> frozenset[str]:
+    """PII kinds a key names (``contact_phone`` -> PHONE_NUMBER; ``customer_name`` -> PERSON)."""
+    words = key_words(key)
+    if not words or words[-1] in META_WORDS - {"name"}:
+        return frozenset()
+    found = {kind for kind, vocab in KIND_WORDS.items() if kind != "PERSON" and not vocab.isdisjoint(words)}
+    if normal_key(key) in PERSON_KEYS or (
+        words[-1] == "name" and len(words) <= 3 and words[0] in PERSON_ROLES
+    ):
+        found.add("PERSON")
+    return frozenset(found)
+
+
+def names_anything(key: str) -> bool:
+    return bool(names_secret(key)) or bool(names_kind(key))
+
+
+class KeyedSpan(NamedTuple):
+    key: str
+    start: int
+    end: int
+
+
+_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}"
+_LINE_ASSIGN = re.compile(
+    r"^[ \t]*(?:export[ \t]+|set[ \t]+)?[\"']?(?P<k>" + _KEY + r")[\"']?[ \t]*(?::|=|:=|=>)[ \t]*"
+    r"(?P<q>[\"'`]?)(?P<v>[^\r\n]*?)(?P=q)[ \t]*,?[ \t]*$",
+    re.MULTILINE,
+)
+_INLINE_QUOTED = re.compile(
+    r"(?:(?<=[?&;\s(,{\[])|^)[\"']?(?P<k>" + _KEY + r")[\"']?[ \t]*(?:=|:)[ \t]*"
+    r"(?P<q>[\"'])(?P<v>[^\"'\r\n]{1,512})(?P=q)"
+)
+_INLINE_BARE = re.compile(r"(?:(?<=[?&;\s(,{\[])|^)(?P<k>" + _KEY + r")=(?P<v>[^\s&\"',;)}\]]{1,512})")
+_HEADER_ARG = re.compile(
+    r"(?P<q>[\"'])(?P<k>[A-Za-z][A-Za-z0-9\-]{1,40}):[ \t]*(?P<v>[^\"'\r\n]{1,512})(?P=q)"
+)
+_CSV_HEAD = re.compile(r"^[ \t]*[A-Za-z_][\w .\-]*(?:[,;\t][ \t]*[A-Za-z_][\w .\-]*){1,30}[ \t]*$")
+
+
+def keyed_spans(text: str) -> list[KeyedSpan]:
+    """``key = value`` pairs in text whose key names a secret or a PII kind, as value spans."""
+    if "=" not in text and ":" not in text and "," not in text and "\t" not in text:
+        return []
+    spans: dict[tuple[int, int], str] = {}
+    for rx in (_LINE_ASSIGN, _INLINE_QUOTED, _INLINE_BARE, _HEADER_ARG):
+        for m in rx.finditer(text):
+            key = m.group("k")
+            start, end = m.span("v")
+            if end > start and names_anything(key) and not code_or_placeholder(m.group("v")):
+                spans.setdefault((start, end), key)
+    spans.update({(s, e): k for k, s, e in csv_cells(text) if (s, e) not in spans})
+    return [KeyedSpan(k, s, e) for (s, e), k in sorted(spans.items())]
+
+
+def csv_cells(text: str) -> list[KeyedSpan]:
+    """Cells of a CSV/TSV block under a header row, for the columns whose header names something."""
+    lines = text.split("\n")
+    out: list[KeyedSpan] = []
+    offset = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _CSV_HEAD.match(line) and i + 1 < len(lines):
+            delim = max(",;\t", key=line.count)
+            header = [h.strip() for h in line.split(delim)]
+            wanted = {j: h for j, h in enumerate(header) if names_anything(h)}
+            pos = offset + len(line) + 1
+            j = i + 1
+            while wanted and j < len(lines) and lines[j].count(delim) >= len(header) - 1 and lines[j].strip():
+                out.extend(_row_cells(lines[j], pos, delim, wanted))
+                pos += len(lines[j]) + 1
+                j += 1
+            if j > i + 1:
+                offset = pos
+                i = j
+                continue
+        offset += len(line) + 1
+        i += 1
+    return out
+
+
+def _row_cells(row: str, base: int, delim: str, wanted: dict[int, str]) -> list[KeyedSpan]:
+    cells = next(csv.reader(io.StringIO(row), delimiter=delim), [])
+    out: list[KeyedSpan] = []
+    cursor = 0
+    for j, cell in enumerate(cells):
+        at = row.find(cell, cursor) if cell else -1
+        if at < 0:
+            continue
+        cursor = at + len(cell)
+        if j in wanted and cell.strip():
+            out.append(KeyedSpan(wanted[j], base + at, base + at + len(cell)))
+    return out

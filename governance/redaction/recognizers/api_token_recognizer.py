@@ -1,0 +1,94 @@
+"""Key-shaped tokens: vendor formats by their documented prefixes, and any high-entropy token in a secret context.
+
+Two classes of credential that have no recognizer of their own:
+
+- documented vendor formats: Hugging Face ``hf_``, GitLab ``glpat-``, npm ``npm_``, PyPI ``pypi-AgEI``,
+  SendGrid ``SG.<22>.<43>``, Twilio API keys ``SK`` + 32 hex, Mailgun ``key-`` + 32 hex, Shopify
+  ``shpat_``/``shpss_``, Databricks ``dapi``, DigitalOcean ``dop_v1_``, Atlassian ``ATATT``;
+- a key-shaped token (20+ characters of letters and digits, high entropy; not a UUID, version or path)
+  after ``Bearer``/``Basic``/``token``, or shortly after a secret word in several languages (``key``,
+  ``token``, ``secret``, ``Schlüssel``, ``clé``, ``clave``): ``here's the token: …``.
+
+Git SHAs, ``sha256:`` digests and UUIDs in ordinary text are not in a secret context and are left alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from presidio_analyzer import Pattern
+
+from governance.redaction.recognizers.base import SluicePatternRecognizer
+
+_SECRET_CONTEXT = (
+    r"(?<![A-Za-z])(?i:key|keys|token|secret|password|passwd|credentials?|bearer|api[ _-]?key|apikey|auth[ _-]?token|"
+    r"schlüssel|clé|clave|chiave|senha|passwort|jeton|contraseña|rotate)(?![A-Za-z])"
+)
+_KEY_SHAPED = r"(?<!sha1:)(?<!sha256:)(?<!sha512:)(?<!md5:)(?P<v>[A-Za-z0-9][A-Za-z0-9_\-+/=.~]{19,511})"
+_END = r"(?![A-Za-z0-9_\-+/=~])"
+_VENDOR = (
+    r"hf_[A-Za-z0-9]{30,40}|glpat-[A-Za-z0-9_\-]{20,40}|npm_[A-Za-z0-9]{36}|pypi-AgEI[A-Za-z0-9_\-]{40,}"
+    r"|SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}|SK[0-9a-f]{32}|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}"
+    r"|dapi[0-9a-f]{32}|dop_v1_[0-9a-f]{64}|ATATT[A-Za-z0-9_\-=]{40,}"
+)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_VERSIONISH = re.compile(
+    r"\d+\.\d+\.|\.(?:py|js|ts|go|rs|json|ya?ml|txt|md|html?|csv|log|sh|cfg|ini|toml|git)$"
+)
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def key_shaped(value: str) -> bool:
+    """A machine-made token: 20+ characters, letters and digits, high entropy; not a UUID, version or path."""
+    if (
+        len(value) < 20
+        or "://" in value
+        or value[0] in "/."
+        or _UUID.search(value)
+        or _VERSIONISH.search(value)
+    ):
+        return False
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    return entropy(value) >= 3.5
+
+
+class ApiTokenRecognizer(SluicePatternRecognizer):
+    ENTITY = "API_TOKEN"
+    PATTERNS = [
+        Pattern("documented vendor token", r"(?<![A-Za-z0-9_\-])(?P<v>" + _VENDOR + r")" + _END, 0.95),
+        Pattern(
+            "bearer, basic or token credential",
+            r"(?i:\b(?:bearer|basic|token))[ \t]+" + _KEY_SHAPED + _END,
+            0.9,
+        ),
+        Pattern(
+            "key-shaped token after a secret word",
+            _SECRET_CONTEXT + r"[^\n]{0,40}?(?<![A-Za-z0-9_\-+/=.~])" + _KEY_SHAPED + _END,
+            0.9,
+        ),  # fmt: skip
+    ]
+    LOWER_TRIGGERS = ("key", "token", "secret", "pass", "credential", "bearer", "basic", "api", "auth", "clé",
+                      "clave", "chiave", "senha", "schlüssel", "jeton", "contraseña", "rotate", "hf_", "glpat-",
+                      "npm_", "pypi-", "sg.", "sk", "dapi", "dop_v1", "atatt", "shp")  # fmt: skip
+    PREFILTER = re.compile(r"[A-Za-z0-9_\-+/=.~]{20}")
+
+    def may_match(self, text: str, context: list[str] | None = None) -> bool:
+        if len(text) < 20 or self.PREFILTER.search(text) is None:
+            return False
+        low = text.lower()
+        if not any(t in low for t in self.LOWER_TRIGGERS):
+            return False
+        return any(
+            key_shaped(text[m.start("v") : m.end("v")]) for _, rx in self._compiled for m in rx.finditer(text)
+        )
+
+    def validate_result(self, pattern_text: str) -> bool:
+        return key_shaped(pattern_text)

@@ -1,0 +1,127 @@
+"""PERSON by cue: a name written where a person is addressed, named or signs, in several languages.
+
+The NER model misses many names it was not trained on (``Oluwaseun Adeyemi``, ``Nguyen Van Anh``),
+yet the text around a name says what it is, whatever the locale: a salutation or honorific before it
+(``Dear``, ``Herr``, ``Mme``, ``El señor``), a phrase that introduces a person (``spoke with``,
+``assigned … to``, ``le client``, ``der Kunde``), a verb of speech or contact after it (``… called``,
+``… agreed``, ``… a demandé``), or a sign-off line above it (``Best regards,`` / ``Mit freundlichen
+Grüßen``). The words after or before the cue must be written like a personal name (``name_shape``)
+and not like a product.
+"""
+
+from __future__ import annotations
+
+import re
+
+from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer.nlp_engine import NlpArtifacts
+
+from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, product_like
+
+SCORE = 0.85
+_WORD = re.compile(r"[^\W\d_][^\W\d_'’\-]*(?:[-'’][^\W\d_]+)*")
+_BEFORE = re.compile(
+    r"(?i)(?:\b(?:dear|hi|hello|hey|mr|mrs|ms|miss|mx|dr|prof|herr|frau|mme|mlle|monsieur|madame|señora?|"
+    r"senora?|sr|sra|srta|doña|signora?|sig|liebe[r]?|sehr\s+geehrter?|cher|chère|estimad[oa]|"
+    r"spoke\s+(?:with|to)|speaking\s+with|talked\s+(?:to|with)|met\s+with|meeting\s+with|call\s+with|"
+    r"assigned\s+(?:the\s+\w+\s+|it\s+)?to|escalated\s+(?:it\s+)?to|handed\s+(?:it\s+)?over\s+to|attn|"
+    r"le\s+client|la\s+cliente|el\s+cliente|la\s+clienta|der\s+kunde|die\s+kundin|il\s+cliente|o\s+cliente|"
+    r"the\s+(?:customer|client|patient|applicant|caller|employee|tenant|guest)|rufen\s+sie)\b|\bm)\.?,?[ \t]+"
+)
+_AFTER = re.compile(
+    r"(?i)[ \t]*,?[ \t]*(?:called|phoned|emailed|wrote|asked|agreed|said|says|complained|requested|reported|"
+    r"confirmed|mentioned|replied|wants|needs|is\s+on\s+call|was\s+discharged|signed|approved|"
+    r"hat\s+angerufen|rief|a\s+appelé|a\s+demandé|llamó|ha\s+llamado|pidió)\b"
+)
+_SIGN_OFF = re.compile(
+    r"(?i)(?:best\s+regards|kind\s+regards|regards|cheers|sincerely|thanks|many\s+thanks|best|"
+    r"mit\s+freundlichen\s+grüßen|viele\s+grüße|cordialement|bien\s+à\s+vous|saludos|atentamente|"
+    r"cordiali\s+saluti|grazie|atenciosamente)[,!.]?[ \t]*\r?\n[ \t]*"
+)
+_TRIGGERS = re.compile(r"[A-ZÀ-ÖØ-ÞĀ-Ž][a-zß-ÿ]")
+
+
+def _name_after(text: str, pos: int, min_words: int = 1) -> tuple[int, int] | None:
+    """The longest name-shaped run of 1-4 words starting at ``pos`` (particles inside allowed)."""
+    words: list[tuple[int, int]] = []
+    i = pos
+    while len(words) < 5:
+        m = _WORD.match(text, i)
+        if m is None:
+            break
+        w = m.group()
+        if not (w[0].isupper() or (w.lower() in PARTICLES and words)):
+            break
+        words.append(m.span())
+        gap = re.match(r"[ \t]+", text[m.end() :])
+        if gap is None:
+            break
+        i = m.end() + gap.end()
+    while words and text[words[-1][0] : words[-1][1]].lower() in PARTICLES:
+        words.pop()
+    if len(words) < min_words:
+        return None
+    start, end = words[0][0], words[-1][1]
+    span = text[start:end]
+    if name_tokens(span) is None or product_like(span, text, end, start):
+        return None
+    return start, end
+
+
+def _name_before(text: str, end: int) -> tuple[int, int] | None:
+    """A name of 2-4 words ending at ``end``."""
+    line_start = text.rfind("\n", 0, end) + 1
+    head = text[line_start:end]
+    for m in re.finditer(r"(?:(?<=[\s,;:(])|^)[^\W\d_]", head):
+        found = _name_after(text, line_start + m.start(), min_words=2)
+        if found and found[1] == end:
+            return found
+    return None
+
+
+class PersonCueRecognizer(Prefiltered, LocalRecognizer):
+    ENTITY = "PERSON"
+    PREFILTER = _TRIGGERS
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(
+            supported_entities=[self.ENTITY], supported_language=supported_language, name=type(self).__name__
+        )
+
+    def load(self) -> None:
+        pass
+
+    def may_match(self, text: str, context: list[str] | None = None) -> bool:
+        """Only texts with a cue reach Presidio (a call costs more than these searches)."""
+        return _TRIGGERS.search(text) is not None and any(
+            rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER)
+        )
+
+    def analyze(
+        self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
+    ) -> list[RecognizerResult]:
+        spans: set[tuple[int, int]] = set()
+        for rx in (_BEFORE, _SIGN_OFF):
+            for m in rx.finditer(text):
+                found = _name_after(text, m.end())
+                if found:
+                    spans.add(found)
+        for m in _AFTER.finditer(text):
+            found = _name_before(text, m.start())
+            if found:
+                spans.add(found)
+        return [self._result(s, e) for s, e in sorted(spans)]
+
+    def _result(self, start: int, end: int) -> RecognizerResult:
+        return RecognizerResult(
+            entity_type=self.ENTITY,
+            start=start,
+            end=end,
+            score=SCORE,
+            analysis_explanation=AnalysisExplanation(recognizer=self.name, original_score=SCORE),
+            recognition_metadata={
+                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+            },
+        )

@@ -1,0 +1,196 @@
+"""Nothing raw at rest outside the quarantine: canary values through the real stack with the shipped config.
+
+The embedded default (``infra/sluice.yaml``: NER on) runs broker, tiny model, proxy, two stage workers and
+the sink. Agents send canaries of every class the redaction promises to hold — an AWS key id in a
+config line, a secret as a ``{"field": …, "value": …}`` pair in tool-call arguments, a brand-less
+Luhn-valid card in free text and under ``credit_card``, a US-shaped phone number with an unassigned area
+code, person names of several locales in tool results and free text, a key-shaped token after
+"token" — through explicit-id and history-linked trajectories, plus the demo's own traffic. Then every
+place the stack writes outside the raw and dead-letter topics is scanned: DuckDB, the redacted,
+audited and train topics, the stage tables' changelog topics, the stage workers' RocksDB directories, the proxy spool and its linking
+state (which must hold hashes, never raw token ids), and the logs. None may hold a canary.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import yaml
+
+from pipeline.demo.personas import PERSONAS, canaries
+from pipeline.stages.names import changelog_topics, ticks_topic
+from pipeline.up import running_stack
+from sluice.config import load_config
+from tests.kafka_helpers import read_topic
+from tests.system.conftest import Stack, stack_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The embedded default as shipped (NER on), with one stage worker: no fault is injected here."""
+    tmp = tmp_path_factory.mktemp("stack")
+    path = stack_config(tmp)
+    data = yaml.safe_load(path.read_text())
+    data["stages"]["workers"] = 1
+    path.write_text(yaml.safe_dump(data))
+    cfg = load_config(path)
+    assert cfg.redaction.ner, "the shipped config must run NER"
+    log = io.StringIO()
+    with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
+        yield Stack(cfg, path, sup, log)
+
+
+def luhn_complete(body: str) -> str:
+    total = 0
+    for i, ch in enumerate(reversed(body)):
+        d = int(ch)
+        if i % 2 == 0:
+            d = d * 2 - 9 if d * 2 > 9 else d * 2
+        total += d
+    return body + str((10 - total % 10) % 10)
+
+
+RUN = uuid.uuid4().hex[:6].upper()
+AWS_ID = "AKIA" + "QZ7W3XR5T2YU4PLM"
+DB_PASSWORD = f"Vq7!mZ2#{RUN}rT9x"
+CARD_NO_BRAND = luhn_complete("90417722153366")  # 15 digits, no issuer has this range
+AMEX = luhn_complete("37144963539843")
+PHONE_UNASSIGNED = "(211) 555-0147"
+HF_TOKEN = "hf_" + "Qk29XbLmT7vWc4RzN8pD3sYfG6hJ1aEuVo"
+NAMES = ("Oluwaseun Okonkwo-Bright", "Małgorzata Wiśniewska", "Haruto Fujisawa")
+CANARIES = [AWS_ID, DB_PASSWORD, CARD_NO_BRAND, AMEX, PHONE_UNASSIGNED, HF_TOKEN, *NAMES]
+
+
+def conversation() -> list[dict]:
+    return [
+        {"role": "system", "content": "You are a support agent. Be brief."},
+        {
+            "role": "user",
+            "content": f"I spoke with {NAMES[0]} yesterday. Please charge card {CARD_NO_BRAND} again "
+            f"and call me back at {PHONE_UNASSIGNED}. Here's the token: {HF_TOKEN}",
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "update_setting",
+                        "arguments": json.dumps({"field": "db_url_password", "value": DB_PASSWORD}),
+                    },
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": json.dumps(
+                {
+                    "customer_name": NAMES[1],
+                    "contact": PHONE_UNASSIGNED,
+                    "credit_card": AMEX,
+                    "config": f'[default]\nregion = eu-west-1\ntoken = "{AWS_ID}"\n',
+                },
+                ensure_ascii=False,
+            ),
+        },
+        {"role": "user", "content": f"Also, Dear {NAMES[2]} asked for the invoice to go out today."},
+    ]
+
+
+def send_canaries(stack: Stack) -> list[str]:
+    """One trajectory with an explicit id, one linked by history; returns their ids."""
+    key = next(k for k, tenant in stack.keys.items() if tenant == "acme")
+    tid = f"canary-{RUN.lower()}"
+    ids = [tid]
+    explicit = openai.OpenAI(base_url=f"{stack.root}/v1", api_key=key, max_retries=0,
+                             default_headers={"x-sluice-trajectory-id": tid})  # fmt: skip
+    linked = openai.OpenAI(base_url=f"{stack.root}/v1", api_key=key, max_retries=0)
+    messages = conversation()
+    for n in (2, 4, 5):
+        explicit.chat.completions.create(model="sluice-tiny", messages=messages[:n], max_tokens=8)
+    history = conversation()[:2]
+    raw = linked.chat.completions.with_raw_response.create(
+        model="sluice-tiny", messages=history, max_tokens=8
+    )
+    ids.append(raw.headers["x-sluice-trajectory-id"])
+    reply = raw.parse().choices[0].message
+    history += [{"role": "assistant", "content": reply.content or ""}, conversation()[4]]
+    linked.chat.completions.create(model="sluice-tiny", messages=history, max_tokens=8)
+    for t in ids:
+        resp = httpx.post(f"{stack.root}/v1/trajectories/{t}/end", headers={"Authorization": f"Bearer {key}"},
+                          json={"outcome": "done"}, timeout=10)  # fmt: skip
+        assert resp.status_code < 300, resp.text
+    return ids
+
+
+def files_under(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()) if root.exists() else b""
+
+
+def raw_token_runs(obj: object) -> list[list[int]]:
+    """Lists of 8+ integers anywhere in a JSON value: raw token ids (the linking state must hold hashes)."""
+    if isinstance(obj, dict):
+        return [r for v in obj.values() for r in raw_token_runs(v)]
+    if isinstance(obj, list):
+        if len(obj) >= 8 and all(isinstance(x, int) and not isinstance(x, bool) for x in obj):
+            return [obj]
+        return [r for v in obj for r in raw_token_runs(v)]
+    return []
+
+
+def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
+    report = stack.send(6, seed=3)
+    ids = send_canaries(stack)
+    stack.wait_complete(report)
+    stack.wait_landed(ids)
+    stack.sup.restart("proxy")  # a graceful stop writes the linking state (links.json) to the spool dir
+
+    haystacks: dict[str, bytes] = {}
+    tables = stack.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'store'")
+    assert tables
+    for t in tables:
+        haystacks[f"duckdb:{t['table_name']}"] = repr(
+            stack.query(f"SELECT * FROM store.{t['table_name']}")
+        ).encode()
+    stored = stack.query(
+        f"SELECT count(*) AS n FROM steps WHERE trajectory_id IN ({', '.join(repr(i) for i in ids)})"
+    )
+    assert stored[0]["n"] == 5
+    for logical, expect in (("steps_redacted", 1), ("trajectories_audited", 1), ("trajectories_train", 0)):
+        records = read_topic(stack.cfg.broker, stack.cfg.topics.name(logical), expect=expect or 10**6,
+                             timeout_s=15 if expect else 8)  # fmt: skip
+        haystacks[f"topic:{logical}"] = b"\n".join(v or b"" for _, v in records)
+    assert haystacks["topic:steps_redacted"] and haystacks["topic:trajectories_audited"]
+    for name in [*changelog_topics(stack.cfg), ticks_topic(stack.cfg)]:  # the stage tables' changelogs
+        haystacks[f"topic:{name}"] = b"\n".join(
+            v or b"" for _, v in read_topic(stack.cfg.broker, name, 10**6, 8)
+        )
+    haystacks["rocksdb"] = files_under(stack.cfg.path(stack.cfg.stages.data_dir))
+    spool = stack.cfg.path(stack.cfg.proxy.spool_dir)
+    haystacks["spool"] = files_under(spool)
+    haystacks["logs"] = stack.log.getvalue().encode() + files_under(stack.path.parent / "logs")
+    persona_names = [p.name for p in PERSONAS]
+    for where, blob in haystacks.items():
+        text = blob.decode("utf-8", "replace")
+        unescaped = blob.decode("unicode_escape", "replace") if b"\\u" in blob else text
+        for canary in [*CANARIES, *canaries(), *persona_names]:
+            assert canary not in text and canary not in unescaped, f"{canary!r} leaked into {where}"
+        for key in stack.keys:
+            assert key not in text, f"an API key leaked into {where}"
+
+    links = spool / "links.json"
+    assert links.exists()
+    runs = raw_token_runs(json.loads(links.read_text()))
+    assert runs == [], f"links.json keeps {len(runs)} raw token id sequences (must hold hashes only)"
