@@ -1,4 +1,4 @@
-"""PII and secret redaction of step events (GitHub issue 3): Presidio recognizers, offline, cached.
+"""PII and secret redaction of step events: Presidio recognizers, offline, cached.
 
 Public API (the redaction stage codes against exactly this):
 

@@ -1,6 +1,6 @@
 """The redaction stage's decision: ``Redactor.redact_event(event, state) -> (new_event, new_state)``.
 
-Pure logic (no Faust, no Kafka): the stages engineer's Faust agent keeps one ``Redactor`` per process
+Pure logic (no Faust, no Kafka): the redact stage's Faust agent keeps one ``Redactor`` per process
 and the ``PlaceholderState`` of each trajectory in a table. Engines are built once in ``from_config``;
 every call returns a new event and a new state and leaves its inputs untouched.
 
