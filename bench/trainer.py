@@ -83,11 +83,17 @@ def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any
         )  # fmt: skip
         create_topics(cfg.broker, cfg.topics)
         produce(cfg, make_trajectories(steps * PROMPTS_PER_STEP + 64, TASK, seed=seed))
-        t0 = time.perf_counter()
-        try:
-            summary = run_training(cfg, max_steps=steps)
-        finally:
-            shutil.rmtree(ray_temp_dir(cfg), ignore_errors=True)
+        for attempt in range(3):  # Ray gives its raylet 30 s to register; a busy shared machine can miss that
+            t0 = time.perf_counter()
+            try:
+                summary = run_training(cfg, max_steps=steps)
+                break
+            except Exception as exc:  # noqa: BLE001 - only Ray's start-up timeout is retried
+                if "timed out during startup" not in str(exc) or attempt == 2:
+                    raise
+                print(f"Ray did not start ({exc}); retrying", flush=True)
+            finally:
+                shutil.rmtree(ray_temp_dir(cfg), ignore_errors=True)
         wall = time.perf_counter() - t0
     rewards = [h["reward_mean"] for h in summary.history]
     return {

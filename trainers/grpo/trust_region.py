@@ -5,8 +5,9 @@ near 1, so nothing is clipped yet). With Adam at a high learning rate one step c
 the region its samples describe; measured on the toy reversal task, a single step took the stop token's
 probability after the answer from ~1 to ~0, every later completion ran to the length limit with reward 0,
 every group had zero variance and training never recovered. After the step this module measures
-KL(pi_old || pi_new) on the batch's own completion tokens (k3 estimator, E_old[r - 1 - log r] with
-r = pi_new / pi_old, from the logprobs the loss already computed); above ``max_kl`` it halves the step
+KL(pi_old || pi_new) on the batch's own completion tokens with the k3 estimator, E_old[r - 1 - log r] with
+r = pi_new / pi_old, against the logprobs the loss already computed (the learner passes the fresh samples'
+tokens, drawn from about pi_old; a logged off-policy sample was not); above ``max_kl`` it halves the step
 (theta = theta_old + s * delta) until the bound holds, and after ``max_backtracks`` halvings it undoes the
 step. The optimizer's moment estimates keep the step's gradient either way.
 
