@@ -193,14 +193,16 @@ class StepMetadata(_Model):
     backend: str = Field("", description="Upstream backend name from config.")
     backend_fingerprint: str | None = Field(None, description="system_fingerprint or backend build id.")
     model_version: str | None = Field(
-        None, description="The policy version that served the step when the backend reports one, else the config's."
+        None,
+        description="The policy version that served the step when the backend reports one, else the config's.",
     )
     policy_versions: list[str] = Field(
         default_factory=list,
         description="Every policy version the backend reported for this response (two when it straddled a swap).",
     )
     task_id: str | None = Field(
-        None, description="The agent's task/group id (x-sluice-task-id header or metadata): GRPO groups by it."
+        None,
+        description="The agent's task/group id (x-sluice-task-id header or metadata): GRPO groups by it.",
     )
     harness_fingerprint: str | None = Field(None, description="Hash of the system prompt / harness.")
     tool_versions: dict[str, str] = Field(default_factory=dict)
