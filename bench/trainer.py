@@ -83,13 +83,13 @@ def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any
         )  # fmt: skip
         create_topics(cfg.broker, cfg.topics)
         produce(cfg, make_trajectories(steps * PROMPTS_PER_STEP + 64, TASK, seed=seed))
-        for attempt in range(3):  # Ray gives its raylet 30 s to register; a busy shared machine can miss that
+        for attempt in range(6):  # Ray gives its raylet 30 s to register; a busy shared machine can miss that
             t0 = time.perf_counter()
             try:
                 summary = run_training(cfg, max_steps=steps)
                 break
             except Exception as exc:  # noqa: BLE001 - only Ray's start-up timeout is retried
-                if "timed out during startup" not in str(exc) or attempt == 2:
+                if "timed out during startup" not in str(exc) or attempt == 5:
                     raise
                 print(f"Ray did not start ({exc}); retrying", flush=True)
             finally:
