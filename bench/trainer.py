@@ -62,6 +62,18 @@ def evaluate(model_dir: str, n_prompts: int = 400, samples: int = 4) -> float:
     return statistics.fmean(rewards)
 
 
+def _end_ray_leftovers(temp_dir: Path) -> None:
+    """A failed ``ray.init`` leaves the processes it started running: end this run's (they name its temp dir)."""
+    import psutil
+
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if any(str(temp_dir) in arg for arg in proc.cmdline()):
+                proc.kill()
+        except psutil.Error:
+            continue
+
+
 def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any]:
     from infra.broker import LocalBroker
     from pipeline.topics import create_topics
@@ -92,6 +104,7 @@ def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any
                 if "timed out during startup" not in str(exc) or attempt == 5:
                     raise
                 print(f"Ray did not start ({exc}); retrying", flush=True)
+                _end_ray_leftovers(ray_temp_dir(cfg))
             finally:
                 shutil.rmtree(ray_temp_dir(cfg), ignore_errors=True)
         wall = time.perf_counter() - t0
