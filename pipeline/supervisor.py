@@ -1,13 +1,25 @@
-"""Run Sluice services as child processes: one prefixed log stream, readiness, ordered clean shutdown.
+"""Run Sluice services as child processes: one prefixed log stream, readiness, restarts, ordered shutdown.
 
 Each service is its own CLI command (``sluice proxy``, ``sluice stages``, ...), so what ``sluice up`` runs on
 one box is exactly what a deployment runs on many. Children are started in order, each waited on until
 ready (a log line or a probe), and stopped in reverse order with SIGTERM, then SIGKILL after a grace period.
+
+While ``supervise`` runs, a service that exits on its own is restarted from its spec: after
+``restart_backoff_s``, doubling (to ``restart_backoff_max_s``) with every fast failure in a row (one that
+died within ``restart_fast_failure_s`` of its start); the supervisor says why it restarts (exit code or
+signal, the service's last lines) and gives up, stopping everything, after ``restart_max_fast_failures``
+fast failures in a row. A service that stayed up longer starts over from the first backoff. The services,
+their pids, states and restart counts go to ``up.state_file`` (``sluice status`` shows them).
+
+Logs: every line goes to the combined log file (``up.log``) and, with ``log_dir``, to ``<service>.log``;
+with ``echo`` (``--verbose``) also to the terminal, prefixed. Quiet (``echo=False``), the terminal gets one
+status line per service once it is ready, and the supervisor's own lines (restarts and why).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -20,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from sluice.config import UpConfig
 from sluice.errors import SluiceError
 
 COLORS = ["36", "35", "33", "32", "34", "31", "96", "95"]
@@ -41,6 +54,8 @@ class ServiceSpec:
     ready_timeout_s: float = 120.0
     env: dict[str, str] = field(default_factory=dict)
     stop_grace_s: float = 15.0
+    endpoint: str = ""  # shown on its status line (e.g. the proxy's URL)
+    after_restart: Callable[[], None] | None = None  # e.g. the broker: create the topics again
 
 
 def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[str]:
@@ -51,11 +66,42 @@ def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[st
     return argv
 
 
+def shown_path(path: Path) -> str:
+    """A path as a user reads it: relative to the working directory when it lies under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 class _Child:
-    def __init__(self, spec: ServiceSpec, color: str, sink: TextIO, log_file: TextIO | None) -> None:
+    def __init__(
+        self,
+        spec: ServiceSpec,
+        color: str,
+        sink: TextIO | None,
+        log_file: TextIO | None,
+        service_log: TextIO | None = None,
+    ) -> None:
         self.spec = spec
         self.ready = threading.Event()
         self.lines: list[str] = []
+        self.started_at = time.monotonic()
+        self.restarts = 0
+        self.fast_failures = 0
+        self.last_exit: str | None = None
+        self.restart_at: float | None = None  # a restart is scheduled for this time
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **spec.env}
         self.proc = subprocess.Popen(
             spec.argv,
@@ -68,9 +114,10 @@ class _Child:
             bufsize=1,
             start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops children in order
         )
-        self._prefix = f"\033[{color}m{spec.name:>11}\033[0m | " if sink.isatty() else f"{spec.name:>11} | "
+        tty = sink is not None and sink.isatty()
+        self._prefix = f"\033[{color}m{spec.name:>11}\033[0m | " if tty else f"{spec.name:>11} | "
         self._plain = f"{spec.name:>11} | "
-        self._sink, self._log = sink, log_file
+        self._sink, self._log, self._service_log = sink, log_file, service_log
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._pump, name=f"log-{spec.name}", daemon=True)
         self._reader.start()
@@ -82,12 +129,16 @@ class _Child:
             self.lines = self.lines[-200:] + [line]
             if self.spec.ready_line is not None and self.spec.ready_line.search(line):
                 self.ready.set()
-            with self._lock:
-                self._sink.write(self._prefix + line + "\n")
-                self._sink.flush()
+            with self._lock, contextlib.suppress(ValueError):  # a log closed by stop_all
+                if self._sink is not None:
+                    self._sink.write(self._prefix + line + "\n")
+                    self._sink.flush()
                 if self._log is not None:
                     self._log.write(self._plain + line + "\n")
                     self._log.flush()
+                if self._service_log is not None:
+                    self._service_log.write(line + "\n")
+                    self._service_log.flush()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -107,12 +158,27 @@ class _Child:
 
 
 class Supervisor:
-    """Starts services in order, waits for each to be ready, stops them in reverse order."""
+    """Starts services in order, waits for each to be ready, restarts crashed ones while it supervises,
+    stops them in reverse order."""
 
-    def __init__(self, log_path: Path | None = None, sink: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        log_path: Path | None = None,
+        sink: TextIO | None = None,
+        policy: UpConfig | None = None,
+        state_path: Path | None = None,
+        log_dir: Path | None = None,
+        echo: bool = True,
+    ) -> None:
         self._children: list[_Child] = []
         self._sink = sink or sys.stdout
         self._log: TextIO | None = None
+        self.log_dir = log_dir  # one <service>.log each, when set
+        self.echo = echo  # stream every service's lines to the sink; quiet: one status line per service
+        self._service_logs: dict[str, TextIO] = {}
+        self.policy = policy or UpConfig()
+        self.state_path = state_path
+        self._lock = threading.RLock()  # supervise() runs in its own thread in tests and benchmarks
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(log_path, "a")  # noqa: SIM115 - closed in stop_all()
@@ -124,10 +190,39 @@ class Supervisor:
         """Start several services at once (e.g. stage workers joining one group), then wait for each."""
         children = []
         for spec in specs:
-            children.append(_Child(spec, COLORS[len(self._children) % len(COLORS)], self._sink, self._log))
+            children.append(self._spawn(spec, len(self._children)))
             self._children.append(children[-1])
         for child in children:
             self._wait_ready(child)
+            if not self.echo:
+                self._announce(child, time.monotonic() - child.started_at)
+        self.write_state()
+
+    def _spawn(self, spec: ServiceSpec, index: int) -> _Child:
+        service_log = None
+        if self.log_dir is not None:
+            service_log = self._service_logs.get(spec.name)
+            if service_log is None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                service_log = open(self.service_log_path(spec.name), "a")  # noqa: SIM115 - closed in stop_all()
+                self._service_logs[spec.name] = service_log
+        sink = self._sink if self.echo else None
+        return _Child(spec, COLORS[index % len(COLORS)], sink, self._log, service_log)
+
+    def service_log_path(self, name: str) -> Path | None:
+        return None if self.log_dir is None else self.log_dir / f"{name}.log"
+
+    def _announce(self, child: _Child, seconds: float) -> None:
+        """The quiet mode's one line per service: ready, how fast, its pid, endpoint and log file."""
+        spec = child.spec
+        log = self.service_log_path(spec.name)
+        where = f"  {spec.endpoint}" if spec.endpoint else ""
+        self._sink.write(
+            f"  {spec.name:<10} up   {seconds:5.1f}s  pid {child.proc.pid:<7}{where}"
+            + (f"  log {shown_path(log)}" if log is not None else "")
+            + "\n"
+        )
+        self._sink.flush()
 
     def _wait_ready(self, child: _Child) -> None:
         spec = child.spec
@@ -135,8 +230,11 @@ class Supervisor:
         while time.monotonic() < deadline:
             if not child.alive():
                 tail = "\n".join(child.lines[-15:])
+                log = self.service_log_path(spec.name)
                 raise SupervisorError(
-                    f"{spec.name} exited with code {child.proc.returncode} while starting:\n{tail}"
+                    f"{spec.name} exited with code {child.proc.returncode} while starting"
+                    + (f" (its log: {shown_path(log)})" if log is not None else "")
+                    + f":\n{tail}"
                 )
             if spec.ready_probe is not None and spec.ready_probe():
                 return
@@ -181,29 +279,127 @@ class Supervisor:
         spec = (
             old.spec if env is None else ServiceSpec(**{**old.spec.__dict__, "env": {**old.spec.env, **env}})
         )
-        index = self._children.index(old)
-        child = _Child(spec, COLORS[index % len(COLORS)], self._sink, self._log)
-        self._children[index] = child
+        with self._lock:
+            index = self._children.index(old)
+            child = self._spawn(spec, index)
+            child.restarts = old.restarts
+            self._children[index] = child
         if wait_ready:
             self._wait_ready(child)
+        self.write_state()
 
     def stop_all(self) -> None:
-        for child in reversed(self._children):
-            child.stop()
-        self._children.clear()
+        with self._lock:
+            for child in reversed(self._children):
+                child.stop()
+            self._children.clear()
+            self.write_state()
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            for f in self._service_logs.values():
+                f.close()
+            self._service_logs.clear()
+
+    # ------------------------------------------------------------------ supervision
+
+    def say(self, text: str) -> None:
+        """A line of the supervisor's own in the log stream."""
+        line = f"{'supervisor':>11} | {text}\n"
+        self._sink.write(line)
+        self._sink.flush()
         if self._log is not None:
-            self._log.close()
-            self._log = None
+            self._log.write(line)
+            self._log.flush()
+
+    def restarts(self) -> dict[str, int]:
+        return {c.spec.name: c.restarts for c in self._children}
+
+    def check(self) -> None:
+        """Restart what died (when its backoff is over); raise once a service failed fast too often."""
+        p = self.policy
+        changed = False
+        with self._lock:
+            now = time.monotonic()
+            for index, child in enumerate(list(self._children)):
+                if child.alive():
+                    if child.fast_failures and now - child.started_at >= p.restart_fast_failure_s:
+                        child.fast_failures = 0  # it stayed up: the next failure starts the backoff over
+                    continue
+                if child.restart_at is None:
+                    self._schedule_restart(child, now)
+                    changed = True
+                elif now >= child.restart_at:
+                    self._respawn(index, child)
+                    changed = True
+        if changed:
+            self.write_state()
+
+    def _schedule_restart(self, child: _Child, now: float) -> None:
+        p = self.policy
+        name, ran = child.spec.name, now - child.started_at
+        child.last_exit = describe_exit(child.proc.returncode)
+        child.fast_failures = child.fast_failures + 1 if ran < p.restart_fast_failure_s else 0
+        tail = " / ".join(line.strip() for line in child.lines[-3:] if line.strip())[-400:]
+        if child.fast_failures >= p.restart_max_fast_failures:
+            self.say(f"{name} failed {child.fast_failures} times in a row, each within "
+                     f"{p.restart_fast_failure_s:.0f}s of its start ({child.last_exit}): giving up")  # fmt: skip
+            raise SupervisorError(
+                f"{name} keeps failing ({child.fast_failures} times in a row within "
+                f"{p.restart_fast_failure_s:.0f}s of starting; last: {child.last_exit}). Its last lines:\n"
+                + "\n".join(child.lines[-15:])
+            )
+        delay = min(p.restart_backoff_max_s, p.restart_backoff_s * 2 ** max(0, child.fast_failures - 1))
+        child.restart_at = now + delay
+        self.say(f"{name} exited ({child.last_exit}) after {ran:.1f}s; restarting it in {delay:.1f}s "
+                 f"(restart {child.restarts + 1}). Last lines: {tail or '-'}")  # fmt: skip
+
+    def _respawn(self, index: int, old: _Child) -> None:
+        child = self._spawn(old.spec, index)
+        child.restarts, child.fast_failures, child.last_exit = (
+            old.restarts + 1,
+            old.fast_failures,
+            old.last_exit,
+        )
+        self._children[index] = child
+        self.say(f"{old.spec.name} restarted (pid {child.proc.pid}, restart {child.restarts})")
+        if old.spec.after_restart is not None:
+            try:
+                old.spec.after_restart()
+            except Exception as err:  # noqa: BLE001 - reported; the service itself keeps being watched
+                self.say(f"{old.spec.name}: after-restart step failed: {err}")
+
+    def supervise(self, stop: threading.Event, poll_s: float = 0.25) -> None:
+        """Restart crashed services until ``stop`` is set (raises ``SupervisorError`` on giving up)."""
+        while not stop.wait(poll_s):
+            self.check()
+
+    def write_state(self) -> None:
+        """Services, pids, states and restart counts, for ``sluice status`` (atomic rename)."""
+        if self.state_path is None:
+            return
+        services = {
+            c.spec.name: {
+                "pid": c.proc.pid,
+                "state": "up" if c.alive() else ("restarting" if c.restart_at else "down"),
+                "restarts": c.restarts,
+                "last_exit": c.last_exit,
+            }
+            for c in self._children
+        }
+        data = {"supervisor_pid": os.getpid(), "updated": time.time(), "services": services}
+        with contextlib.suppress(OSError):
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.state_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.state_path)
 
     def wait_forever(self, poll_s: float = 0.5) -> None:
-        """Block until Ctrl-C/SIGTERM or until a service dies (then raise)."""
+        """Supervise until Ctrl-C/SIGTERM; raises ``SupervisorError`` when a service keeps failing."""
         stop = threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            while not stop.wait(poll_s):
-                dead = self.dead()
-                if dead:
-                    raise SupervisorError(f"service(s) exited: {', '.join(dead)}")
+            self.supervise(stop, poll_s)
         except KeyboardInterrupt:
             pass
         finally:

@@ -20,7 +20,10 @@ class TopicError(SluiceError):
 
 
 def admin_client(broker: BrokerConfig) -> AdminClient:
-    return AdminClient({"bootstrap.servers": broker.bootstrap_servers, "client.id": broker.client_id})
+    # log_level 4: warnings and errors only (its info lines, e.g. BGQUEUE purges at close, are noise)
+    return AdminClient(
+        {"bootstrap.servers": broker.bootstrap_servers, "client.id": broker.client_id, "log_level": 4}
+    )
 
 
 def wait_for_broker(broker: BrokerConfig, timeout_s: float = 30.0) -> None:

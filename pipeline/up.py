@@ -2,7 +2,8 @@
 
 Order: local broker (unless a real one is configured) → topics → local CPU model server (when enabled) →
 proxy → stage worker(s) → DuckDB sink → trainer (optional). One log stream with a prefix per service
-(also appended to ``var/logs/up.log``); Ctrl-C stops everything in reverse order.
+(also appended to ``var/logs/up.log``); a service that crashes is restarted with backoff (the supervisor
+says why; ``sluice status`` counts restarts); Ctrl-C stops everything in reverse order.
 
     sluice up                    # embedded default
     sluice up --with-trainer     # also run the async GRPO trainer on the train topic
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +23,7 @@ from typing import TextIO
 import click
 
 from infra.broker import port_open
-from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, sluice_argv
+from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
 
@@ -37,6 +39,20 @@ def http_ok(url: str) -> Callable[[], bool]:
     return probe
 
 
+def recreate_topics(cfg: SluiceConfig) -> Callable[[], None]:
+    """After a restart of the embedded broker: wait for its port, then create missing topics."""
+
+    def run() -> None:
+        from pipeline.topics import create_topics
+
+        deadline = time.monotonic() + 30
+        while not port_open("127.0.0.1", cfg.broker.port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        create_topics(cfg.broker, cfg.topics)
+
+    return run
+
+
 def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: bool) -> list[ServiceSpec]:
     """The services `sluice up` runs for this config, in start order."""
     specs: list[ServiceSpec] = []
@@ -47,6 +63,8 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 sluice_argv("broker", config=config_path),
                 ready_probe=lambda: port_open("127.0.0.1", cfg.broker.port),
                 ready_timeout_s=30,
+                endpoint=cfg.broker.bootstrap_servers,
+                after_restart=recreate_topics(cfg),
             )
         )
     model_port = cfg.local_model_port()
@@ -56,6 +74,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 "model",
                 sluice_argv("serve-model", "--port", str(model_port), config=config_path),
                 ready_probe=http_ok(f"http://127.0.0.1:{model_port}/v1/models"),
+                endpoint=f"http://127.0.0.1:{model_port}/v1",
             )
         )
     specs.append(
@@ -63,6 +82,7 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             "proxy",
             sluice_argv("proxy", config=config_path),
             ready_probe=http_ok(f"http://{cfg.proxy.host}:{cfg.proxy.port}/healthz"),
+            endpoint=f"http://{cfg.proxy.host}:{cfg.proxy.port}/v1",
         )
     )
     for i in range(cfg.stages.workers):
@@ -70,9 +90,22 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
             ServiceSpec(
                 f"stages-{i}" if cfg.stages.workers > 1 else "stages",
                 sluice_argv("stages", config=config_path),
+                ready_timeout_s=300,  # engines + group join + table recovery: minutes on a busy 2-core box
             )
         )
-    specs.append(ServiceSpec("sink", sluice_argv("sink", config=config_path)))
+    specs.append(
+        ServiceSpec(
+            "sink",
+            sluice_argv("sink", config=config_path),
+            endpoint=f"http://127.0.0.1:{cfg.sink.query_port}",
+        )
+    )
+    if cfg.otel.enabled:
+        specs.append(
+            ServiceSpec(
+                "otel-export", sluice_argv("otel-export", config=config_path), endpoint=cfg.otel.endpoint
+            )
+        )
     if with_trainer or cfg.trainer.enabled:
         specs.append(ServiceSpec("trainer", sluice_argv("train", config=config_path), ready_timeout_s=300))
     return specs
@@ -95,11 +128,22 @@ def running_stack(
     with_trainer: bool = False,
     log_path: Path | None = None,
     sink: TextIO | None = None,
+    verbose: bool = True,
 ) -> Iterator[Supervisor]:
-    """Start every service, yield the supervisor, stop everything on exit (also on errors)."""
+    """Start every service, yield the supervisor, stop everything on exit (also on errors). ``verbose``
+    streams every service's log lines to ``sink``; otherwise one status line per service is printed and
+    the logs go to ``<log dir>/<service>.log`` only."""
     from pipeline.topics import create_topics
 
-    sup = Supervisor(log_path=log_path or cfg.path(cfg.up.log_file), sink=sink)
+    log_path = log_path or cfg.path(cfg.up.log_file)
+    sup = Supervisor(
+        log_path=log_path,
+        sink=sink,
+        policy=cfg.up,
+        state_path=cfg.path(cfg.up.state_file),
+        log_dir=log_path.parent,
+        echo=verbose,
+    )
     specs = service_specs(cfg, config_path, with_trainer)
     if cfg.broker.embedded:
         if port_open("127.0.0.1", cfg.broker.port):
@@ -128,10 +172,14 @@ def running_stack(
 @click.command("up")
 @config_option
 @click.option("--with-trainer", is_flag=True, help="Also run the async GRPO trainer.")
-def up_command(config_path: Path | None, with_trainer: bool) -> None:
+@click.option("--verbose", is_flag=True, help="Stream every service's log lines here (prefixed).")
+def up_command(config_path: Path | None, with_trainer: bool, verbose: bool) -> None:
     """Start the whole pipeline on this machine; Ctrl-C stops it cleanly."""
     cfg = load_or_exit(config_path)
-    with running_stack(cfg, config_path, with_trainer) as sup:
+    if not verbose:
+        logs = shown_path(cfg.path(cfg.up.log_file).parent)
+        click.echo(f"starting sluice; service logs: {logs}/<service>.log (--verbose streams them here)")
+    with running_stack(cfg, config_path, with_trainer, verbose=verbose) as sup:
         click.echo(
             f"sluice is up: {', '.join(sup.names())}. Agents: base_url=http://{cfg.proxy.host}:{cfg.proxy.port}/v1 "
             "— Ctrl-C stops everything."

@@ -30,6 +30,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "up": "pipeline.up:up_command",
     "demo": "pipeline.demo.cli:demo_command",
     "status": "pipeline.status:status_command",
+    "otel-export": "pipeline.otel_export.cli:otel_export_command",
+    "ui": "pipeline.console.cli:ui_command",
 }
 
 

@@ -20,6 +20,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
+from pipeline.console.config import ConsoleConfig
+from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
 from sluice.errors import ConfigError
@@ -111,6 +113,7 @@ class TopicsConfig(Frozen):
     trajectories_train: str = "trajectories.train"
     deadletter: str = "deadletter"
     erasure: str = "erasure"
+    policy_events: str = "policy.events"
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
@@ -136,6 +139,7 @@ TOPIC_KEYS = (
     "trajectories_train",
     "deadletter",
     "erasure",
+    "policy_events",
 )
 
 
@@ -154,6 +158,11 @@ class StagesConfig(Frozen):
     rocksdb_cache_mb: int = Field(64, ge=1, description="RocksDB block cache per table partition.")
     commit_interval_s: float = Field(1.0, gt=0, description="How often processed offsets are committed.")
     stats_interval_s: float = Field(30.0, gt=0, description="How often the worker logs its counters.")
+    heartbeat_s: float = Field(
+        2.0,
+        gt=0,
+        description="How often the worker refreshes its heartbeat file (what `sluice status` reads).",
+    )
 
 
 class UpConfig(Frozen):
@@ -164,6 +173,21 @@ class UpConfig(Frozen):
         description="Proxy backend served by `sluice serve-model` on its base_url port; None = none.",
     )
     log_file: Path = Path("var/logs/up.log")
+    state_file: Path = Field(
+        Path("var/run/up.json"), description="Services, pids and restart counts of `sluice up` (for status)."
+    )
+    restart_backoff_s: float = Field(1.0, gt=0, description="Wait before restarting a crashed service.")
+    restart_backoff_max_s: float = Field(
+        30.0, gt=0, description="The wait doubles per fast failure, to this."
+    )
+    restart_fast_failure_s: float = Field(
+        30.0, gt=0, description="A service that dies sooner than this after its start failed fast."
+    )
+    restart_max_fast_failures: int = Field(
+        5,
+        ge=1,
+        description="Give up (stop everything) after this many fast failures of one service in a row.",
+    )
 
 
 class SluiceConfig(Frozen):
@@ -180,6 +204,8 @@ class SluiceConfig(Frozen):
     sink: SinkConfig = Field(default_factory=SinkConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     up: UpConfig = Field(default_factory=UpConfig)
+    otel: OtelExportConfig = Field(default_factory=OtelExportConfig)
+    ui: ConsoleConfig = Field(default_factory=ConsoleConfig)
     base_dir: Path = Field(Path("."), description="Relative paths in this file resolve against it.")
 
     @field_validator("base_dir")

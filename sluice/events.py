@@ -162,6 +162,19 @@ class SamplingParams(_Open):
     seed: int | None = None
 
 
+OTEL_GENAI_NAMES: dict[str, str] = {
+    "operation_name": "gen_ai.operation.name",
+    "provider_name": "gen_ai.provider.name",
+    "request_model": "gen_ai.request.model",
+    "response_model": "gen_ai.response.model",
+    "response_id": "gen_ai.response.id",
+    "finish_reasons": "gen_ai.response.finish_reasons",
+    "usage_input_tokens": "gen_ai.usage.input_tokens",
+    "usage_output_tokens": "gen_ai.usage.output_tokens",
+    "conversation_id": "gen_ai.conversation.id",
+}
+
+
 class GenAIAttributes(_Model):
     """Request/response metadata named after the OTel GenAI conventions (see ``otel_attributes``)."""
 
@@ -176,14 +189,15 @@ class GenAIAttributes(_Model):
     conversation_id: str | None = None
 
     def otel_attributes(self) -> dict[str, Any]:
-        names = {
-            "usage_input_tokens": "gen_ai.usage.input_tokens",
-            "usage_output_tokens": "gen_ai.usage.output_tokens",
-        }
+        """The span attributes of the current GenAI semantic conventions. The conventions know the
+        operations ``chat`` and ``text_completion`` only: the Responses and Messages APIs are chats."""
         out: dict[str, Any] = {}
         for field, value in self.model_dump(exclude_none=True).items():
-            key = names.get(field) or "gen_ai." + field.replace("_", ".", 1)
-            out[key] = value
+            if field == "operation_name":
+                value = "text_completion" if value == "text_completion" else "chat"
+            if value == []:
+                continue  # an empty array attribute says nothing
+            out[OTEL_GENAI_NAMES[field]] = value
         return out
 
 
@@ -338,6 +352,32 @@ class DeadLetter(_Model):
     source_offset: int | None = None
     key: str | None = None
     original_b64: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# How a policy server names the version that produced a response (the proxy records it on the step).
+POLICY_VERSION_HEADER = "x-sluice-policy-version"
+POLICY_EXTENSION_FIELD = "sluice"  # {"policy_version": v, "policy_versions": [v, ...]} at the top level
+TASK_ID_HEADER = "x-sluice-task-id"
+TASK_ID_METADATA_KEY = "sluice_task_id"
+
+
+class PolicyEvent(_Model):
+    """A policy server started serving a version: the weights it loaded at start, a weight update, or a
+    rollback. Published to the policy-events topic and appended to the server's JSONL log."""
+
+    schema_version: str = SCHEMA_VERSION
+    event_type: Literal["policy"] = "policy"
+    event_id: str = Field(default_factory=new_id)
+    action: Literal["load", "update", "rollback"]
+    version: str
+    previous_version: str | None = None
+    model: str
+    server: str = Field(description="Root URL of the policy server.")
+    tensors: int = Field(0, ge=0, description="Tensors an update replaced (0: load, rollback).")
+    swap_ms: float = Field(0.0, ge=0, description="How long generation paused for the swap.")
+    load_ms: float = Field(0.0, ge=0, description="Reading and checking the tensors, while serving went on.")
+    kept_versions: list[str] = Field(default_factory=list, description="Rollback targets after the change.")
     created_at: datetime = Field(default_factory=utcnow)
 
 

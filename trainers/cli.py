@@ -1,19 +1,25 @@
-"""Commands of the trainer package: `sluice train` and `sluice serve-model`.
+"""Commands of the trainer package: `sluice train`, its policy-server operations, and `sluice serve-model`.
 
 sluice train --config infra/sluice.yaml [--resume] [--max-steps N]
+sluice train rollback VERSION      # every policy server serves that kept version
+sluice train push FILE VERSION     # every policy server serves these weights (safetensors) as VERSION
 sluice serve-model --config infra/sluice.yaml [--checkpoint DIR] [--port P]
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from sluice.cli import config_option, load_or_exit
 
+if TYPE_CHECKING:
+    from trainers.serving.policy_client import FleetResult
 
-@click.command("train")
+
+@click.group("train", invoke_without_command=True)
 @config_option
 @click.option("--resume", is_flag=True, help="Continue from the newest checkpoint under trainer.output_dir.")
 @click.option(
@@ -22,13 +28,69 @@ from sluice.cli import config_option, load_or_exit
     default=None,
     help="Stop after N learner steps of this run (the step count continues across --resume).",
 )
-def train_command(config_path: Path | None, resume: bool, max_steps: int | None) -> None:
+@click.pass_context
+def train_command(ctx: click.Context, config_path: Path | None, resume: bool, max_steps: int | None) -> None:
     """Async GRPO on Ray over the training topic (local Ray unless trainer.ray_address is set)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from trainers.runner import run_training
 
     cfg = load_or_exit(config_path)  # a bad config fails here, before Ray starts
     summary = run_training(cfg, resume=resume, max_steps=max_steps)
     click.echo(summary.model_dump_json())
+
+
+def _fleet_report(result: FleetResult, verb: str) -> None:
+    """Print what each server answered; exit 1 if any failed."""
+    for url, reply in result.replies.items():
+        click.echo(
+            f"{url}: serving {reply.serving_version} (swap {reply.swap_ms:.1f} ms, kept {reply.versions})"
+        )
+    for url, err in result.errors.items():
+        click.echo(f"{url}: {verb} failed: {err.message}", err=True)
+    if result.errors:
+        raise SystemExit(1)
+
+
+@train_command.command("rollback")
+@click.argument("version")
+@config_option
+def rollback_command(version: str, config_path: Path | None) -> None:
+    """Make every policy server (trainer.policy_servers) serve VERSION, an earlier version it keeps.
+
+    Every server is asked first whether it keeps VERSION; if one does not (or is down), none is changed.
+    Each server records the rollback as a policy event. A running live trainer pushes its next version as
+    usual: stop it first to stay on VERSION.
+    """
+    from trainers.serving.policy_client import PolicyClientError, PolicyFleet
+
+    cfg = load_or_exit(config_path)
+    fleet = PolicyFleet(cfg.trainer.policy_server_urls())
+    missing = []
+    for url, got in fleet.status().items():
+        if isinstance(got, PolicyClientError):
+            missing.append(f"{url}: {got.message}")
+        elif version not in got.versions:
+            missing.append(f"{url}: does not keep {version!r} (kept: {', '.join(got.versions)})")
+    if missing:
+        click.echo("rollback refused, no server changed:\n  " + "\n  ".join(missing), err=True)
+        raise SystemExit(1)
+    _fleet_report(fleet.rollback(version), "rollback")
+
+
+@train_command.command("push")
+@click.argument("weights", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("version")
+@config_option
+def push_command(weights: Path, version: str, config_path: Path | None) -> None:
+    """Make every policy server serve the tensors in WEIGHTS (safetensors, state-dict names) as VERSION.
+
+    A subset of the tensors replaces just those on top of what each server serves."""
+    from trainers.serving.policy_client import PolicyFleet
+
+    cfg = load_or_exit(config_path)
+    fleet = PolicyFleet(cfg.trainer.policy_server_urls())
+    _fleet_report(fleet.push_bytes(weights.read_bytes(), version), "push")  # servers may be remote
 
 
 @click.command("serve-model")

@@ -76,6 +76,15 @@ class ServeConfig(_Frozen):
     max_batch: int = Field(32, ge=1, description="Concurrent requests decoded together.")
     default_max_tokens: int = Field(64, ge=1)
     max_tokens_limit: int = Field(512, ge=1)
+    keep_versions: int = Field(
+        3, ge=1, description="Policy versions kept in memory for rollback (the serving one included)."
+    )
+    base_version: str = Field("0", min_length=1, description="Version name of the weights loaded at start.")
+    events_log: Path | None = Field(
+        Path("var/serve/policy_events.jsonl"), description="JSONL log of every version served (None: no log)."
+    )
+    publish_events: bool = Field(False, description="Also publish policy events to the policy-events topic.")
+    max_push_mb: int = Field(2048, ge=1, description="Largest weight push accepted in a request body.")
 
 
 class TrainerConfig(_Frozen):
@@ -142,6 +151,14 @@ class TrainerConfig(_Frozen):
     progress: bool = Field(True, description="rich progress bar (metrics always go to metrics.jsonl).")
 
     serve: ServeConfig = Field(default_factory=ServeConfig)
+    policy_servers: list[str] = Field(
+        default_factory=list,
+        description="Root URLs of the policy servers that take weight pushes; empty: the local serve-model.",
+    )
+
+    def policy_server_urls(self) -> list[str]:
+        """Every policy server to push to, roll back and report on (the local serve-model by default)."""
+        return list(self.policy_servers) or [f"http://{self.serve.host}:{self.serve.port}"]
 
     @model_validator(mode="after")
     def _cross_checks(self) -> TrainerConfig:

@@ -259,8 +259,10 @@ class AgentDriver:
             out[name] = resp.status_code
         return out
 
-    async def run(self, scenarios: list[Scenario]) -> RunReport:
-        report = RunReport(scenarios=scenarios)
+    async def run(self, scenarios: list[Scenario], report: RunReport | None = None) -> RunReport:
+        """Run every scenario; ``report`` (optional) is filled as calls complete (progress displays)."""
+        report = report if report is not None else RunReport()
+        report.scenarios = scenarios
         await asyncio.gather(*(self.run_one(sc, report) for sc in scenarios))
         report.malformed = await self.malformed(scenarios[0].api_key)
         return report

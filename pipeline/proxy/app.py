@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.proxy.errors import EXCEPTION_HANDLERS
 from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.recorder import collect_steps, end_collecting, publish_collected
 from pipeline.proxy.state import ProxyState
 from sluice.config import SluiceConfig
 
@@ -50,6 +51,42 @@ class MetricsMiddleware:
             endpoint = scope.get("endpoint")
             route = getattr(endpoint, "__name__", "unmatched")
             self.metrics.observe_request(route, status, time.perf_counter() - t0)
+
+
+class DurableResponseMiddleware:
+    """Sends no part of a response before the events it depends on are durable (pure ASGI).
+
+    Steps finished while serving the request are published just before the next message goes out, and
+    that message waits for the publisher's group commit (``EventPublisher.durable``): the agent never
+    receives an answer (or a stream's end) whose step a crash of the proxy could still lose. Rewards and
+    ends published by a handler wait the same way."""
+
+    def __init__(self, app: ASGIApp, state: ProxyState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = self.state
+        steps: list = []
+
+        async def durable_send(message: Message) -> None:
+            if steps:
+                publish_collected(state, steps)
+            waiting = state.publisher.durable()
+            if waiting is not None:
+                await waiting
+            await send(message)
+
+        token = collect_steps(steps)
+        try:
+            await self.app(scope, receive, durable_send)
+        finally:
+            end_collecting(token)
+            if steps:  # the client went away before the last message: record the step anyway
+                publish_collected(state, steps)
 
 
 def model_routes() -> list[BaseRoute]:
@@ -93,7 +130,10 @@ def create_app(config: SluiceConfig) -> Starlette:
         routes=routes,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[Middleware(MetricsMiddleware, metrics=state.metrics)],
+        middleware=[
+            Middleware(MetricsMiddleware, metrics=state.metrics),
+            Middleware(DurableResponseMiddleware, state=state),
+        ],
     )
     app.state.sluice = state
     return app

@@ -22,6 +22,7 @@ from pipeline.proxy.recorder import record_step
 from pipeline.proxy.sse import SseSplitter, event_data
 from pipeline.proxy.step_event import StepRecord
 from pipeline.proxy.upstream import read_error
+from sluice.events import POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER, TASK_ID_METADATA_KEY
 
 if TYPE_CHECKING:
     from pipeline.proxy.state import ProxyState
@@ -91,7 +92,9 @@ class BackendCall:
 
     async def _post(self) -> aiohttp.ClientResponse:
         try:
-            return await self.state.upstreams.post(self.backend, self.path, self.upstream_body())
+            resp = await self.state.upstreams.post(self.backend, self.path, self.upstream_body())
+            self.record.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
+            return resp
         except ApiError as err:
             self.state.metrics.upstream_errors.labels(self.backend.name, "unreachable").inc()
             self.finish(None, err.status, err.message)
@@ -134,6 +137,7 @@ class BackendCall:
             raise ApiError(
                 502, f"backend {self.backend.name!r} answered invalid JSON", type="upstream_error"
             ) from None
+        self._note_extension(parsed)
         changed = self.prepare_response(parsed)
         self.finish(parsed, resp.status, None)
         changed = self.strip_response(parsed) or changed
@@ -192,6 +196,7 @@ class BackendCall:
                             error = str(err.get("message") if isinstance(err, dict) else err)
                         else:
                             asm.feed(chunk, time.perf_counter())
+                            self._note_extension(chunk)
                         batch.append((ev + b"\n\n", chunk))
                     if batch:
                         yield batch
@@ -213,6 +218,15 @@ class BackendCall:
 
     # ------------------------------------------------------------------ the record
 
+    def _note_extension(self, body: dict[str, Any]) -> None:
+        """The policy versions a Sluice model server names in its ``sluice`` extension field."""
+        ext = body.get(POLICY_EXTENSION_FIELD)
+        if not isinstance(ext, dict):
+            return
+        versions = ext.get("policy_versions")
+        for v in versions if isinstance(versions, list) else [ext.get("policy_version")]:
+            self.record.note_policy_version(v)
+
     def finish(self, resp: dict[str, Any] | None, status: int | None, error: str | None) -> None:
         """Complete the step once, then publish it off the request path."""
         if self.finished:
@@ -221,6 +235,7 @@ class BackendCall:
         rec = self.record
         rec.status, rec.error = status, error
         rec.latency_ms = (time.perf_counter() - self.ctx.t0) * 1000
+        rec.task_id = self.ctx.task_id or _metadata_task_id(self.request)
         if resp is not None:
             rec.response_id, rec.response_model = resp.get("id"), resp.get("model")
             rec.system_fingerprint = resp.get("system_fingerprint")
@@ -228,3 +243,9 @@ class BackendCall:
             rec.usage = usage if isinstance(usage, dict) else None
         self.complete(resp)
         record_step(self.state, rec)
+
+
+def _metadata_task_id(request: dict[str, Any]) -> str | None:
+    meta = request.get("metadata")
+    value = meta.get(TASK_ID_METADATA_KEY) if isinstance(meta, dict) else None
+    return str(value)[:256] if value not in (None, "") else None

@@ -92,10 +92,25 @@ class ProxyConfig(_Frozen):
         description="Headers scrubbed from every record and log.",
     )
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
-    spool_dir: Path = Path("var/spool")
-    spool_max_memory_events: int = Field(10_000, ge=1, description="Events held in RAM before spilling.")
+    spool_dir: Path = Field(
+        Path("var/spool"),
+        description="The write-ahead log: every event until the broker acknowledged it (raw traffic).",
+    )
+    spool_max_memory_events: int = Field(
+        10_000, ge=1, description="Events held in RAM for the producer; beyond, they are read from the log."
+    )
     spool_segment_bytes: int = Field(
-        16 * 1024 * 1024, ge=4096, description="Spool file size before rotation."
+        16 * 1024 * 1024, ge=4096, description="Write-ahead log segment size before rotation."
+    )
+    wal_segment_max_age_s: float = Field(
+        30.0,
+        gt=0,
+        description="Rotate a log segment after this long: acknowledged raw events stay on disk about this long.",
+    )
+    wal_fsync: bool = Field(
+        False,
+        description="Also fdatasync each group commit before answering (survives a machine crash, not only "
+        "a crash of the proxy; costs the disk's flush latency).",
     )
     publish: bool = Field(True, description="Publish step events (off only for benchmarks).")
     publish_timeout_ms: int = Field(

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from pipeline.proxy.auth import Caller
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.linking import LinkedBy
-from sluice.events import utcnow
+from sluice.events import TASK_ID_HEADER, utcnow
 
 TRAJECTORY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 
@@ -26,6 +26,7 @@ class CallContext:
     headers: dict[str, str]
     started_at: datetime
     t0: float  # perf_counter at arrival
+    task_id: str | None = None  # the agent's task/group id (GRPO groups by it)
 
 
 def check_trajectory_id(value: str, where: str) -> str:
@@ -55,6 +56,7 @@ def call_context(request: Request) -> CallContext:
         if header_id:
             explicit = check_trajectory_id(header_id.strip(), cfg.trajectory_header)
     session = headers.get(cfg.session_header)
+    task = (headers.get(TASK_ID_HEADER) or "").strip()
     return CallContext(
         caller=caller,
         explicit_id=explicit,
@@ -63,4 +65,5 @@ def call_context(request: Request) -> CallContext:
         headers=state.header_recorder.record(headers),
         started_at=utcnow(),
         t0=t0,
+        task_id=task[:256] or None,
     )

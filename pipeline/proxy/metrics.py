@@ -76,9 +76,11 @@ class ProxyMetrics:
         Gauge("sluice_proxy_publish_memory_events", "Events held in memory.", registry=r).set_function(
             lambda: stats().memory_events
         )
-        Gauge("sluice_proxy_spool_depth", "Undelivered events in the disk spool.", registry=r).set_function(
-            lambda: stats().spool_depth
-        )
+        Gauge(
+            "sluice_proxy_spool_depth",
+            "Events in the write-ahead log the broker has not acknowledged.",
+            registry=r,
+        ).set_function(lambda: stats().spool_depth)
         Gauge("sluice_proxy_events_delivered", "Events the broker acknowledged.", registry=r).set_function(
             lambda: stats().delivered
         )
@@ -86,7 +88,9 @@ class ProxyMetrics:
             lambda: stats().failed_attempts
         )
         Gauge(
-            "sluice_proxy_spooling", "1 while events go to the spool instead of the broker.", registry=r
+            "sluice_proxy_spooling",
+            "1 while events wait in the write-ahead log instead of going to the broker.",
+            registry=r,
         ).set_function(lambda: 0 if stats().mode in ("direct", "discard") else 1)
 
     def render(self) -> bytes:

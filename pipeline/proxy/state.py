@@ -17,12 +17,14 @@ from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
+from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.upstream import Upstreams
 from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 
 LINK_STATE_FILE = "links.json"
+STEP_JOURNAL_FILE = "steps.journal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,7 @@ class ProxyState:
             deadletter=config.topics.name("deadletter"),
         )
         self.publishing = config.proxy.publish
+        self.journal = StepJournal(self.spool_dir / STEP_JOURNAL_FILE)
         self.publisher: EventPublisher = self._build_publisher()
         self.metrics.bind_publisher(self.publisher.stats)
         self._backend_cache: dict[str, BackendConfig | None] = {}
@@ -65,6 +68,8 @@ class ProxyState:
             timeout_ms=proxy.publish_timeout_ms,
             max_memory_events=proxy.spool_max_memory_events,
             segment_bytes=proxy.spool_segment_bytes,
+            segment_max_age_s=proxy.wal_segment_max_age_s,
+            fsync=proxy.wal_fsync,
             probe_interval_s=proxy.probe_interval_s,
             shutdown_flush_s=proxy.shutdown_flush_s,
             on_delivered=self.metrics.publish_lag.observe,
@@ -92,6 +97,7 @@ class ProxyState:
 
     async def start(self) -> None:
         self._restore_links()
+        self._replay_journal()
         await self.upstreams.start()
         await self.publisher.start()
         self.started = True
@@ -100,7 +106,33 @@ class ProxyState:
         await self.upstreams.close()
         await self.publisher.close()
         self._save_links()
+        self.journal.close()
         self.started = False
+
+    def step_recorded(self, tenant: str, trajectory_id: str, step_index: int) -> None:
+        """Journal the trajectory's next step index (before the step's response is released)."""
+        self.journal.record(tenant, trajectory_id, step_index + 1)
+        if self.journal.full:
+            self._save_links()
+
+    def _replay_journal(self) -> None:
+        """Step indexes recorded after the last link snapshot (a crash): continue numbering from them."""
+        entries = self.journal.entries()
+        if not entries:
+            return
+        known = {
+            (s["tenant"], s["trajectory_id"]): s["next_step"]
+            for s in self.linker.snapshot(time.monotonic())["states"]
+        }
+        behind = [
+            {"tenant": t, "trajectory_id": tid, "age_s": 0.0, "next_step": n, "boundaries": []}
+            for (t, tid), n in entries.items()
+            if known.get((t, tid), 0) < n
+        ]
+        if behind:
+            self.linker.restore({"states": behind}, time.monotonic())
+            log.info("step journal: %d trajectories continue their step numbering after a crash", len(behind))
+        self._save_links()
 
     def _restore_links(self) -> None:
         path = self.spool_dir / LINK_STATE_FILE
@@ -118,5 +150,6 @@ class ProxyState:
             tmp = self.spool_dir / (LINK_STATE_FILE + ".tmp")
             tmp.write_text(json.dumps(self.linker.snapshot(time.monotonic())))
             tmp.replace(self.spool_dir / LINK_STATE_FILE)
+            self.journal.reset()  # the snapshot holds everything it recorded
         except OSError as err:
             log.warning("could not save link state: %s", err)

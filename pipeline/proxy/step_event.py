@@ -75,6 +75,16 @@ class StepRecord:
     error: str | None = None
     latency_ms: float | None = None
     ttft_ms: float | None = None
+    policy_versions: list[str] = field(default_factory=list)  # from the extension field, in order of use
+    policy_header: str | None = None  # the version header (used when there is no extension field)
+    task_id: str | None = None
+
+    def note_policy_version(self, version: object) -> None:
+        if isinstance(version, str) and version and version not in self.policy_versions:
+            self.policy_versions.append(version[:128])
+
+    def served_versions(self) -> list[str]:
+        return self.policy_versions or ([self.policy_header[:128]] if self.policy_header else [])
 
 
 def chat_logprobs(lp: Any) -> list[float] | None:
@@ -140,6 +150,7 @@ def build_step_event(rec: StepRecord) -> StepEvent:
         conversation_id=ctx.session_id,
     )
     caller = ctx.caller
+    versions = rec.served_versions()
     return StepEvent(
         trajectory_id=plan.trajectory_id,
         tenant=plan.tenant,
@@ -160,7 +171,9 @@ def build_step_event(rec: StepRecord) -> StepEvent:
             sampling=sampling_params(rec.request),
             backend=rec.backend.name,
             backend_fingerprint=rec.system_fingerprint,
-            model_version=rec.backend.model_version,
+            model_version=versions[-1] if versions else rec.backend.model_version,
+            policy_versions=versions,
+            task_id=rec.task_id,
             harness_fingerprint=rec.harness_fp,
             stream=rec.stream,
             latency_ms=rec.latency_ms,

@@ -2,7 +2,8 @@
 
     redact agent:  steps.raw + rewards.raw  ──►  steps.redacted                (table: placeholders)
     join agent:    steps.redacted + ticks   ──►  trajectories.audited / .train (tables: join_state, join_steps)
-    timers:        due trajectories of this worker's active partitions ──► ticks; readiness; counters
+    timers:        due trajectories of this worker's active partitions ──► ticks; readiness; counters;
+                   the heartbeat file `sluice status` reads
 
 Departures from the usual Faust recipe: every topic is consumed as raw bytes and decoded by the stage
 (poison records go to the dead-letter topic instead of crashing the agent); ``Stream.join`` is not used
@@ -16,6 +17,7 @@ from the changelogs. Broker quirks come from ``BrokerConfig.faust_settings()``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from governance.redaction import Redactor
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.due_index import DueIndex
 from pipeline.stages.exceptions import OutputError
+from pipeline.stages.heartbeat import WorkerHeartbeat, heartbeat_path, write_heartbeat
 from pipeline.stages.join_stage import JoinStage
 from pipeline.stages.names import app_id, ticks_topic
 from pipeline.stages.outputs import exit_now
@@ -68,6 +71,8 @@ class StagesApp:
 
     def __init__(self, cfg: SluiceConfig, datadir: Path, redactor: Redactor | None = None) -> None:
         self.cfg = cfg
+        self.heartbeat_file = heartbeat_path(datadir)
+        self.slot = int(datadir.name.rsplit("-", 1)[-1]) if datadir.name[-1:].isdigit() else 0
         topics = cfg.topics
         web = cfg.stages.web_port
         self.store = table_store(cfg)
@@ -134,6 +139,18 @@ class StagesApp:
         self.scheduler = TickScheduler(self, topics.name("steps_redacted"))
         self._wire(redact_in, join_in)
 
+    def write_heartbeat(self) -> None:
+        """This worker's pid, readiness and counters, for ``sluice status`` (see ``heartbeat.py``)."""
+        beat = WorkerHeartbeat(
+            slot=self.slot,
+            pid=os.getpid(),
+            updated=time.time(),
+            assigned=self.scheduler.active is not None and not self.app.rebalancing,
+            pending_joins=len(self.index),
+            counts=dict(self.counters.counts),
+        )
+        write_heartbeat(self.heartbeat_file, beat)
+
     def _wire(self, redact_in: Any, join_in: Any) -> None:
         app = self.app
         redact_stage, join_stage = self.redact_stage, self.join_stage
@@ -162,6 +179,11 @@ class StagesApp:
             log.info("stages counters: %s pending=%d", self.counters.summary(), len(self.index))
 
         app.timer(self.cfg.stages.stats_interval_s, name="sluice.stages.stats")(stats)
+
+        async def heartbeat() -> None:
+            self.write_heartbeat()
+
+        app.timer(self.cfg.stages.heartbeat_s, name="sluice.stages.heartbeat")(heartbeat)
 
         if self.cfg.stages.web_port is not None:
 

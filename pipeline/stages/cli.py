@@ -11,6 +11,7 @@ stops it cleanly (in-flight records finish, offsets are committed).
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
     import faust
 
     from pipeline.stages.app import StagesApp
+    from pipeline.stages.heartbeat import remove_heartbeat
     from pipeline.stages.internal_topics import ensure_stage_topics
     from pipeline.stages.names import app_id
     from pipeline.stages.worker_slot import acquire_slot
@@ -50,7 +52,14 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
         cfg.replay.model_dump_json(),
         cfg.eligibility.version,
     )
+    # Faust's rocksdb store runs gc.collect() on every partition revoke (once per table) and at stop. With
+    # the redaction engines on the heap a full collection took ~1.9 s here, holding the GIL, so the
+    # consumer thread's heartbeats stopped for longer than the session timeout: the broker expired the
+    # member, which revoked again, and after a broker freeze the group never settled (lag stuck, rate 0).
+    # Everything built so far lives as long as the worker: freeze it out of the collector's scans.
+    gc.freeze()
     try:
         faust.Worker(stages.app, loglevel=log_level, redirect_stdouts=False).execute_from_commandline()
     finally:
+        remove_heartbeat(stages.heartbeat_file)  # a clean stop; a crash leaves it, with a dead pid
         slot.release()

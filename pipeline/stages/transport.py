@@ -1,18 +1,32 @@
-"""Faust's aiokafka transport with a short fetch wait, for the local Tansu broker (``broker.profile: tansu``).
+"""Faust's aiokafka transport with two fixes: a short fetch wait, and no record fetched but never delivered.
 
-Faust hard-codes ``fetch_max_wait_ms=1500`` for its consumers. Real Kafka answers a fetch as soon as data
-arrives, so the wait costs nothing there; Tansu answers a waiting fetch only on its own wake-ups (measured:
-~380 ms after the record, vs 2–25 ms with a 50 ms wait), which adds that much latency to every stage hop.
-This transport is the stock one with the wait taken from ``BrokerConfig.fetch_max_wait_ms``. It is
-registered under the URL scheme ``sluice-tansu`` through the ``faust.transports`` entry point, and
+1. **Fetch wait.** Faust hard-codes ``fetch_max_wait_ms=1500`` for its consumers. Real Kafka answers a
+   fetch as soon as data arrives, so the wait costs nothing there; Tansu answers a waiting fetch only on
+   its own wake-ups (measured: ~380 ms after the record, vs 2–25 ms with a 50 ms wait), which adds that
+   much latency to every stage hop. The wait comes from ``BrokerConfig.fetch_max_wait_ms``.
+2. **Records dropped in a rebalance.** Faust's ``Consumer.getmany`` takes the records aiokafka fetched
+   (aiokafka's position has moved past them) and then skips, without a seek back, every record whose
+   partition is not in the *live* set of active partitions at that moment, or all the rest of the batch
+   when the group generation changes while it iterates. A rebalance in the middle of a fetch (after a
+   broker freeze every member's session expires at once) therefore lost a partition's fetched records
+   until the worker restarted: its lag stayed put with rate 0 and no error. Here every record fetched
+   but not delivered is fetched again: its partition (when still assigned) is sought back to the first
+   such offset, so delivery stays at-least-once and the stage's idempotence does the rest.
+
+It is registered under the URL scheme ``sluice-tansu`` through the ``faust.transports`` entry point, and
 ``BrokerConfig.faust_settings()`` selects it for the tansu profile.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from faust.transport.drivers import aiokafka as stock
+from faust.types import TP, Message
+
+log = logging.getLogger(__name__)
 
 
 class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
@@ -24,9 +38,64 @@ class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
         return consumer
 
 
+def undelivered(records: Mapping[TP, Sequence[Any]], delivered: Mapping[TP, int]) -> dict[TP, int]:
+    """Per partition of a fetched batch, the first offset that was not delivered (none: all were)."""
+    out: dict[TP, int] = {}
+    for tp, recs in records.items():
+        last = delivered.get(tp)
+        rest = [r.offset for r in recs if last is None or r.offset > last]
+        if rest:
+            out[tp] = min(rest)
+    return out
+
+
 class ShortFetchConsumer(stock.Consumer):
     def _new_consumer_thread(self) -> ShortFetchConsumerThread:
         return ShortFetchConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
+        """Faust's ``getmany`` (round-robin over partitions, generation and flow checks), except that
+        records it does not deliver are fetched again instead of lost."""
+        records, active_partitions = await self._wait_next_records(timeout)
+        generation_id = self.app.consumer_generation_id
+        if records is None or self.should_stop:
+            return
+        if not self.flow_active:
+            await self.perform_seek()  # Faust's own rule: back to the committed offsets
+            return
+        delivered: dict[TP, int] = {}
+        try:
+            for tp, record in self.scheduler.iterate(records):
+                if not self.flow_active or self.app.consumer_generation_id != generation_id:
+                    break
+                if active_partitions is None or tp in active_partitions or tp in self._buffered_partitions:
+                    self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
+                    delivered[tp] = record.offset
+                    yield tp, self._to_message(tp, record)
+        finally:
+            same_generation = self.app.consumer_generation_id == generation_id
+            await self._fetch_again(undelivered(records, delivered), same_generation)
+
+    async def _fetch_again(self, first_offsets: Mapping[TP, int], same_generation: bool) -> None:
+        """Seek each still-assigned partition back so that its undelivered records are read again: to the
+        first of them, or to the committed offset when that is earlier. Never forward past a record that
+        may not have been processed: after a generation change the recovery may already have sought back
+        to the committed offsets, so without one the partition is read from its beginning."""
+        assigned = self.assignment()
+        for tp, first in first_offsets.items():
+            if tp not in assigned:
+                continue  # revoked: its new owner reads it from the committed offset
+            committed = self._committed_offset.get(tp)
+            fallback = first if same_generation else 0
+            target = fallback if committed is None else min(first, committed)
+            log.warning(
+                "records of %s from offset %d were fetched but not delivered: reading again from %d",
+                tp,
+                first,
+                target,
+            )
+            await self._seek(tp, target)
+            self._read_offset[tp] = target if target > 0 else None  # the drain loop delivers offsets >= it
 
 
 class Transport(stock.Transport):

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from sluice.events import (
+    OTEL_GENAI_NAMES,
     Action,
     Choice,
     Message,
@@ -77,3 +78,10 @@ def test_otel_names() -> None:
     assert attrs["gen_ai.request.model"] == "m"
     assert attrs["gen_ai.usage.input_tokens"] == 3
     assert attrs["gen_ai.operation.name"] == "chat"
+    step.metadata.gen_ai.finish_reasons = ["tool_calls"]
+    step.metadata.gen_ai.operation_name = "messages"
+    step.metadata.gen_ai.conversation_id = "c-1"
+    attrs = step.metadata.gen_ai.otel_attributes()
+    assert attrs["gen_ai.response.finish_reasons"] == ["tool_calls"] and "gen_ai.finish.reasons" not in attrs
+    assert attrs["gen_ai.operation.name"] == "chat" and attrs["gen_ai.conversation.id"] == "c-1"
+    assert set(attrs) <= set(OTEL_GENAI_NAMES.values())

@@ -2,16 +2,24 @@
 
 vLLM is imported here only, lazily, and this module is imported only when the backend is chosen: the
 trainer package never needs vLLM on a CPU machine. Sampling-time logprobs come from
-``SamplingParams(logprobs=0)`` (the sampled token's logprob). Weight updates go through the engine's
-``collective_rpc`` to each worker's ``model.load_weights`` (vLLM >= 0.8, V1 engine); older engines fall back
-to the driver worker's model. Logprobs are requested in "processed" mode (after temperature) where the engine
-supports it, to match the hf backend's contract. Written against vLLM's documented API; not run on this
-CPU-only machine (the contract tests skip without vLLM and CUDA).
+``SamplingParams(logprobs=0)`` (the sampled token's logprob). Logprobs are requested in "processed" mode
+(after temperature) where the engine supports it, to match the hf backend's contract.
+
+Weight updates: the engine is built with ``worker_extension_cls`` (``vllm_worker.SluiceWorkerExtension``)
+and ``load_weights`` calls ``LLM.collective_rpc("sluice_load_weights", args=(packed,))`` by method name, so
+every worker loads the tensors into its model's own ``load_weights`` — no pickled function, so recent V1
+engines need no ``VLLM_ALLOW_INSECURE_SERIALIZATION``. A partial state dict updates just those tensors.
+Only after every worker succeeded is the version published: the engine's own weight-version tag
+(``finish_weight_update(version)`` / ``get_weight_version()``) where the installed vLLM has it, else this
+object's counter; the prefix cache is reset so KV computed by old weights never serves new ones. Engines
+without ``collective_rpc`` fall back to the in-process driver worker. Written against vLLM's documented API
+and not run here: this machine has no GPU (the contract tests skip without vLLM and CUDA).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import tempfile
 from collections.abc import Mapping
 from typing import Any
@@ -20,10 +28,9 @@ import torch
 
 from trainers.exceptions import BackendUnavailable
 from trainers.rollout.base import Completion, RolloutBackend, SamplingSpec
+from trainers.rollout.vllm_worker import EXTENSION_CLASS, pack_tensors, unpack_tensors
 
-
-def _load_weights_on_worker(worker: Any, items: list[tuple[str, torch.Tensor]]) -> None:
-    worker.model_runner.model.load_weights(weights=items)
+log = logging.getLogger(__name__)
 
 
 class VLLMBackend(RolloutBackend):
@@ -46,8 +53,11 @@ class VLLMBackend(RolloutBackend):
         self._vllm = vllm
         self.tokenizer = tokenizer
         extra: dict[str, Any] = {}
-        if "logprobs_mode" in {f.name for f in dataclasses.fields(vllm.EngineArgs)}:
+        fields = {f.name for f in dataclasses.fields(vllm.EngineArgs)}
+        if "logprobs_mode" in fields:
             extra["logprobs_mode"] = "processed_logprobs"  # after temperature: what the token was drawn from
+        if "worker_extension_cls" in fields:
+            extra["worker_extension_cls"] = EXTENSION_CLASS  # weight updates by method name
         self.llm = vllm.LLM(
             model=self._dir.name,
             dtype="float32" if next(model.parameters()).dtype == torch.float32 else "auto",
@@ -57,10 +67,34 @@ class VLLMBackend(RolloutBackend):
             **extra,
         )
         self._version = version
+        self._by_name = "worker_extension_cls" in extra and hasattr(self.llm, "collective_rpc")
 
     @property
     def policy_version(self) -> int:
         return self._version
+
+    def engine_weight_version(self) -> str | None:
+        """The engine's own weight-version tag (None where this vLLM has none)."""
+        tagged = self._engine_call("get_weight_version")
+        return tagged if isinstance(tagged, str) else None
+
+    def _engine_call(self, method: str, *args: Any) -> Any:
+        """Call ``method`` on the LLM or its engine where this vLLM has it (None where it does not)."""
+        for target in (self.llm, getattr(self.llm, "llm_engine", None)):
+            fn = getattr(target, method, None)
+            if callable(fn):
+                return fn(*args)
+        return None
+
+    def _tag(self, version: int) -> None:
+        """Publish the version: the engine's weight-version tag where it exists, always our counter."""
+        try:
+            self._engine_call("finish_weight_update", str(version))
+        except (
+            Exception
+        ) as err:  # an engine whose update lifecycle wants more than the tag: ours still counts
+            log.warning("vLLM weight-version tag not set (%s); serving version %d", err, version)
+        self._version = version
 
     def generate(self, prompts: list[list[int]], spec: SamplingSpec) -> list[list[Completion]]:
         params = self._vllm.SamplingParams(
@@ -92,11 +126,14 @@ class VLLMBackend(RolloutBackend):
         return result
 
     def load_weights(self, state_dict: Mapping[str, torch.Tensor], version: int) -> None:
-        items = [(k, v.cuda()) for k, v in state_dict.items()]
-        if hasattr(self.llm, "collective_rpc"):
-            self.llm.collective_rpc(_load_weights_on_worker, args=(items,))
+        """Load a full or partial state dict on every worker, then publish ``version`` (never before)."""
+        packed = pack_tensors(state_dict)
+        if self._by_name:
+            loaded = self.llm.collective_rpc("sluice_load_weights", args=(packed,))
+            if any(n != len(packed) for n in loaded):
+                raise RuntimeError(f"a vLLM worker loaded {loaded} of {len(packed)} tensors")
         else:  # older engines: one in-process driver worker
-            self.llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights(items)
-        if hasattr(self.llm, "reset_prefix_cache"):
-            self.llm.reset_prefix_cache()  # cached KV of old weights must not serve new ones
-        self._version = version
+            model = self.llm.llm_engine.model_executor.driver_worker.model_runner.model
+            model.load_weights(unpack_tensors(packed, next(model.parameters()).device))
+        self._engine_call("reset_prefix_cache")  # cached KV of old weights must not serve new ones
+        self._tag(version)

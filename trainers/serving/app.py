@@ -6,6 +6,7 @@ handlers.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import json
 import logging
@@ -20,9 +21,13 @@ from starlette.routing import Route
 from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
 from trainers.serving.chat import ChatServing
-from trainers.serving.common import now
+from trainers.serving.common import chain_first, now
 from trainers.serving.completions import CompletionServing
 from trainers.serving.engine import GenerateEngine
+from trainers.serving.policy_api import EXTENSION_FIELD, VERSION_HEADER
+from trainers.serving.policy_events import PolicyEventRecorder
+from trainers.serving.policy_routes import ROUTES as POLICY_ROUTES
+from trainers.serving.policy_store import PolicyStore, VersionNotKept, VersionReused
 from trainers.serving.protocol import ChatCompletionRequest, CompletionRequest
 
 log = logging.getLogger(__name__)
@@ -61,9 +66,15 @@ def _headers(req: Any) -> dict[str, str]:
 async def _serve(request: Request, model: type[BaseModel], serving: Any) -> Response:
     req = await _parse(request, model)
     if req.stream:
-        stream = serving.stream(req)  # validates before the first byte is sent
-        return StreamingResponse(stream, media_type="text/event-stream", headers=_headers(req))
-    return JSONResponse(await serving.complete(req), headers=_headers(req))
+        versions: list[str] = []
+        stream = serving.stream(req, versions)  # validates before the first byte is sent
+        first = await anext(stream)  # waits for the request's batch: its version goes in the header
+        headers = {**_headers(req), VERSION_HEADER: versions[0]}
+        return StreamingResponse(chain_first(first, stream), media_type="text/event-stream", headers=headers)
+    body = await serving.complete(req)
+    return JSONResponse(
+        body, headers={**_headers(req), VERSION_HEADER: body[EXTENSION_FIELD]["policy_version"]}
+    )
 
 
 async def chat_completions(request: Request) -> Response:
@@ -83,12 +94,24 @@ async def models(request: Request) -> Response:
 
 async def health(request: Request) -> Response:
     eng: GenerateEngine = request.app.state.engine
-    return JSONResponse({"status": "ok", "batches": eng.batches, "rows": eng.rows})
+    version = request.app.state.policy.serving
+    body = {"status": "ok", "batches": eng.batches, "rows": eng.rows, "running_rows": eng.running_rows,
+            "policy_version": version}  # fmt: skip
+    return JSONResponse(body, headers={VERSION_HEADER: version})
+
+
+_STATUS: list[tuple[type[Exception], int, str]] = [
+    (ModelNotFound, 404, "not_found_error"),
+    (VersionNotKept, 404, "not_found_error"),
+    (VersionReused, 409, "conflict_error"),
+]
 
 
 async def _request_error(request: Request, exc: Exception) -> Response:
-    status = 404 if isinstance(exc, ModelNotFound) else 400
-    return error_response(status, str(exc), "not_found_error" if status == 404 else "invalid_request_error")
+    status, kind = next(
+        ((s, k) for cls, s, k in _STATUS if isinstance(exc, cls)), (400, "invalid_request_error")
+    )
+    return error_response(status, str(exc), kind)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
@@ -104,13 +127,22 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return error_response(500, f"internal error: {type(exc).__name__}", "server_error")
 
 
-def build_app(engine: GenerateEngine, cfg: ServeConfig, max_positions: int, source: str) -> Starlette:
+def build_app(
+    engine: GenerateEngine,
+    cfg: ServeConfig,
+    max_positions: int,
+    source: str,
+    policy: PolicyStore,
+    recorder: PolicyEventRecorder,
+    server_url: str,
+) -> Starlette:
     app = Starlette(
         routes=[
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
+            *POLICY_ROUTES,
         ],
         exception_handlers={
             RequestError: _request_error,
@@ -120,6 +152,10 @@ def build_app(engine: GenerateEngine, cfg: ServeConfig, max_positions: int, sour
     )
     app.state.engine = engine
     app.state.cfg = cfg
+    app.state.policy = policy
+    app.state.recorder = recorder
+    app.state.server_url = server_url
+    app.state.swap_lock = asyncio.Lock()
     app.state.source = source
     app.state.created = now()
     app.state.max_positions = max_positions

@@ -14,8 +14,9 @@ from typing import Any
 
 from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
-from trainers.serving.common import StopTrimmer, job_args, new_id, now, sse, usage
+from trainers.serving.common import StopTrimmer, chain_first, job_args, new_id, now, sse, usage
 from trainers.serving.engine import GenerateEngine, TokenEvent
+from trainers.serving.policy_api import EXTENSION_FIELD, extension
 from trainers.serving.protocol import ChatCompletionRequest
 from trainers.tiny_model import render_chat
 
@@ -77,7 +78,10 @@ class ChatServing:
         trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
         entries: list[list[dict[str, Any]]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
+        versions: list[str] = []
         async for ev in self.engine.submit(args):
+            if not versions or versions[-1] != ev.version:
+                versions.append(ev.version)
             if ev.result is None:
                 trims[ev.index].feed(ev.text)
                 entries[ev.index].append(_logprob_entry(ev.text, ev.logprob))
@@ -91,6 +95,7 @@ class ChatServing:
             "model": req.model,
             "choices": choices,
             "usage": usage(len(prompt_ids), completion_tokens),
+            EXTENSION_FIELD: extension(versions),
         }
         if req.return_token_ids:
             body["prompt_token_ids"] = prompt_ids
@@ -121,13 +126,19 @@ class ChatServing:
             choice["token_ids"] = res.token_ids
         return choice
 
-    def stream(self, req: ChatCompletionRequest) -> AsyncIterator[str]:
-        """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines."""
+    def stream(self, req: ChatCompletionRequest, versions: list[str]) -> AsyncIterator[str]:
+        """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines. ``versions``
+        fills with the policy versions used, the first one before the first line is yielded."""
         prompt_ids, args, tool = self._prepare(req)
-        return self._stream(req, prompt_ids, args, tool)
+        return self._stream(req, prompt_ids, args, tool, versions)
 
     async def _stream(
-        self, req: ChatCompletionRequest, prompt_ids: list[int], args: dict[str, Any], tool: ForcedTool | None
+        self,
+        req: ChatCompletionRequest,
+        prompt_ids: list[int],
+        args: dict[str, Any],
+        tool: ForcedTool | None,
+        versions: list[str],
     ) -> AsyncIterator[str]:
         trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
         head = {
@@ -138,23 +149,35 @@ class ChatServing:
         }
         first = True
         completion_tokens = 0
+        finished = 0
+        last_is_usage = bool(req.stream_options and req.stream_options.include_usage)
 
-        def chunk(index: int, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        def chunk(
+            index: int, delta: dict[str, Any], finish: str | None = None, last: bool = False, **extra: Any
+        ) -> str:
             nonlocal first
             choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish, **extra}
             body = {**head, "choices": [choice]}
             if first and req.return_token_ids:
                 body["prompt_token_ids"] = prompt_ids
+            if first or last:  # the first and the final chunk name the policy version(s)
+                body[EXTENSION_FIELD] = extension(versions)
             first = False
             return sse(body)
 
+        # The role chunk waits for the job's first event: by then its batch started, and its version is known.
+        events = self.engine.submit(args)
+        head_ev = await anext(events)
+        versions.append(head_ev.version)
         for i in range(req.n):  # role first, as OpenAI does; a forced tool announces its call here
             delta: dict[str, Any] = {"role": "assistant", "content": "" if tool is None else None}
             if tool is not None:
                 delta["tool_calls"] = [{"index": 0, "id": new_id("call"), "type": "function",
                                         "function": {"name": tool.name, "arguments": tool.open_args()}}]  # fmt: skip
             yield chunk(i, delta)
-        async for ev in self.engine.submit(args):
+        async for ev in chain_first(head_ev, events):
+            if ev.version != versions[-1]:
+                versions.append(ev.version)
             if ev.result is None:
                 completion_tokens += 1
                 text = trims[ev.index].feed(ev.text)
@@ -170,9 +193,13 @@ class ChatServing:
                 "tool_calls" if tool else ("stop" if trims[ev.index].stopped else ev.result.finish_reason)
             )
             delta = self._delta(tail, tool, closing=tool is not None)
-            yield chunk(ev.index, delta, finish, **({"token_ids": []} if req.return_token_ids else {}))
-        if req.stream_options and req.stream_options.include_usage:
-            yield sse({**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)})
+            finished += 1
+            last = finished == req.n and not last_is_usage
+            extra = {"token_ids": []} if req.return_token_ids else {}
+            yield chunk(ev.index, delta, finish, last=last, **extra)
+        if last_is_usage:
+            tail_body = {**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)}
+            yield sse({**tail_body, EXTENSION_FIELD: extension(versions)})
         yield sse("[DONE]")
 
     @staticmethod

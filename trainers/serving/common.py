@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
+
+T = TypeVar("T")
 
 
 def new_id(prefix: str) -> str:
@@ -96,3 +99,10 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+
+
+async def chain_first(first: T, rest: AsyncIterator[T]) -> AsyncIterator[T]:
+    """``first``, then everything ``rest`` yields (an iterator whose head was already taken)."""
+    yield first
+    async for item in rest:
+        yield item

@@ -10,6 +10,7 @@ from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
 from trainers.serving.common import StopTrimmer, job_args, new_id, now, sse, usage
 from trainers.serving.engine import GenerateEngine
+from trainers.serving.policy_api import EXTENSION_FIELD, extension
 from trainers.serving.protocol import CompletionRequest
 
 
@@ -37,13 +38,17 @@ class CompletionServing:
             eos_id=self.engine.tokenizer.eos_token_id,
         )  # fmt: skip
 
-    async def _one(self, req: CompletionRequest, p: int, prompt_ids: list[int]) -> list[dict[str, Any]]:
+    async def _one(
+        self, req: CompletionRequest, p: int, prompt_ids: list[int], versions: list[str]
+    ) -> list[dict[str, Any]]:
         trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
         tokens: list[list[str]] = [[] for _ in range(req.n)]
         lps: list[list[float]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
         prompt_text = self.engine.tokenizer.decode(prompt_ids) if req.echo else ""
         async for ev in self.engine.submit(self._args(req, prompt_ids)):
+            if not versions or versions[-1] != ev.version:
+                versions.append(ev.version)
             if ev.result is None:
                 trims[ev.index].feed(ev.text)
                 tokens[ev.index].append(ev.text)
@@ -75,7 +80,10 @@ class CompletionServing:
         prompts = self._prompts(req)
         for ids in prompts:
             self._args(req, ids)  # validate every prompt before generating any
-        per_prompt = await asyncio.gather(*(self._one(req, p, ids) for p, ids in enumerate(prompts)))
+        versions: list[str] = []  # prompts run as separate jobs: a swap may fall between them
+        per_prompt = await asyncio.gather(
+            *(self._one(req, p, ids, versions) for p, ids in enumerate(prompts))
+        )
         choices = [c for group in per_prompt for c in group]
         completion_tokens = sum(c.pop("_n") for c in choices)
         return {
@@ -85,25 +93,30 @@ class CompletionServing:
             "model": req.model,
             "choices": choices,
             "usage": usage(sum(map(len, prompts)), completion_tokens),
+            EXTENSION_FIELD: extension(versions),
         }
 
-    def stream(self, req: CompletionRequest) -> AsyncIterator[str]:
-        """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines."""
+    def stream(self, req: CompletionRequest, versions: list[str]) -> AsyncIterator[str]:
+        """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines. ``versions``
+        fills with the policy versions used, the first one before the first line is yielded."""
         prompts = self._prompts(req)
         if len(prompts) != 1:
             raise RequestError("streaming supports one prompt per request")
-        return self._stream(req, prompts[0], self._args(req, prompts[0]))
+        return self._stream(req, prompts[0], self._args(req, prompts[0]), versions)
 
     async def _stream(
-        self, req: CompletionRequest, prompt_ids: list[int], args: dict[str, Any]
+        self, req: CompletionRequest, prompt_ids: list[int], args: dict[str, Any], versions: list[str]
     ) -> AsyncIterator[str]:
         head = {"id": new_id("cmpl"), "object": "text_completion", "created": now(), "model": req.model}
         trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
         sent_ids = [False] * req.n
         sent_echo = [False] * req.n
         completion_tokens = 0
+        first, finished = True, 0
+        last_is_usage = bool(req.stream_options and req.stream_options.include_usage)
 
-        def chunk(index: int, text: str, finish: str | None = None, **extra: Any) -> str:
+        def chunk(index: int, text: str, finish: str | None = None, last: bool = False, **extra: Any) -> str:
+            nonlocal first
             if req.return_token_ids and not sent_ids[index]:
                 extra["prompt_token_ids"] = prompt_ids
                 sent_ids[index] = True
@@ -111,9 +124,15 @@ class CompletionServing:
                 text = self.engine.tokenizer.decode(prompt_ids) + text
                 sent_echo[index] = True
             choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish, **extra}
-            return sse({**head, "choices": [choice]})
+            body = {**head, "choices": [choice]}
+            if first or last:  # the first and the final chunk name the policy version(s)
+                body[EXTENSION_FIELD] = extension(versions)
+            first = False
+            return sse(body)
 
         async for ev in self.engine.submit(args):
+            if not versions or versions[-1] != ev.version:
+                versions.append(ev.version)
             if ev.result is None:
                 completion_tokens += 1
                 extra: dict[str, Any] = {}
@@ -129,7 +148,10 @@ class CompletionServing:
                 continue
             trim = trims[ev.index]
             tail = trim.flush()
-            yield chunk(ev.index, tail, "stop" if trim.stopped else ev.result.finish_reason)
-        if req.stream_options and req.stream_options.include_usage:
-            yield sse({**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)})
+            finished += 1
+            last = finished == req.n and not last_is_usage
+            yield chunk(ev.index, tail, "stop" if trim.stopped else ev.result.finish_reason, last=last)
+        if last_is_usage:
+            tail_body = {**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)}
+            yield sse({**tail_body, EXTENSION_FIELD: extension(versions)})
         yield sse("[DONE]")

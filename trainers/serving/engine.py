@@ -5,17 +5,23 @@ Each request becomes one row per choice (n > 1 gives n rows); the thread drains 
 it is sampled, so streaming is real (not chunks sent after generation). A request with a seed gets one
 torch.Generator per choice (seed + index): its samples do not depend on what it was batched with.
 
+Weight swaps run on the same thread, between batches (``between_batches``), ahead of queued requests: a
+batch is decoded by one policy version from start to end, and every token event names that version.
+
     sluice serve-model --config infra/sluice.yaml
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import queue
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -23,6 +29,9 @@ from transformers import PreTrainedTokenizerBase
 from trainers.generation import GenRequest, GenResult, generate
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_WAKE = object()  # queued to wake the thread for a control call when no request is waiting
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class TokenEvent:
     logprob: float
     text: str  # decoded text this token adds (special tokens add nothing)
     result: GenResult | None = None
+    version: str = ""  # the policy version decoding this token's batch
 
 
 @dataclass
@@ -55,16 +65,25 @@ class GenerateEngine:
     """Owns the model; one daemon thread decodes batches of queued jobs."""
 
     def __init__(
-        self, model: torch.nn.Module, tokenizer: PreTrainedTokenizerBase, max_batch: int = 32
+        self,
+        model: torch.nn.Module,
+        tokenizer: PreTrainedTokenizerBase,
+        max_batch: int = 32,
+        version: Callable[[], str] = lambda: "",
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch = max_batch
-        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._version = version  # read by the generate thread at the start of each batch
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._control: collections.deque[tuple[Callable[[], Any], asyncio.Future, float]] = (
+            collections.deque()
+        )
         self._thread = threading.Thread(target=self._run, name="sluice-generate", daemon=True)
         self._special = set(tokenizer.all_special_ids)
         self.batches = 0
         self.rows = 0
+        self.running_rows = 0  # rows of the batch being decoded now (0: idle)
 
     def start(self) -> GenerateEngine:
         self._thread.start()
@@ -73,6 +92,27 @@ class GenerateEngine:
     def stop(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=10)
+
+    async def between_batches(self, fn: Callable[[], T]) -> tuple[T, float]:
+        """Run ``fn`` on the generate thread once the running batch (if any) has finished, before any queued
+        request; returns its result and the milliseconds waited for the batch to end."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future = loop.create_future()
+        self._control.append((fn, fut, time.perf_counter()))
+        self._queue.put(_WAKE)
+        return await fut
+
+    def _run_control(self) -> None:
+        while self._control:
+            fn, fut, queued = self._control.popleft()
+            waited = (time.perf_counter() - queued) * 1000
+            loop = fut.get_loop()
+            try:
+                result = fn()
+            except Exception as err:  # the caller gets the error; the thread goes on
+                loop.call_soon_threadsafe(_settle, fut, None, err)
+            else:
+                loop.call_soon_threadsafe(_settle, fut, (result, waited), None)
 
     def token_text(self, token_id: int) -> str:
         return "" if token_id in self._special else self.tokenizer.decode([token_id])
@@ -104,6 +144,8 @@ class GenerateEngine:
                 nxt = self._queue.get_nowait()
             except queue.Empty:
                 break
+            if nxt is _WAKE:
+                continue
             if nxt is None:
                 self._queue.put(None)
                 break
@@ -114,9 +156,13 @@ class GenerateEngine:
     def _run(self) -> None:
         while True:
             first = self._queue.get()
+            self._run_control()
             if first is None:
                 return
+            if first is _WAKE:
+                continue
             jobs = self._take_batch(first)
+            self._run_control()  # a swap queued while the batch was being taken goes first
             try:
                 self._decode(jobs)
             except Exception as err:  # a failed batch fails its requests, not the server
@@ -125,6 +171,7 @@ class GenerateEngine:
                     job.loop.call_soon_threadsafe(job.events.put_nowait, err)
 
     def _decode(self, jobs: list[Job]) -> None:
+        version = self._version()
         requests: list[GenRequest] = []
         owners: list[tuple[Job, int]] = []
         for job in jobs:
@@ -138,25 +185,29 @@ class GenerateEngine:
                         top_p=job.top_p,
                         generator=gen,
                         stop_ids=job.stop_ids,
-                        on_token=self._callback(job, idx),
+                        on_token=self._callback(job, idx, version),
                     )
                 )
                 owners.append((job, idx))
-        results = generate(self.model, requests, self.tokenizer.pad_token_id)
+        self.running_rows = len(requests)
+        try:
+            results = generate(self.model, requests, self.tokenizer.pad_token_id)
+        finally:
+            self.running_rows = 0
         self.batches += 1
         self.rows += len(requests)
         for (job, idx), res in zip(owners, results, strict=True):
-            ev = TokenEvent(index=idx, token_id=-1, logprob=0.0, text="", result=res)
+            ev = TokenEvent(index=idx, token_id=-1, logprob=0.0, text="", result=res, version=version)
             job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
 
-    def _callback(self, job: Job, idx: int):  # noqa: ANN202 - a TokenCallback
+    def _callback(self, job: Job, idx: int, version: str):  # noqa: ANN202 - a TokenCallback
         text = []  # this row's text so far, to find stop strings
 
         def on_token(token_id: int, logprob: float) -> bool:
             if job.cancelled:
                 return False
             piece = self.token_text(token_id)
-            ev = TokenEvent(index=idx, token_id=token_id, logprob=logprob, text=piece)
+            ev = TokenEvent(index=idx, token_id=token_id, logprob=logprob, text=piece, version=version)
             job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
             if job.stop and piece:
                 text.append(piece)
@@ -166,3 +217,12 @@ class GenerateEngine:
             return True
 
         return on_token
+
+
+def _settle(fut: asyncio.Future, result: Any, err: BaseException | None) -> None:
+    if fut.done():  # the caller went away
+        return
+    if err is not None:
+        fut.set_exception(err)
+    else:
+        fut.set_result(result)

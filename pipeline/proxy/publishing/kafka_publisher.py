@@ -1,34 +1,40 @@
-"""Publish events with a confluent-kafka idempotent producer, off the request path, spooling to disk.
+"""Publish events with a confluent-kafka idempotent producer, off the request path, behind a write-ahead log.
 
-Everything runs on the proxy's event loop thread: ``publish()`` hands the record to librdkafka at once
-(``produce()`` never blocks; librdkafka's own threads do the network I/O) and a pump task polls for
-delivery reports every few milliseconds. Departure from the usual recipe (a poll thread): a second Python
-thread makes every delivery report re-acquire the GIL against the busy event loop, which measured 2-3x
-the publishing cost per event; on the loop thread the reports are served in batches with no hand-off.
-The one blocking call, the broker probe, runs in an executor thread.
+Every event is appended to the proxy's write-ahead log (``write_ahead_log.py``) when it is published; the
+proxy completes a response only after ``durable()`` (the log's group commit) said everything it
+published is on disk, so a proxy killed with SIGKILL loses nothing it answered for. An event is handed to
+the producer at once from memory; its delivery report acknowledges it in the log, which trims itself.
 
-Modes (per-trajectory order holds in each: records are keyed by trajectory id and leave in order):
+Everything runs on the proxy's event loop thread: ``produce()`` never blocks (librdkafka's own threads do
+the network I/O) and a pump task polls for delivery reports every few milliseconds. Departure from the
+usual recipe (a poll thread): a second Python thread makes every delivery report re-acquire the GIL
+against the busy event loop, which measured 2-3x the publishing cost per event; on the loop thread the
+reports are served in batches with no hand-off. The blocking calls (the broker probe, the check of a
+crash's tail) run in an executor thread.
 
-- direct: events go straight to the producer; at most ``max_in_flight`` unacknowledged.
-- draining: a delivery failed, all brokers are down, or more than ``spool_max_memory_events`` wait.
-  Nothing new is produced; new events go to the spool; once every in-flight event has reported, the
-  failed ones are written in front of them (``DiskSpool.prepend``).
-- spooling: new events append to the spool; every ``probe_interval_s`` a fresh producer (fresh idempotent
-  producer id: the broker may have restarted empty) checks the broker and the topics, then replays the
-  spool in order. An event leaves the spool only after its delivery report succeeded. Empty spool: direct.
+Modes (per-trajectory order holds in each: records are keyed by trajectory id and leave in log order):
 
-Departure from the Kafka defaults: ``message.timeout.ms`` is finite (``proxy.publish_timeout_ms``) so an
-unreachable broker is noticed; topic auto-creation is off (a topic created by accident would get the
-wrong partition count); ``linger.ms`` is 5. The broker profile's batching rule is kept (``tansu``: one
-record per request, which is most of the publishing CPU on the local default). ``close()`` flushes for
-``shutdown_flush_s`` and spools the rest; the next start replays the spool before anything newer.
+- direct: events go straight to the producer from memory; at most ``max_in_flight`` unacknowledged.
+- draining: a delivery failed or all brokers are down. Nothing new is produced; once every in-flight
+  event has reported, the publisher switches to spooling.
+- spooling: new events wait in the log only; every ``probe_interval_s`` a fresh producer (fresh idempotent
+  producer id: the broker may have restarted empty) checks the broker and the topics, then the log is
+  replayed in order from its oldest unacknowledged record. When the replay reaches the log's end: direct.
+  More than ``spool_max_memory_events`` waiting in memory also switches to replaying from the log (with
+  the broker still reachable), so memory stays bounded when the broker is slower than the traffic.
+
+At start, an unacknowledged tail left by the last run is replayed first; if the broker acknowledged some
+of it just before a crash (the cursor had not recorded it yet), ``delivery_check`` finds those on the
+broker and they are not sent twice. Departure from the Kafka defaults: ``message.timeout.ms`` is finite
+(``proxy.publish_timeout_ms``) so an unreachable broker is noticed; topic auto-creation is off (a topic
+created by accident would get the wrong partition count); ``linger.ms`` is 5. The broker profile's
+batching rule is kept (``tansu``: one record per request).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
 from collections import deque
@@ -39,25 +45,29 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from pipeline.proxy.publishing.base import PublisherStats
-from pipeline.proxy.publishing.disk_spool import DiskSpool, SpoolRecord
+from pipeline.proxy.publishing.delivery_check import already_delivered, record_digest
 from pipeline.proxy.publishing.rdkafka_log import rdkafka_logger
+from pipeline.proxy.publishing.write_ahead_log import LogRecord, WriteAheadLog
 from sluice.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
 DIRECT, DRAINING, SPOOLING = "direct", "draining", "spooling"
 TICK_BUSY_S, TICK_IDLE_S = 0.005, 0.05
+CURSOR_SAVE_S = 0.05
 
 
 class KafkaPublisher:
     def __init__(
         self,
         broker: BrokerConfig,
-        spool_dir: Path,
+        wal_dir: Path,
         *,
         timeout_ms: int = 10_000,
         max_memory_events: int = 10_000,
         segment_bytes: int = 16 * 1024 * 1024,
+        segment_max_age_s: float = 30.0,
+        fsync: bool = False,
         probe_interval_s: float = 1.0,
         shutdown_flush_s: float = 5.0,
         on_delivered: Any = None,
@@ -69,16 +79,15 @@ class KafkaPublisher:
         self.probe_interval_s = probe_interval_s
         self.shutdown_flush_s = shutdown_flush_s
         self.on_delivered = on_delivered  # callable(lag_seconds)
-        self.spool = DiskSpool(spool_dir, segment_bytes)
-        self._pending: deque[SpoolRecord] = deque()  # direct mode: waiting for room in flight
-        self._in_flight: dict[int, tuple[SpoolRecord, bool]] = {}  # seq -> (record, from_spool)
-        self._failed: list[SpoolRecord] = []
+        self.wal = WriteAheadLog(wal_dir, segment_bytes, segment_max_age_s, fsync)
+        self._pending: deque[LogRecord] = deque()  # direct mode: waiting for room in flight
+        self._in_flight: dict[int, LogRecord] = {}  # seq -> record handed to the producer
         self._mode = DIRECT
         self._connected = False
+        self._tail_to_check: list[tuple[int, str, bytes]] = []
         self._next_probe = 0.0
         self._probing: asyncio.Task[None] | None = None
         self._topics: set[str] = set()
-        self._seq = itertools.count()
         self._producer: Producer | None = None
         self._pump: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -91,30 +100,39 @@ class KafkaPublisher:
     # ------------------------------------------------------------------ API (event loop thread)
 
     async def start(self) -> None:
-        self._seq = itertools.count(self.spool.next_seq)
-        if self.spool.depth:
-            log.info("spool holds %d undelivered events: replaying them first", self.spool.depth)
+        if self.wal.depth:
+            log.info("write-ahead log holds %d unacknowledged events: replaying them first", self.wal.depth)
+            self._tail_to_check = [
+                (r.seq, r.topic, record_digest(r.topic, r.key, r.value)) for r in self.wal.unacked()
+            ]
+            self._topics.update(t for _, t, _ in self._tail_to_check)
             self._mode = SPOOLING
         self._producer = self._new_producer()
         self._pump = asyncio.create_task(self._run(), name="sluice-publisher")
 
     def publish(self, topic: str, key: str, value: bytes) -> None:
-        rec = SpoolRecord(next(self._seq), topic, key.encode(), value, time.monotonic())
+        rec = self.wal.append(topic, key.encode(), value, time.monotonic())
         self._topics.add(topic)
         if self._mode == DIRECT:
-            if not self._pending and len(self._in_flight) < self.max_in_flight and self._produce(rec, False):
+            if not self._pending and len(self._in_flight) < self.max_in_flight and self._produce(rec):
                 return
             self._pending.append(rec)
             if len(self._pending) + len(self._in_flight) > self.max_memory:
-                log.warning("more than %d events in memory: spooling the excess", self.max_memory)
-                self._start_draining()
-        else:
-            self.spool.append(rec)
+                log.warning(
+                    "more than %d events in memory: replaying the excess from the log", self.max_memory
+                )
+                self._pending.clear()
+                self._mode, self._connected = SPOOLING, True
+                self.wal.rewind()
         if self._idle:
             self._wake.set()  # the pump sleeps its long idle tick: deliveries should be served soon
 
+    def durable(self) -> asyncio.Future[None] | None:
+        """Done once every event published so far is in the write-ahead log on disk (None: already is)."""
+        return self.wal.wait_durable() if self.wal.uncommitted else None
+
     async def close(self, timeout_s: float | None = None) -> None:
-        """Deliver what can be delivered within ``shutdown_flush_s``; spool the rest."""
+        """Deliver what can be delivered within ``shutdown_flush_s``; the log keeps the rest."""
         if self._pump is None:
             return
         self._closing = True
@@ -126,7 +144,7 @@ class KafkaPublisher:
     def stats(self) -> PublisherStats:
         mem = len(self._pending) + len(self._in_flight)
         return PublisherStats(
-            self._mode, len(self._in_flight), mem, self.spool.depth, self._delivered, self._failures
+            self._mode, len(self._in_flight), mem, self.wal.depth, self._delivered, self._failures
         )
 
     # ------------------------------------------------------------------ producer
@@ -156,60 +174,52 @@ class KafkaPublisher:
         if self._mode == SPOOLING and not self._connected:
             return  # already spooling; the probe decides when the broker is back
         if err.fatal() or err.code() == KafkaError._ALL_BROKERS_DOWN:
-            log.warning("broker unreachable (%s): spooling events to %s", err.str(), self.spool.dir)
+            log.warning(
+                "broker unreachable (%s): events wait in the write-ahead log %s", err.str(), self.wal.dir
+            )
             self._start_draining()
             if self._producer is not None:
                 with contextlib.suppress(KafkaException):
                     self._producer.purge(in_queue=True, in_flight=err.fatal())
 
-    def _on_delivery(self, rec: SpoolRecord, from_spool: bool, err: KafkaError | None, _msg: Any) -> None:
+    def _on_delivery(self, rec: LogRecord, err: KafkaError | None, msg: Any) -> None:
         self._in_flight.pop(rec.seq, None)
         if err is None:
             self._delivered += 1
             if rec.t and self.on_delivered is not None:
                 self.on_delivered(time.monotonic() - rec.t)
-            if from_spool:
-                self.spool.ack(rec.seq)
+            self.wal.ack(rec.seq, rec.topic, msg.partition(), msg.offset())
             return
         self._failures += 1
-        if not from_spool:
-            self._failed.append(rec)
         if self._mode != DRAINING:
-            log.warning("delivery failed (%s): spooling events to %s", err.str(), self.spool.dir)
+            log.warning(
+                "delivery failed (%s): events wait in the write-ahead log %s", err.str(), self.wal.dir
+            )
         self._start_draining()
 
-    def _produce(self, rec: SpoolRecord, from_spool: bool) -> bool:
+    def _produce(self, rec: LogRecord) -> bool:
         try:
             self._producer.produce(
-                rec.topic,
-                value=rec.value,
-                key=rec.key,
-                on_delivery=partial(self._on_delivery, rec, from_spool),
+                rec.topic, value=rec.value, key=rec.key, on_delivery=partial(self._on_delivery, rec)
             )
         except BufferError:
             return False
         except KafkaException as err:  # fatal producer state: treat like a failed delivery
-            self._in_flight[rec.seq] = (rec, from_spool)
-            self._on_delivery(rec, from_spool, err.args[0], None)
+            self._in_flight[rec.seq] = rec
+            self._on_delivery(rec, err.args[0], None)
             return True
-        self._in_flight[rec.seq] = (rec, from_spool)
+        self._in_flight[rec.seq] = rec
         return True
 
     # ------------------------------------------------------------------ modes
 
     def _start_draining(self) -> None:
-        if self._mode == DRAINING:
-            return
-        was_direct = self._mode == DIRECT
-        self._mode = DRAINING
-        if was_direct:
-            while self._pending:
-                self.spool.append(self._pending.popleft())
+        if self._mode != DRAINING:
+            self._mode = DRAINING
+            self._pending.clear()  # they are in the log; the replay sends them
 
     def _finish_draining(self) -> None:
-        self.spool.prepend(self._failed)
-        self._failed = []
-        self.spool.rewind()
+        self.wal.rewind()
         self._replace_producer()
         self._mode, self._connected = SPOOLING, False
         self._next_probe = time.monotonic() + self.probe_interval_s
@@ -217,40 +227,51 @@ class KafkaPublisher:
     async def _probe(self) -> None:
         """Is the broker back, with our topics? (``list_topics`` blocks: an executor thread runs it.)"""
         producer = self._producer
+        loop = asyncio.get_running_loop()
         try:
-            md = await asyncio.get_running_loop().run_in_executor(
+            md = await loop.run_in_executor(
                 None, partial(producer.list_topics, timeout=min(2.0, self.probe_interval_s))
             )
-        except KafkaException:
+            if producer is not self._producer or self._mode != SPOOLING:
+                return
+            missing = [t for t in self._topics if t not in md.topics]
+            if missing:
+                log.info("broker is back but topics %s are missing: waiting", missing)
+                return
+            if self._tail_to_check:
+                found = await loop.run_in_executor(
+                    None, already_delivered, self.broker, self._tail_to_check, dict(self.wal.positions)
+                )
+                for seq, (topic, partition, offset) in found.items():
+                    self.wal.ack(seq, topic, partition, offset)
+                self._tail_to_check = []
+                self.wal.rewind()
+        except KafkaException as err:
+            log.debug("broker probe failed: %s", err)
             return
         finally:
             self._next_probe = time.monotonic() + self.probe_interval_s
-        if producer is not self._producer or self._mode != SPOOLING:
-            return
-        missing = [t for t in self._topics if t not in md.topics]
-        if missing:
-            log.info("broker is back but topics %s are missing: waiting", missing)
-            return
-        log.info("broker reachable: replaying %d spooled events", self.spool.depth)
+        log.info("broker reachable: replaying %d events from the write-ahead log", self.wal.depth)
         self._connected = True
 
     def _replay(self) -> None:
         room = self.max_in_flight - len(self._in_flight)
-        if room <= 0:
-            return
-        for rec in self.spool.next_batch(room):
-            self._topics.add(rec.topic)
-            if not self._produce(rec, True):
-                self.spool.rewind()  # re-read it later; acknowledged ones are skipped
-                return
-        if self.spool.depth == 0 and not self._in_flight:
-            log.info("spool drained: publishing directly again")
+        if room > 0:
+            for rec in self.wal.next_batch(room):
+                if rec.seq in self._in_flight:
+                    continue
+                self._topics.add(rec.topic)
+                if not self._produce(rec):
+                    self.wal.rewind()  # re-read it later; acknowledged and in-flight ones are skipped
+                    return
+        if self.wal.at_end and self._mode == SPOOLING:
+            log.info("write-ahead log replayed: publishing directly again")
             self._mode = DIRECT
 
     def _step(self) -> None:
         if self._mode == DIRECT:
             while self._pending and len(self._in_flight) < self.max_in_flight:
-                if not self._produce(self._pending[0], False):
+                if not self._produce(self._pending[0]):
                     break
                 self._pending.popleft()
         elif self._mode == SPOOLING:
@@ -263,9 +284,8 @@ class KafkaPublisher:
         if self._mode == DRAINING and not self._in_flight:
             self._finish_draining()
         now = time.monotonic()
-        if now - self._last_cursor_save > 0.2:
-            self.spool.flush()
-            self.spool.save_cursor()
+        if now - self._last_cursor_save > CURSOR_SAVE_S:
+            self.wal.save_cursor()
             self._last_cursor_save = now
 
     # ------------------------------------------------------------------ the pump task
@@ -281,9 +301,8 @@ class KafkaPublisher:
                 self._idle = False
             await self._shutdown()
         except Exception:  # the pump must never die silently: events would pile up unseen
-            log.exception("publisher pump crashed; persisting what it holds")
-            self._persist_memory()
-            self.spool.close()
+            log.exception("publisher pump crashed; the write-ahead log keeps what was not delivered")
+            self.wal.close()
 
     async def _shutdown(self) -> None:
         deadline = time.monotonic() + self.shutdown_flush_s
@@ -292,28 +311,19 @@ class KafkaPublisher:
             if self._mode == DIRECT and not self._pending and not self._in_flight:
                 break
             if self._mode == SPOOLING and not self._connected:
-                break  # the broker is unreachable: the spool keeps the events for the next start
+                break  # the broker is unreachable: the log keeps the events for the next start
             await asyncio.sleep(TICK_BUSY_S)
-        self._persist_memory()
-        self.spool.close()
-        self._producer = None  # breaks the producer <-> error_cb cycle: librdkafka is destroyed now
-        if self.spool.depth:
-            log.info(
-                "publisher stopped: %d undelivered events kept in %s for the next start",
-                self.spool.depth,
-                self.spool.dir,
-            )
-
-    def _persist_memory(self) -> None:
-        """Spool every event held only in memory, in order (called once the pump has stopped)."""
         if self._producer is not None:
             with contextlib.suppress(KafkaException):
                 self._producer.purge(in_queue=True, in_flight=True)
-                self._producer.poll(0)  # their reports arrive as failures and join _failed
-        # events that were handed to the producer are older than anything waiting or spooled since
-        held = [r for r, from_spool in self._in_flight.values() if not from_spool] + self._failed
+                self._producer.poll(0)
         self._in_flight.clear()
-        self._failed = []
-        self.spool.prepend(held)
-        while self._pending:
-            self.spool.append(self._pending.popleft())
+        self._pending.clear()
+        self.wal.close()
+        self._producer = None  # breaks the producer <-> error_cb cycle: librdkafka is destroyed now
+        if self.wal.depth:
+            log.info(
+                "publisher stopped: %d undelivered events kept in %s for the next start",
+                self.wal.depth,
+                self.wal.dir,
+            )

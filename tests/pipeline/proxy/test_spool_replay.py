@@ -73,7 +73,7 @@ def test_spool_survives_broker_outage_and_proxy_restart(tmp_path: Path, echo_bac
         assert proxy.stop() == 0
         assert not list((tmp_path / "spool").glob("*.seg"))  # everything acknowledged: the spool is empty
         text = log.read_text()
-        assert "spooling events" in text and "replaying" in text and KEY not in text
+        assert "wait in the write-ahead log" in text and "replaying" in text and KEY not in text
     finally:
         if proxy.proc is not None:
             proxy.stop()
@@ -99,5 +99,5 @@ def test_unreachable_broker_from_the_start_spools(tmp_path: Path, echo_backend: 
             ).choices
         stats = live.app.state.sluice.publisher.stats()
         assert stats.delivered == 0
-    spool = live.app.state.sluice.publisher.spool
+    spool = live.app.state.sluice.publisher.wal
     assert spool.depth == 3 and list((tmp_path / "spool").glob("*.seg"))

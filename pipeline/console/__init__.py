@@ -1,0 +1,1 @@
+"""The web console (``sluice ui``): trajectories, redactions, versions, live status, the learning curve."""

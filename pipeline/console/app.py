@@ -1,0 +1,244 @@
+"""The console's web app (aiohttp + Jinja2 templates, a few lines of JS): pages, sign-in, sessions.
+
+Sign-in takes an API key — a tenant's proxy key, or the operator's (``sink.admin_key`` when the store has
+one) — and checks it the way the store does (``sinks.principal.resolve_principal``). The key stays in
+this process's memory; the browser gets a random session id in an HttpOnly, SameSite=Strict cookie.
+Scripts may send ``Authorization: Bearer <key>`` instead. Every page's data is read through the store's
+query client with that key, so the store's tenant scoping is what a page shows.
+
+    GET /trajectories?tenant=&eligibility=&rewarded=&reward_min=&grade=&policy_version=&q=
+    GET /trajectories/{id}      steps (redactions highlighted), versions, rewards, reasons
+    GET /status                 every service's state, lag, throughput, dead letters, spool, restarts
+    GET /learning               mean reward by serving policy version
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from pipeline.console import queries as q
+from pipeline.console.render import highlight_redactions, learning_svg, message_text, parse_messages
+from sinks.clients import connect_client
+from sinks.exceptions import AuthError, SinkError
+from sinks.principal import Principal, resolve_principal
+from sluice.config import SluiceConfig
+
+HERE = Path(__file__).parent
+COOKIE = "sluice_session"
+
+
+@dataclass
+class Session:
+    api_key: str | None
+    principal: Principal
+    expires: float
+
+
+class Console:
+    """State shared by the handlers: the config, sessions, templates and the status cache."""
+
+    def __init__(self, cfg: SluiceConfig) -> None:
+        self.cfg = cfg
+        self.sessions: dict[str, Session] = {}
+        self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
+        self.env.filters["redactions"] = highlight_redactions
+        self.env.filters["message_text"] = message_text
+        self._status: tuple[float, dict[str, Any]] | None = None
+        self._status_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------ sessions
+
+    def sign_in(self, api_key: str | None) -> tuple[str, Session]:
+        principal = resolve_principal(self.cfg, api_key or None)  # AuthError for a wrong key
+        token = secrets.token_urlsafe(32)
+        session = Session(api_key or None, principal, time.time() + self.cfg.ui.session_hours * 3600)
+        self.sessions[token] = session
+        return token, session
+
+    def session_of(self, request: web.Request) -> Session | None:
+        auth = request.headers.get("Authorization", "")
+        if auth.lower().startswith("bearer "):
+            try:
+                key = auth[7:].strip()
+                return Session(key, resolve_principal(self.cfg, key), time.time() + 60)
+            except AuthError:
+                return None
+        token = request.cookies.get(COOKIE, "")
+        session = self.sessions.get(token)
+        if session is None or session.expires < time.time():
+            self.sessions.pop(token, None)
+            return None
+        return session
+
+    # ------------------------------------------------------------------ data
+
+    async def query(self, session: Session, sql: str) -> list[dict[str, Any]]:
+        def run() -> list[dict[str, Any]]:
+            client = connect_client(self.cfg, session.api_key)
+            try:
+                return client.query(sql).read_all().to_pylist()
+            finally:
+                client.close()
+
+        return await asyncio.get_running_loop().run_in_executor(None, run)
+
+    async def status(self) -> dict[str, Any]:
+        """``sluice status`` (one-second rate sample), cached for a refresh period."""
+        from pipeline.status import collect
+
+        async with self._status_lock:
+            now = time.monotonic()
+            if self._status is None or now - self._status[0] > self.cfg.ui.status_refresh_s / 2:
+                loop = asyncio.get_running_loop()
+                status = await loop.run_in_executor(None, collect, self.cfg, 1.0)
+                data = asdict(status)
+                for g, row in zip(status.groups, data["groups"], strict=True):
+                    row["lag"] = g.lag
+                self._status = (now, data)
+            return self._status[1]
+
+    def page(self, name: str, session: Session | None, **ctx: Any) -> web.Response:
+        html = self.env.get_template(name).render(session=session, **ctx)
+        return web.Response(text=html, content_type="text/html")
+
+
+def _require(console: Console, request: web.Request) -> Session:
+    session = console.session_of(request)
+    if session is None:
+        raise web.HTTPFound(f"/login?next={request.path_qs}")
+    return session
+
+
+def make_app(cfg: SluiceConfig) -> web.Application:
+    console = Console(cfg)
+    routes = web.RouteTableDef()
+
+    @routes.get("/")
+    async def index(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/trajectories")
+
+    @routes.get("/login")
+    async def login_form(request: web.Request) -> web.Response:
+        return console.page("login.html", None, error=None, next=request.query.get("next", "/trajectories"))
+
+    @routes.post("/login")
+    async def login(request: web.Request) -> web.Response:
+        form = await request.post()
+        nxt = str(form.get("next") or "/trajectories")
+        if not nxt.startswith("/") or nxt.startswith("//"):
+            nxt = "/trajectories"
+        try:
+            token, _ = console.sign_in(str(form.get("api_key") or "").strip())
+        except AuthError as err:
+            resp = console.page("login.html", None, error=str(err), next=nxt)
+            resp.set_status(401)
+            return resp
+        resp = web.HTTPFound(nxt)
+        resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
+        raise resp
+
+    @routes.post("/logout")
+    async def logout(request: web.Request) -> web.Response:
+        console.sessions.pop(request.cookies.get(COOKIE, ""), None)
+        resp = web.HTTPFound("/login")
+        resp.del_cookie(COOKIE, path="/")
+        raise resp
+
+    @routes.get("/trajectories")
+    async def trajectories(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        try:
+            f = q.TrajectoryFilter.from_query(dict(request.query))
+        except q.FilterError as err:
+            resp = console.page(
+                "trajectories.html", session, f=q.TrajectoryFilter(), page=q.Page(), error=str(err)
+            )
+            resp.set_status(400)
+            return resp
+        rows, total, *facets = await asyncio.gather(
+            console.query(session, q.trajectories_sql(f)),
+            console.query(session, q.count_sql(f)),
+            *(console.query(session, sql) for sql in q.FACETS_SQL.values()),
+        )
+        page = q.Page(
+            rows=rows,
+            total=int(total[0]["n"]) if total else 0,
+            facets={name: [r["v"] for r in got] for name, got in zip(q.FACETS_SQL, facets, strict=True)},
+        )
+        return console.page(
+            "trajectories.html",
+            session,
+            f=f,
+            page=page,
+            error=None,
+            grades=q.GRADES,
+            eligibility=q.ELIGIBILITY,
+        )
+
+    @routes.get("/trajectories/{tid}")
+    async def trajectory(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        tid = request.match_info["tid"]
+        found = await console.query(session, q.trajectory_sql(tid))
+        if not found:  # another tenant's id reads exactly like an unknown one
+            resp = console.page("not_found.html", session, what=f"trajectory {tid}")
+            resp.set_status(404)
+            return resp
+        versions, rewards, steps = await asyncio.gather(
+            console.query(session, q.versions_sql(tid)),
+            console.query(session, q.rewards_sql(tid)),
+            console.query(session, q.steps_sql(tid)),
+        )
+        for step in steps:
+            step["messages"] = parse_messages(step.pop("new_messages"))
+            step["completion"] = parse_messages(step["completion"])
+            step["entities"] = parse_messages(step["entities"])[0] if step["entities"] else {}
+        return console.page(
+            "trajectory.html", session, t=found[0], versions=versions, rewards=rewards, steps=steps
+        )
+
+    @routes.get("/status")
+    async def status(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        data = await console.status()
+        template = "status_body.html" if request.query.get("fragment") else "status.html"
+        return console.page(template, session, s=data, refresh_s=cfg.ui.status_refresh_s)
+
+    @routes.get("/learning")
+    async def learning(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        rows = await console.query(session, q.LEARNING_SQL)
+        svg = learning_svg([(r["policy_version"], r["mean_reward"]) for r in rows])
+        return console.page("learning.html", session, rows=rows, svg=svg)
+
+    @routes.get("/healthz")
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    @web.middleware
+    async def store_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+        """The store being unreachable or refusing the key is a page, not a stack trace."""
+        try:
+            return await handler(request)
+        except AuthError as err:
+            resp = console.page("login.html", None, error=str(err), next=request.path_qs)
+            resp.set_status(401)
+            return resp
+        except SinkError as err:
+            resp = console.page("not_found.html", console.session_of(request), what=f"store ({err})")
+            resp.set_status(503)
+            return resp
+
+    app = web.Application(middlewares=[store_errors])
+    app.add_routes(routes)
+    app.router.add_static("/static", HERE / "static")
+    app["console"] = console
+    return app

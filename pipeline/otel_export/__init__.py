@@ -1,0 +1,1 @@
+"""OpenTelemetry export of audited trajectories: each trajectory a trace, each step a GenAI span."""

@@ -1,0 +1,70 @@
+"""Step numbering that survives a crash of the proxy: a journal of the next step index per trajectory.
+
+The history linker's state (which trajectory a call extends, its next step index) is saved as a snapshot
+(``links.json``) only when the proxy stops cleanly. After a SIGKILL the next call of a trajectory that
+continues across the crash would be numbered from 0 again, and two different steps would claim one
+index. So every recorded step also appends ``[tenant, trajectory id, next step index]`` to this journal,
+with one ``os.write`` before the step's response is released (it survives the death of the process, like
+the write-ahead log). At start the journal is replayed over the snapshot: a trajectory the snapshot
+does not know, or knows at an older step, continues at the journal's index (it can no longer be found by
+history, only by its id: a history-linked trajectory continues as a new one, it never overwrites a step).
+Then a fresh snapshot is written and the journal starts empty; it is also compacted that way once it
+exceeds ``max_bytes``. It holds tenant names and trajectory ids, never message text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class StepJournal:
+    def __init__(self, path: Path, max_bytes: int = 8 * 1024 * 1024) -> None:
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = None
+        self._size = 0
+
+    def entries(self) -> dict[tuple[str, str], int]:
+        """(tenant, trajectory id) -> the next step index the journal recorded (intact lines only)."""
+        out: dict[tuple[str, str], int] = {}
+        if not self.path.exists():
+            return out
+        for line in self.path.read_bytes().split(b"\n"):
+            try:
+                tenant, tid, next_step = json.loads(line)
+            except (ValueError, TypeError):
+                continue  # empty, or the torn last line of a machine crash
+            key = (str(tenant), str(tid))
+            out[key] = max(out.get(key, 0), int(next_step))
+        return out
+
+    def record(self, tenant: str, trajectory_id: str, next_step: int) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._size = os.fstat(self._fd).st_size
+        line = json.dumps([tenant, trajectory_id, next_step], separators=(",", ":")).encode() + b"\n"
+        os.write(self._fd, line)
+        self._size += len(line)
+
+    @property
+    def full(self) -> bool:
+        return self._size > self.max_bytes
+
+    def reset(self) -> None:
+        """Start empty (a snapshot holding everything the journal said was just written)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.path.unlink(missing_ok=True)
+        self._size = 0
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

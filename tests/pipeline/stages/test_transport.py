@@ -1,0 +1,22 @@
+"""Which fetched records the stage transport fetches again (pure logic of the rebalance fix)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from faust.types import TP
+
+from pipeline.stages.transport import undelivered
+
+
+@dataclass
+class Rec:
+    offset: int
+
+
+def test_undelivered_names_the_first_skipped_offset_per_partition() -> None:
+    a, b, c = TP("steps", 0), TP("steps", 1), TP("rewards", 0)
+    records = {a: [Rec(5), Rec(6), Rec(7)], b: [Rec(0), Rec(1)], c: [Rec(3)]}
+    # a: delivered up to 6 (the generation changed before 7); b: none delivered (paused); c: all delivered
+    assert undelivered(records, {a: 6, c: 3}) == {a: 7, b: 0}
+    assert undelivered(records, {a: 7, b: 1, c: 3}) == {}

@@ -1,0 +1,61 @@
+"""The real instruct model (SmolLM2-135M-Instruct) behind `sluice serve-model` takes partial and full weight
+updates and rolls back: greedy answers change with the weights and come back with them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from trainers.serving.policy_client import PolicyClient, VersionNotKept
+from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
+
+from .serve_process import ServeProcess, serve_model
+
+NORM = "model.norm.weight"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    smollm2_dir()  # the one-time GGUF conversion happens here, not inside the server's start timeout
+    with serve_model(tmp_path_factory.mktemp("smol"), SMOLLM2_NAME, {"keep_versions": 2}) as proc:
+        yield proc
+
+
+def answer(server: ServeProcess) -> tuple[str, str]:
+    body = {"model": SMOLLM2_NAME, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 8, "temperature": 0}  # fmt: skip
+    r = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.headers["x-sluice-policy-version"], r.json()["choices"][0]["message"]["content"]
+
+
+def test_partial_and_full_updates_and_rollback(server: ServeProcess, tmp_path_factory) -> None:  # noqa: ANN001
+    client = PolicyClient(server.url)
+    version, base_text = answer(server)
+    assert version == "0" and base_text
+    weights = next(smollm2_dir().glob("*.safetensors"))
+    with safe_open(str(weights), "pt") as f:
+        norm = f.get_tensor(NORM)
+        names = list(f.keys())
+
+    partial = client.push_state_dict({NORM: -norm}, "1")  # one tensor, sent as bytes
+    assert (partial.serving_version, partial.tensors) == ("1", 1)
+    version, flipped = answer(server)
+    assert version == "1" and flipped != base_text
+
+    full = client.push_file(weights, "2")  # every tensor, read by the server from its file
+    assert full.serving_version == "2" and full.tensors == len(names) and full.versions == ["1", "2"]
+    assert answer(server) == ("2", base_text)
+
+    assert client.rollback("1").serving_version == "1"
+    assert answer(server) == ("1", flipped)
+    with pytest.raises(VersionNotKept):  # keep_versions=2: "0" was evicted
+        client.rollback("0")
+    fixed = tmp_path_factory.mktemp("w") / "norm.safetensors"
+    save_file({NORM: norm}, str(fixed))
+    assert client.push_file(fixed, "3").tensors == 1
+    assert answer(server) == ("3", base_text)

@@ -1,0 +1,142 @@
+"""PolicyStore and the engine's between-batch swap, in process with the tiny model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import torch
+
+from trainers.serving.engine import GenerateEngine
+from trainers.serving.policy_store import BadTensors, PolicyStore, VersionNotKept, VersionReused
+from trainers.tiny_model import build_tiny
+
+EMBED, HEAD = "model.embed_tokens.weight", "lm_head.weight"
+LAYER = "model.layers.0.mlp.up_proj.weight"
+
+
+@pytest.fixture
+def model() -> torch.nn.Module:
+    return build_tiny()[0]
+
+
+def swap(store: PolicyStore, version: str, tensors: dict[str, torch.Tensor]) -> None:
+    store.apply(store.prepare_update(version, tensors))
+
+
+def test_partial_update_replaces_only_its_tensors_and_shares_the_rest(model: torch.nn.Module) -> None:
+    store = PolicyStore(model, "sluice-tiny")
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    new = torch.randn_like(before[LAYER])
+    prepared = store.prepare_update("1", {LAYER: new})
+    assert prepared.replaced == 1
+    base = store._versions["0"]
+    assert all(prepared.tensors[k] is base[k] for k in base if k != LAYER)  # nothing else copied
+    assert torch.equal(model.state_dict()[LAYER], before[LAYER])  # checking alone swaps nothing
+    store.apply(prepared)
+    after = model.state_dict()
+    assert torch.equal(after[LAYER], new)
+    assert all(torch.equal(after[k], before[k]) for k in before if k != LAYER)
+    assert store.serving == "1" and store.kept() == ["0", "1"]
+    assert [h.action for h in store.status().history] == ["load", "update"]
+
+
+def test_tied_weight_is_one_slot_under_two_names(model: torch.nn.Module) -> None:
+    store = PolicyStore(model, "sluice-tiny")
+    new = torch.randn_like(model.state_dict()[EMBED])
+    swap(store, "1", {HEAD: new})
+    assert torch.equal(model.lm_head.weight, new) and torch.equal(model.model.embed_tokens.weight, new)
+    with pytest.raises(BadTensors, match="tied"):
+        store.prepare_update("2", {HEAD: new, EMBED: new + 1})
+    swap(store, "2", {HEAD: new * 2, EMBED: new * 2})  # both names, one value: fine
+
+
+def test_bad_updates_are_refused_with_the_reason(model: torch.nn.Module) -> None:
+    store = PolicyStore(model, "sluice-tiny")
+    w = model.state_dict()[LAYER]
+    with pytest.raises(BadTensors, match="unknown tensor names: model.nope"):
+        store.prepare_update("1", {"model.nope": w})
+    with pytest.raises(BadTensors, match="shape"):
+        store.prepare_update("1", {LAYER: w[:1]})
+    with pytest.raises(BadTensors, match="floating-point"):
+        store.prepare_update("1", {LAYER: w.long()})
+    with pytest.raises(BadTensors, match="no tensors"):
+        store.prepare_update("1", {})
+    half = store.prepare_update("1", {LAYER: w.half()})
+    assert half.tensors[LAYER].dtype == torch.float32  # cast to the served dtype
+
+
+def test_names_are_never_reused_and_only_kept_versions_roll_back(model: torch.nn.Module) -> None:
+    store = PolicyStore(model, "sluice-tiny", keep=2)
+    w = model.state_dict()[LAYER].clone()
+    with pytest.raises(VersionReused):
+        store.prepare_update("0", {LAYER: w})
+    swap(store, "1", {LAYER: w + 1})
+    swap(store, "2", {LAYER: w + 2})
+    assert store.kept() == ["1", "2"]  # "0" evicted: keep=2
+    for reused in ("0", "1", "2"):  # evicted or kept, a used name stays used
+        with pytest.raises(VersionReused):
+            store.prepare_update(reused, {LAYER: w})
+    with pytest.raises(VersionNotKept):
+        store.prepare_rollback("0")
+    store.apply(store.prepare_rollback("1"))
+    assert torch.equal(model.state_dict()[LAYER], w + 1)
+    assert store.serving == "1" and store.kept() == ["2", "1"]  # least recently served first
+    swap(store, "3", {LAYER: w + 3})
+    assert store.kept() == ["1", "3"]  # the evicted one is the least recently served
+    assert [h.action for h in store.history] == ["load", "update", "update", "rollback", "update"]
+
+
+def test_engine_swaps_between_batches_and_tags_every_token(model: torch.nn.Module) -> None:
+    tok = build_tiny()[1]
+    store = PolicyStore(model, "sluice-tiny")
+    engine = GenerateEngine(model, tok, version=lambda: store.serving).start()
+    w = model.state_dict()[LAYER].clone()
+    args = {"prompt_ids": tok("12345")["input_ids"], "n": 2, "max_tokens": 40, "temperature": 1.0,
+            "top_p": 1.0, "seed": 3, "stop_ids": frozenset(), "stop": ()}  # fmt: skip
+
+    async def scenario() -> tuple[list[str], list[str], float]:
+        first: list[str] = []
+        started = asyncio.Event()
+
+        async def run_first() -> None:
+            async for ev in engine.submit(args):
+                first.append(ev.version)
+                started.set()
+
+        task = asyncio.create_task(run_first())
+        await started.wait()  # its batch is decoding now
+        prepared = store.prepare_update("1", {LAYER: w * 3})
+        _, waited = await engine.between_batches(lambda: store.apply(prepared))
+        assert task.done()  # the swap ran only once the running batch had finished
+        second = [ev.version async for ev in engine.submit(args)]
+        await task
+        return first, second, waited
+
+    try:
+        first, second, waited = asyncio.run(scenario())
+    finally:
+        engine.stop()
+    assert len(first) == 2 * 40 + 2 and set(first) == {"0"}  # every token and both results
+    assert set(second) == {"1"}
+    assert waited >= 0
+
+
+def test_a_failed_swap_reaches_its_caller_and_the_engine_goes_on(model: torch.nn.Module) -> None:
+    tok = build_tiny()[1]
+    engine = GenerateEngine(model, tok, version=lambda: "0").start()
+
+    def boom() -> None:
+        raise RuntimeError("swap failed")
+
+    async def scenario() -> int:
+        with pytest.raises(RuntimeError, match="swap failed"):
+            await engine.between_batches(boom)
+        args = {"prompt_ids": [5, 6], "n": 1, "max_tokens": 3, "temperature": 0.0, "top_p": 1.0,
+                "seed": None, "stop_ids": frozenset(), "stop": ()}  # fmt: skip
+        return len([ev async for ev in engine.submit(args)])
+
+    try:
+        assert asyncio.run(scenario()) == 4
+    finally:
+        engine.stop()
