@@ -129,6 +129,12 @@ class TrainerConfig(_Frozen):
     mask_low: float = Field(0.5, gt=0, lt=1, description="Tokens with ratio < mask_low are masked (IcePop).")
     mask_high: float = Field(2.0, gt=1, description="Tokens with ratio > mask_high are masked (IcePop).")
     kl_coef: float = Field(0.0, ge=0, description="KL to the initial policy; 0 builds no reference model.")
+    max_update_kl: float | None = Field(
+        0.05,
+        gt=0,
+        description="Most KL(old || new) per trained token one update may cause; larger steps are halved "
+        "(up to 4 times) or undone. None: unbounded.",
+    )
     max_staleness: int = Field(1, ge=0, description="Policy versions a sample may lag the learner.")
     stale_policy: Literal["drop", "downweight"] = "drop"
     stale_decay: float = Field(0.5, gt=0, le=1, description="downweight: weight = decay ** (lag - max).")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from sluice.config import parse_config
@@ -53,3 +55,65 @@ def test_stale_groups_are_dropped_or_downweighted(policy: str, field: str) -> No
     m = learner.train_step(res.groups)  # the same groups are now one version behind
     assert m["staleness_max"] == 1 and m[field] == sum(len(g.samples) for g in res.groups)
     assert m["updated"] == (policy == "downweight")
+
+
+def _signal_groups(worker: RolloutWorker, tasks: list) -> list:
+    """Real rollouts, with rewards set so every group has variance: half its members right, half wrong."""
+    res = worker.rollout(tasks, seed=11)
+    return [
+        g.model_copy(
+            update={
+                "samples": [s.model_copy(update={"reward": float(i % 2)}) for i, s in enumerate(g.samples)]
+            }
+        )
+        for g in res.groups
+    ]
+
+
+def test_zero_signal_groups_count_in_the_loss_mean() -> None:
+    """The token mean runs over the whole batch: groups without signal dilute the step instead of leaving
+    the few informative groups to take a full-size step on their own."""
+    learner, worker, tasks = setup(include_logged=False)
+    signal = _signal_groups(worker, tasks[:2])
+    flat = [
+        g.model_copy(update={"samples": [s.model_copy(update={"reward": 0.0}) for s in g.samples]})
+        for g in worker.rollout(tasks[2:4], seed=12).groups
+    ]
+    alone = learner.train_step(signal)
+    learner2, _, _ = setup(include_logged=False)
+    diluted = learner2.train_step(signal + flat)
+    tokens = lambda gs: sum(len(s.token_ids) for g in gs for s in g.samples)  # noqa: E731
+    assert diluted["zero_signal_groups"] == 2 and diluted["trained_samples"] == alone["trained_samples"]
+    assert diluted["loss"] == pytest.approx(alone["loss"] * tokens(signal) / tokens(signal + flat), rel=1e-5)
+
+
+def _kl_on(learner: Learner, groups: list, before: list[list[float]]) -> float:
+    from trainers.generation import sequence_logprobs
+
+    total = n = 0.0
+    pairs = [(g, s) for g in groups for s in g.samples]
+    for (group, s), old in zip(pairs, before, strict=True):
+        new = sequence_logprobs(learner.model, group.prompt_ids, s.token_ids)
+        for a, b in zip(new, old, strict=True):
+            r = math.exp(a - b)
+            total, n = total + r - 1 - (a - b), n + 1
+    return total / n
+
+
+@pytest.mark.parametrize("bound", [0.05, None])
+def test_one_update_moves_the_policy_at_most_max_update_kl(bound: float | None) -> None:
+    """With a learning rate far too high, the unbounded step wrecks the policy on its own samples; the
+    bounded one is shortened until KL(old || new) on the trained tokens is within max_update_kl."""
+    from trainers.generation import sequence_logprobs
+
+    learner, worker, tasks = setup(include_logged=False, learning_rate=0.05, max_update_kl=bound)
+    groups = _signal_groups(worker, tasks[:4])
+    before = [sequence_logprobs(learner.model, g.prompt_ids, s.token_ids) for g in groups for s in g.samples]
+    m = learner.train_step(groups)
+    kl = _kl_on(learner, groups, before)
+    if bound is None:
+        assert m["updated"] and m["update_scale"] == 1.0 and kl > 10 * 0.05
+    else:
+        assert m["update_backtracks"] >= 1 and m["update_scale"] < 1.0
+        assert kl <= bound * 1.01 and m["update_kl"] == pytest.approx(kl, rel=1e-3, abs=1e-6)
+        assert m["updated"] == (m["update_scale"] > 0) and m["policy_version"] == 5 + int(m["updated"])
