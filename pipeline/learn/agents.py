@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 import openai
 
+from pipeline.learn.http_retry import post_retrying
 from pipeline.learn.tasks.base import Problem, VerifiableTask
 
 POLICY_VERSION_HEADER = "x-sluice-policy-version"
@@ -93,7 +94,8 @@ class TaskAgent:
         completion = raw.parse()
         reply = completion.choices[0].message.content or ""
         version = served_version(raw, completion.model_dump())
-        await self._http.post(
+        await post_retrying(
+            self._http,
             f"{self.root}/v1/trajectories/{tid}/end",
             headers={"Authorization": f"Bearer {self.api_key}"},
             json={"outcome": "answered"},

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Literal
 
+import httpx
 import openai
 
 from pipeline.learn.agents import TaskAgent
@@ -62,7 +63,7 @@ class Arm:
         )
         for a in attempts:
             if isinstance(a, BaseException):
-                if not isinstance(a, openai.APIError | OSError):
+                if not isinstance(a, openai.APIError | httpx.HTTPError | OSError):
                     raise a
                 self.failures.append(repr(a))
                 continue

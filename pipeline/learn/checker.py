@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from pipeline.learn.agents import Attempt
+from pipeline.learn.http_retry import post_retrying
 from pipeline.learn.tasks.base import VerifiableTask
 
 
@@ -69,10 +70,12 @@ class Checker:
 
     async def _post(self, g: Graded) -> None:
         a = g.attempt
-        resp = await self._http.post(
+        resp = await post_retrying(
+            self._http,
             f"{self.proxy_root.rstrip('/')}/v1/trajectories/{a.trajectory_id}/rewards",
             headers={"Authorization": f"Bearer {a.api_key}"},
             json={
+                "id": f"checker-{a.trajectory_id}",  # a retried post is the same reward
                 "name": "checker",
                 "value": g.reward,
                 "source": f"checker:{a.problem.task}",
