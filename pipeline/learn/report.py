@@ -15,10 +15,13 @@ from typing import Any
 
 from pipeline.demo.summary import rows
 from sinks.base import StoreClient
+from sluice.events import TENANT_SEP
 
 
 def _where(prefix: str) -> str:
-    return f"t.rewarded AND t.trajectory_id LIKE '{prefix.replace(chr(39), chr(39) * 2)}%'"
+    """Rewarded trajectories whose local id (after the tenant scope ``tenant~``) starts with ``prefix``."""
+    p = prefix.replace(chr(39), chr(39) * 2)
+    return f"t.rewarded AND (t.trajectory_id LIKE '{p}%' OR t.trajectory_id LIKE '%{TENANT_SEP}{p}%')"
 
 
 def version_table_sql(prefix: str = "learn-") -> str:
