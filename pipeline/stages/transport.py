@@ -40,6 +40,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from aiokafka.errors import IllegalStateError
 from faust.transport.drivers import aiokafka as stock
 from faust.types import TP, Message
 
@@ -59,9 +60,13 @@ class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
     async def _seek_to_committed_all(self) -> Mapping[TP, int]:
         consumer = self._ensure_consumer()
         offsets = await consumer.seek_to_committed()  # seeks only where the committed offset is > 0
-        unset = [tp for tp, offset in offsets.items() if not offset or offset <= 0]
+        assigned = consumer.assignment()  # a rebalance may have revoked some while the seek awaited
+        unset = [tp for tp, offset in offsets.items() if (not offset or offset <= 0) and tp in assigned]
         if unset:
-            await consumer.seek_to_beginning(*unset)
+            try:
+                await consumer.seek_to_beginning(*unset)
+            except IllegalStateError:  # revoked meanwhile: the new owner reads from the committed offset
+                log.info("partitions revoked while seeking to their beginning; the next assignment seeks")
         return offsets
 
     def _create_worker_consumer(self, transport: Any) -> Any:
@@ -136,7 +141,10 @@ class ShortFetchConsumer(stock.Consumer):
                 first,
                 target,
             )
-            await self._seek(tp, target)
+            try:
+                await self._seek(tp, target)
+            except IllegalStateError:  # revoked between the check and the seek: its new owner reads it
+                continue
             self._read_offset[tp] = target if target > 0 else None  # the drain loop delivers offsets >= it
 
 
