@@ -28,6 +28,7 @@ from pipeline.demo.personas import PERSONAS, canaries
 from pipeline.stages.names import changelog_topics, ticks_topic
 from pipeline.up import running_stack
 from sluice.config import load_config
+from sluice.events import scoped_trajectory_id
 from tests.kafka_helpers import read_topic
 from tests.system.conftest import Stack, stack_config
 
@@ -113,7 +114,7 @@ def send_canaries(stack: Stack) -> list[str]:
     """One trajectory with an explicit id, one linked by history; returns their ids."""
     key = next(k for k, tenant in stack.keys.items() if tenant == "acme")
     tid = f"canary-{RUN.lower()}"
-    ids = [tid]
+    ids = [scoped_trajectory_id("acme", tid)]  # ids are scoped by tenant at rest (``acme~canary-...``)
     explicit = openai.OpenAI(base_url=f"{stack.root}/v1", api_key=key, max_retries=0,
                              default_headers={"x-sluice-trajectory-id": tid})  # fmt: skip
     linked = openai.OpenAI(base_url=f"{stack.root}/v1", api_key=key, max_retries=0)
