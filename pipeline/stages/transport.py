@@ -59,7 +59,11 @@ class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
 
     async def _seek_to_committed_all(self) -> Mapping[TP, int]:
         consumer = self._ensure_consumer()
-        offsets = await consumer.seek_to_committed()  # seeks only where the committed offset is > 0
+        try:
+            offsets = await consumer.seek_to_committed()  # seeks only where the committed offset is > 0
+        except IllegalStateError:  # the assignment changed under the seek (a rebalance, a shutdown):
+            log.info("assignment changed while seeking to committed offsets; the next assignment seeks")
+            return {}  # nothing is sought now; the new assignment's recovery seeks its own partitions
         assigned = consumer.assignment()  # a rebalance may have revoked some while the seek awaited
         unset = [tp for tp, offset in offsets.items() if (not offset or offset <= 0) and tp in assigned]
         if unset:
