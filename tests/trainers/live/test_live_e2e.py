@@ -22,11 +22,13 @@ from pipeline.demo.summary import rows, wait_until
 from pipeline.up import running_stack
 from sinks.clients import connect_client
 from sluice.config import load_config
+from sluice.events import scoped_trajectory_id
 from tests.system.conftest import stack_config
 from trainers.live.policy_state import read_policy_state
 
 pytestmark = pytest.mark.slow
 KEY = "sk-sluice-acme"
+TENANT = "acme"  # the tenant KEY maps to in the shipped config
 TASK = "add-two-numbers"
 
 
@@ -120,7 +122,8 @@ def test_live_traffic_trains_the_policy_that_serves_it(tmp_path: Path) -> None:
 
         client = connect_client(cfg, None)
         try:
-            ids = ", ".join(f"'{t}'" for t in [*first, nxt])
+            # stored under the tenant-scoped id (``acme~live-...``)
+            ids = ", ".join(f"'{scoped_trajectory_id(TENANT, t)}'" for t in [*first, nxt])
             sql = (
                 "SELECT model_version, count(*) AS steps FROM steps "
                 f"WHERE trajectory_id IN ({ids}) GROUP BY model_version ORDER BY model_version"
