@@ -17,8 +17,7 @@ import openai
 
 from pipeline.learn.http_retry import post_retrying
 from pipeline.learn.tasks.base import Problem, VerifiableTask
-
-POLICY_VERSION_HEADER = "x-sluice-policy-version"
+from sluice.events import POLICY_VERSION_HEADER
 
 
 @dataclass
