@@ -1,4 +1,5 @@
-"""Reach the store from a command: through the running sink, else the file itself.
+"""Reach the store from a command: through the running sink, else the file itself, picked again
+whenever the sink stops or starts.
 
 sluice query "SELECT 1"
 """
@@ -7,8 +8,9 @@ from __future__ import annotations
 
 from sinks.admin_key import ensure_admin_key
 from sinks.base import StoreClient
-from sinks.clients.http_client import SinkHttpClient, probe_sink
+from sinks.clients.http_client import SinkHttpClient
 from sinks.clients.local_client import LocalStoreClient
+from sinks.clients.routed_client import RoutedStoreClient
 from sluice.config import SluiceConfig
 
 
@@ -17,10 +19,7 @@ def connect_client(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
     caller is the operator if it can read the operator key file (same OS user), else it is refused."""
     if not api_key:
         api_key = ensure_admin_key(cfg)
-    url = probe_sink(cfg)
-    if url is not None:
-        return SinkHttpClient(url, api_key)
-    return LocalStoreClient(cfg, api_key)
+    return RoutedStoreClient(cfg, api_key)
 
 
-__all__ = ["LocalStoreClient", "SinkHttpClient", "connect_client"]
+__all__ = ["LocalStoreClient", "RoutedStoreClient", "SinkHttpClient", "connect_client"]

@@ -16,7 +16,8 @@ import pytest
 
 from infra.broker import LocalBroker
 from sinks.admin_key import ensure_admin_key
-from sinks.clients import SinkHttpClient
+from sinks.base import StoreClient
+from sinks.clients import SinkHttpClient, connect_client
 from sinks.erasure_models import ErasureEvent
 from sinks.faults import CRASH_ENV, CRASH_EXIT_CODE
 from sinks.samples import make_trajectory
@@ -58,7 +59,7 @@ def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 60.0) -> N
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def scalar(client: SinkHttpClient, sql: str) -> Any:
+def scalar(client: StoreClient, sql: str) -> Any:
     return client.query(sql).read_all().column(0)[0].as_py()
 
 
@@ -250,3 +251,29 @@ def test_erasure_survives_a_crash_between_delete_and_tombstones(broker: LocalBro
         assert sorted(k for k, v in got if v is None) == [b"e0", b"e1", b"e2"]
     finally:
         assert sink.stop() == 0, sink.output()
+
+
+def test_client_follows_the_sink_as_it_starts_and_stops(broker: LocalBroker, tmp_path: Path) -> None:
+    """A client made while no sink runs reads the file; once a sink starts and holds the file's lock it
+    reaches the sink instead, and back to the file when the sink stops (a wait loop across a restart)."""
+    path, cfg = write_config(broker, tmp_path)
+    produce_trajectories(cfg, [make_trajectory(f"f{i}", n_steps=2) for i in range(3)])
+    first = SinkProcess(path, cfg).wait_ready()
+    client = SinkHttpClient(first.url, ensure_admin_key(cfg))
+    wait_for(lambda: scalar(client, "SELECT count(*) FROM trajectories") == 3, "3 trajectories")
+    assert first.stop() == 0, first.output()
+
+    routed = connect_client(cfg, None)
+    count = "SELECT count(*) FROM trajectories"
+    assert routed.where.startswith("file ")
+    assert scalar(routed, count) == 3
+    sink = SinkProcess(path, cfg).wait_ready()
+    try:
+        produce_trajectories(cfg, [make_trajectory("f3", n_steps=2)])
+        wait_for(lambda: scalar(routed, count) == 4, "the 4th trajectory, read through the sink")
+        assert routed.where.startswith("sink at ")
+    finally:
+        assert sink.stop() == 0, sink.output()
+    assert scalar(routed, count) == 4
+    assert routed.where.startswith("file ")
+    routed.close()

@@ -1,0 +1,79 @@
+"""A long-lived store client that follows the sink as it stops and starts.
+
+A command or a wait loop picks the sink's endpoint when a sink serves the database, else the file.
+Either choice can go stale: a sink that was down when the client was made holds the file's lock once the
+supervisor restarts it, and a sink that was up may die. On such a route failure the client picks again
+and retries the call once; errors of the call itself (bad SQL, refused access) pass through unchanged.
+
+    client = connect_client(cfg, None)   # a RoutedStoreClient
+    client.query("SELECT count(*) FROM trajectories")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import pyarrow as pa
+
+from sinks.base import StoreClient
+from sinks.clients.http_client import SinkHttpClient, probe_sink
+from sinks.clients.local_client import LocalStoreClient
+from sinks.erasure_models import ErasureRequest, ErasureResult
+from sinks.exceptions import (
+    AccessDenied,
+    AuthError,
+    ErasureError,
+    NotFound,
+    QueryError,
+    QueryRejected,
+    SinkError,
+)
+from sluice.config import SluiceConfig
+
+T = TypeVar("T")
+
+# Raised by a route that answered: picking another route would not change them.
+_ANSWERS = (AccessDenied, AuthError, ErasureError, NotFound, QueryError, QueryRejected)
+
+
+def pick_route(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
+    """The sink's endpoint when a sink serves this config's database now, else the file."""
+    url = probe_sink(cfg)
+    if url is not None:
+        return SinkHttpClient(url, api_key)
+    return LocalStoreClient(cfg, api_key)
+
+
+def is_route_failure(err: SinkError) -> bool:
+    """The route itself failed (file locked by a sink that came up, sink that stopped answering)."""
+    return not isinstance(err, _ANSWERS)
+
+
+class RoutedStoreClient:
+    def __init__(self, cfg: SluiceConfig, api_key: str | None) -> None:
+        self._cfg, self._api_key = cfg, api_key
+        self._route = pick_route(cfg, api_key)
+
+    @property
+    def where(self) -> str:
+        return self._route.where
+
+    def _call(self, fn: Callable[[StoreClient], T]) -> T:
+        try:
+            return fn(self._route)
+        except SinkError as err:
+            if not is_route_failure(err):
+                raise
+            self._route.close()
+            self._route = pick_route(self._cfg, self._api_key)
+            return fn(self._route)
+
+    def query(self, sql: str) -> pa.RecordBatchReader:
+        return self._call(lambda route: route.query(sql))
+
+    def erase(self, request: ErasureRequest) -> ErasureResult:
+        return self._call(lambda route: route.erase(request))
+
+    def close(self) -> None:
+        self._route.close()
