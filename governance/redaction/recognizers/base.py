@@ -17,6 +17,7 @@ Each implementation is one file named after what it recognizes.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import ClassVar
 
 from presidio_analyzer import (
@@ -30,6 +31,24 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 
 CASE_SENSITIVE = re.DOTALL | re.MULTILINE
 _WORD_SPLIT = re.compile(r"[^0-9a-z]+")
+_LETTER_RUN = re.compile(r"[^\W\d_]+")
+
+
+@lru_cache(maxsize=16)
+def letter_words(text: str) -> frozenset[str]:
+    """The lower-cased runs of letters in ``text``; several prefilters of one text share them.
+
+    A case-insensitive alternation of cue words (``(?i)\\b(?:dear|hello|…)\\b``) costs a try of every
+    branch at every position in Python's ``re``; one scan for letter runs and a set test decide first
+    whether any cue word occurs at all. A word the regex matches between word boundaries is always one
+    of these runs, so the test never hides a match.
+    """
+    return frozenset(_LETTER_RUN.findall(text.lower()))
+
+
+def has_any_word(text: str, words: frozenset[str]) -> bool:
+    """Whether one of ``words`` (lower case, letters only) occurs in ``text`` as a whole letter run."""
+    return not words.isdisjoint(letter_words(text))
 
 
 def context_words(context: list[str] | None) -> set[str]:

@@ -16,7 +16,7 @@ import re
 from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.base import Prefiltered, letter_words
 from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, product_like
 
 SCORE = 0.85
@@ -27,7 +27,7 @@ _BEFORE = re.compile(
     r"spoke\s+(?:with|to)|speaking\s+with|talked\s+(?:to|with)|met\s+with|meeting\s+with|call\s+with|"
     r"assigned\s+(?:the\s+\w+\s+|it\s+)?to|escalated\s+(?:it\s+)?to|handed\s+(?:it\s+)?over\s+to|attn|"
     r"le\s+client|la\s+cliente|el\s+cliente|la\s+clienta|der\s+kunde|die\s+kundin|il\s+cliente|o\s+cliente|"
-    r"the\s+(?:customer|client|patient|applicant|caller|employee|tenant|guest)|rufen\s+sie)\b|\bm)\.?,?[ \t]+"
+    r"the\s+(?:customer|client|patient|applicant|caller|employee|tenant|guest)|rufen\s+sie)\b|\bm)\.?[,:]?[ \t]+"
 )
 _AFTER = re.compile(
     r"(?i)[ \t]*,?[ \t]*(?:called|phoned|emailed|wrote|asked|agreed|said|says|complained|requested|reported|"
@@ -40,6 +40,40 @@ _SIGN_OFF = re.compile(
     r"cordiali\s+saluti|grazie|atenciosamente)[,!.]?[ \t]*\r?\n[ \t]*"
 )
 _TRIGGERS = re.compile(r"[A-ZÀ-ÖØ-ÞĀ-Ž][a-zß-ÿ]")
+# One word of every cue above (its rarest), lower case: a text holding none of them has no cue. The
+# nouns of "the customer" / "le client" are common on their own, so they count only after an article.
+_CUE_WORDS = frozenset(
+    {
+        "dear", "hi", "hello", "hey", "mr", "mrs", "ms", "miss", "mx", "dr", "prof", "herr", "frau", "mme",
+        "mlle", "monsieur", "madame", "señor", "señora", "senor", "senora", "sr", "sra", "srta", "doña",
+        "signor", "signora", "sig", "liebe", "lieber", "sehr", "cher", "chère", "estimado", "estimada",
+        "spoke", "speaking", "talked", "met", "meeting", "call", "assigned", "escalated", "handed", "attn",
+        "rufen", "m",
+        "regards", "cheers", "sincerely", "thanks", "best", "grüßen", "grüße", "cordialement", "vous",
+        "saludos", "atentamente", "saluti", "grazie", "atenciosamente",
+        "called", "phoned", "emailed", "wrote", "asked", "agreed", "said", "says", "complained", "requested",
+        "reported", "confirmed", "mentioned", "replied", "wants", "needs", "discharged", "signed",
+        "approved", "angerufen", "rief", "appelé", "demandé", "llamó", "llamado", "pidió",
+    }
+)  # fmt: skip
+_CUE_NOUNS = frozenset(
+    {"customer", "client", "patient", "applicant", "caller", "employee", "tenant", "guest", "cliente",
+     "clienta", "kunde", "kundin"}
+)  # fmt: skip
+_ARTICLES = frozenset({"the", "le", "la", "el", "il", "o", "der", "die"})
+_ARTICLE_NOUN = re.compile(
+    r"(?<!\w)(?:" + "|".join(sorted(_ARTICLES)) + r")\s+(?:" + "|".join(sorted(_CUE_NOUNS)) + r")(?!\w)"
+)
+
+
+def has_cue_word(text: str) -> bool:
+    """Whether ``text`` holds a word of some cue: the necessary condition the cue patterns are run on."""
+    words = letter_words(text)
+    if not words.isdisjoint(_CUE_WORDS):
+        return True
+    if words.isdisjoint(_CUE_NOUNS) or words.isdisjoint(_ARTICLES):
+        return False
+    return _ARTICLE_NOUN.search(text.lower()) is not None
 
 
 def _name_after(text: str, pos: int, min_words: int = 1) -> tuple[int, int] | None:
@@ -93,9 +127,12 @@ class PersonCueRecognizer(Prefiltered, LocalRecognizer):
         pass
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
-        """Only texts with a cue reach Presidio (a call costs more than these searches)."""
-        return _TRIGGERS.search(text) is not None and any(
-            rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER)
+        """Only texts with a cue reach Presidio (a call costs more than these searches); the cue words
+        are looked up as a set first, the cue patterns run only where one occurs."""
+        return (
+            _TRIGGERS.search(text) is not None
+            and has_cue_word(text)
+            and any(rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER))
         )
 
     def analyze(

@@ -17,19 +17,29 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
-from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.base import Prefiltered, has_any_word
 from governance.redaction.recognizers.name_shape import PERSON_CUE_BEFORE, name_tokens, product_like
 
 NER_ENTITIES = ("PERSON", "LOCATION")
 _CAP = r"[A-ZÀ-ÖØ-ÞĀ-ſ][a-zß-öø-ÿā-ſ'’\-]+"
-NAME_CANDIDATE = re.compile(
-    _CAP + r"[ \t]+(?:(?:van|der|de|da|di|del|von|le|la|du|dos|bin|al|el)[ \t]+)*" + _CAP
-    + r"|(?i:dear|hi|hello|mr|mrs|ms|dr|herr|frau|mme|señor|señora|sr|sra|signora?|monsieur|madame)\.?[ \t]+[A-Z]"
-)  # fmt: skip
+_SALUTATIONS = "dear hi hello mr mrs ms dr herr frau mme señor señora sr sra signor signora monsieur madame"
+_TWO_CAPITALISED = _CAP + r"[ \t]+(?:(?:van|der|de|da|di|del|von|le|la|du|dos|bin|al|el)[ \t]+)*" + _CAP
+_SALUTED = r"(?i:" + _SALUTATIONS.replace(" ", "|") + r")\.?[ \t]+[A-Z]"
+NAME_CANDIDATE = re.compile(_TWO_CAPITALISED + "|" + _SALUTED)
+_TWO_CAPITALISED_RX = re.compile(_TWO_CAPITALISED)
+_SALUTED_RX = re.compile(_SALUTED)
+_SALUTATION_WORDS = frozenset(_SALUTATIONS.split())
 
 
 class PersonLocationRecognizer(Prefiltered, SpacyRecognizer):
     PREFILTER = NAME_CANDIDATE
+
+    def may_match(self, text: str, context: list[str] | None = None) -> bool:
+        """``NAME_CANDIDATE``, its case-insensitive salutation branch searched only where a salutation
+        word occurs (that branch alone costs more than all the rest)."""
+        if _TWO_CAPITALISED_RX.search(text) is not None:
+            return True
+        return has_any_word(text, _SALUTATION_WORDS) and _SALUTED_RX.search(text) is not None
 
     def __init__(self, entities: list[str] | None = None, supported_language: str = "en") -> None:
         super().__init__(
