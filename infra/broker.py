@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from types import TracebackType
 
@@ -77,6 +78,9 @@ class LocalBroker:
     def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
         self.port = port or free_port()
         self.log_path = log_path
+        # Memory storage: every start is a new broker with empty topics. A cluster id of its own tells
+        # consumers that keep offsets outside the broker (the sink, in DuckDB) that theirs no longer apply.
+        self.cluster_id = f"sluice-{uuid.uuid4().hex}"
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = None
 
@@ -97,6 +101,8 @@ class LocalBroker:
             url,
             "--advertised-listener-url",
             url,
+            "--cluster-id",
+            self.cluster_id,
             "--storage-engine",
             "memory://tansu/",
         ]
@@ -106,6 +112,7 @@ class LocalBroker:
             return self
         if port_open("127.0.0.1", self.port):
             raise BrokerError(f"port {self.port} is already in use on 127.0.0.1")
+        self.cluster_id = f"sluice-{uuid.uuid4().hex}"  # a new broker (empty topics) every start
         if self.log_path:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()

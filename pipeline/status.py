@@ -78,7 +78,7 @@ def scrape(url: str) -> dict[str, float] | str:
         return "down"
 
 
-def _offsets(cfg: SluiceConfig, group: str, topic: str) -> tuple[int, int]:
+def group_offsets(cfg: SluiceConfig, group: str, topic: str) -> tuple[int, int]:
     """(sum of committed offsets, sum of high watermarks) of ``group`` on ``topic``."""
     consumer = Consumer(
         cfg.broker.consumer_config(group, **{"client.id": f"sluice-status-{uuid.uuid4().hex[:6]}"})
@@ -131,15 +131,15 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     t0 = time.monotonic()
     broker_ok = True
     try:
-        first = {pair: _offsets(cfg, *pair) for pair in consumer_groups(cfg)}
+        first = {pair: group_offsets(cfg, *pair) for pair in consumer_groups(cfg)}
         if interval_s > 0:
             time.sleep(interval_s)
         for (group, topic), (done0, _) in first.items():
-            done, end = _offsets(cfg, group, topic)
+            done, end = group_offsets(cfg, group, topic)
             rate = (done - done0) / interval_s if interval_s > 0 else None
             status.groups.append(GroupLag(group, topic, done, end, rate))
         for logical, name in cfg.topics.all().items():
-            status.topics[logical] = _offsets(cfg, f"sluice-status-{uuid.uuid4().hex[:6]}", name)[1]
+            status.topics[logical] = group_offsets(cfg, f"sluice-status-{uuid.uuid4().hex[:6]}", name)[1]
     except KafkaException as err:
         broker_ok = False
         status.broker = f"{cfg.broker.bootstrap_servers} (unreachable: {err})"

@@ -12,8 +12,6 @@ says why; ``sluice status`` counts restarts); Ctrl-C stops everything in reverse
 from __future__ import annotations
 
 import contextlib
-import logging
-import shutil
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -121,14 +119,21 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
     return specs
 
 
-def reset_stage_state(cfg: SluiceConfig) -> None:
-    """The embedded broker keeps topics in memory: stage tables on disk from an earlier run would point at
-    changelogs that no longer exist, so they start empty with the broker. (The proxy's spool is kept: it
-    holds events the broker never acknowledged, which replay into the new broker.)"""
-    data_dir = cfg.path(cfg.stages.data_dir)
-    if data_dir.exists():
-        shutil.rmtree(data_dir)
-        logging.getLogger(__name__).info("embedded broker starts empty: cleared stage state %s", data_dir)
+def stop_draining(sup: Supervisor, cfg: SluiceConfig) -> None:
+    """Stop the stack without leaving records in the embedded broker: the proxy first (it hands its
+    write-ahead log to the broker), then wait until the stages and the sink consumed everything, then the
+    rest in reverse start order. A real cluster keeps its topics: everything stops at once."""
+    from pipeline.drain import drain
+
+    if cfg.broker.embedded and cfg.up.drain_timeout_s > 0 and "proxy" in sup.names():
+        alive = set(sup.names()) - set(sup.dead())
+        if {"broker", "sink"} <= alive and any(n.startswith("stages") for n in alive):
+            sup.stop("proxy")
+            if drain(cfg, cfg.up.drain_timeout_s):
+                sup.say("drained: the stages and the sink consumed everything the proxy handed over")
+            else:
+                sup.say("not drained: records still in the broker's topics are lost at this stop")
+    sup.stop_all()
 
 
 @contextlib.contextmanager
@@ -143,6 +148,7 @@ def running_stack(
     """Start every service, yield the supervisor, stop everything on exit (also on errors). ``verbose``
     streams every service's log lines to ``sink``; otherwise one status line per service is printed and
     the logs go to ``<log dir>/<service>.log`` only."""
+    from pipeline.stages.table_carry import carry_tables
     from pipeline.topics import create_topics
 
     log_path = log_path or cfg.path(cfg.up.log_file)
@@ -155,13 +161,11 @@ def running_stack(
         echo=verbose,
     )
     specs = service_specs(cfg, config_path, with_trainer)
-    if cfg.broker.embedded:
-        if port_open("127.0.0.1", cfg.broker.port):
-            raise SupervisorError(
-                f"127.0.0.1:{cfg.broker.port} is already in use: is another `sluice up` running? Stop it, or "
-                "point broker.bootstrap_servers at a free port (or at that broker with embedded: false)"
-            )
-        reset_stage_state(cfg)
+    if cfg.broker.embedded and port_open("127.0.0.1", cfg.broker.port):
+        raise SupervisorError(
+            f"127.0.0.1:{cfg.broker.port} is already in use: is another `sluice up` running? Stop it, or "
+            "point broker.bootstrap_servers at a free port (or at that broker with embedded: false)"
+        )
     try:
         if not cfg.broker.embedded:
             create_topics(cfg.broker, cfg.topics)
@@ -174,9 +178,17 @@ def running_stack(
             sup.start(spec)
             if spec.name == "broker":
                 create_topics(cfg.broker, cfg.topics)
+                # the embedded broker starts empty: what the stage tables held at the last stop goes
+                # into its changelogs before any worker starts (pipeline/stages/table_carry.py)
+                carried = carry_tables(cfg)
+                if any(carried.values()):
+                    sup.say(
+                        "carried pending stage state into the broker: "
+                        + ", ".join(f"{n} {t}" for t, n in carried.items() if n)
+                    )
         yield sup
     finally:
-        sup.stop_all()
+        stop_draining(sup, cfg)
 
 
 @click.command("up")

@@ -89,6 +89,7 @@ class SinkRunner:
         sink = self.cfg.sink
         conf = self.cfg.broker.consumer_config(sink.group_id, **{"enable.auto.offset.store": False})
         self._consumer = Consumer(conf)
+        self._adopt_broker()
         topics = [self.topics.audited, self.topics.deadletter]
         if sink.assignment == "group":
             self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
@@ -210,6 +211,25 @@ class SinkRunner:
         )
 
     # ------------------------------------------------------------------ assignment
+
+    def _adopt_broker(self) -> None:
+        """Offsets stored for another broker (the embedded one restarted empty) are dropped before the
+        first assignment: reading past them would skip what the new broker holds."""
+        assert self._consumer is not None
+        try:
+            cluster_id = self._consumer.list_topics(timeout=10).cluster_id
+        except KafkaException as err:
+            log.warning("cluster id not known yet (%s): keeping the stored offsets", err)
+            return
+        if not cluster_id:
+            return
+        if self.store.adopt_broker(cluster_id, self.cfg.sink.group_id):
+            log.info(
+                "broker %s is not the one the stored offsets belong to: reading every partition from its "
+                "beginning (rows upsert by identity, so re-read records add nothing twice)",
+                cluster_id,
+            )
+        self._committed = self.store.stored_offsets(self.cfg.sink.group_id)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         stored = self.store.stored_offsets(self.cfg.sink.group_id)

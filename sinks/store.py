@@ -170,6 +170,28 @@ class DuckDBStore:
             rollback(con)
             raise
 
+    def adopt_broker(self, cluster_id: str, group_id: str) -> bool:
+        """Record which broker the stored offsets of ``group_id`` belong to. When it is another one (a
+        restarted embedded broker keeps nothing and has a new cluster id), those offsets point into topics
+        that no longer exist: they are dropped, so every partition is read from its beginning. Returns
+        whether they were dropped."""
+        key = f"broker_cluster_id:{group_id}"
+        row = self.con.execute("SELECT value FROM store.meta WHERE key = ?", [key]).fetchone()
+        if row is not None and row[0] == cluster_id:
+            return False
+        con = self.con
+        con.execute("BEGIN TRANSACTION").fetchall()
+        try:
+            dropped = row is not None
+            if dropped:
+                con.execute("DELETE FROM store.offsets WHERE group_id = ?", [group_id]).fetchall()
+            con.execute("INSERT OR REPLACE INTO store.meta VALUES (?, ?)", [key, cluster_id]).fetchall()
+            con.execute("COMMIT").fetchall()
+        except BaseException:
+            rollback(con)
+            raise
+        return dropped
+
     def stored_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """Next offset to read per (topic, partition), as committed with the rows."""
         rows = self.con.execute(

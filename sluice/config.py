@@ -189,6 +189,12 @@ class UpConfig(Frozen):
         ge=1,
         description="Give up (stop everything) after this many fast failures of one service in a row.",
     )
+    drain_timeout_s: float = Field(
+        60.0,
+        ge=0,
+        description="A clean stop waits this long for the stages and the sink to consume what the proxy "
+        "handed to the embedded broker (0: stop at once, losing what its topics hold).",
+    )
 
 
 class SluiceConfig(Frozen):

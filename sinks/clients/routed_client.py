@@ -2,8 +2,10 @@
 
 A command or a wait loop picks the sink's endpoint when a sink serves the database, else the file.
 Either choice can go stale: a sink that was down when the client was made holds the file's lock once the
-supervisor restarts it, and a sink that was up may die. On such a route failure the client picks again
-and retries the call once; errors of the call itself (bad SQL, refused access) pass through unchanged.
+supervisor restarts it, and a sink that was up may die. On such a route failure a query picks again and
+is retried once; errors of the call itself (bad SQL, refused access) pass through unchanged. An erasure
+is never retried behind the caller's back (the sink may have died half-way through it): it picks its
+route afresh and reports a failure as it is, and the operator re-runs it, which completes it.
 
     client = connect_client(cfg, None)   # a RoutedStoreClient
     client.query("SELECT count(*) FROM trajectories")
@@ -73,7 +75,9 @@ class RoutedStoreClient:
         return self._call(lambda route: route.query(sql))
 
     def erase(self, request: ErasureRequest) -> ErasureResult:
-        return self._call(lambda route: route.erase(request))
+        self._route.close()
+        self._route = pick_route(self._cfg, self._api_key)
+        return self._route.erase(request)
 
     def close(self) -> None:
         self._route.close()

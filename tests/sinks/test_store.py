@@ -131,3 +131,18 @@ def test_the_sink_writes_row_groups_of_its_configured_size(tmp_path: Path) -> No
     reader = connect(tmp_path / "s.duckdb", read_only=True)  # readers open the file as usual
     assert reader.execute("SELECT count(*) FROM trajectories").fetchone()[0] == 300
     reader.close()
+
+
+def test_offsets_of_another_broker_are_dropped(store: DuckDBStore) -> None:
+    """Offsets belong to the broker they were read from: a restarted embedded broker (new cluster id,
+    empty topics) must be read from the beginning, not from where the old one ended."""
+    trajs = [make_trajectory(f"t{i}", n_steps=1) for i in range(4)]
+    assert store.adopt_broker("sluice-aaa", "g") is False  # first broker: nothing stored to drop
+    store.write(_batch(trajs), "g")
+    store.write(_batch(trajs), "h")
+    assert store.adopt_broker("sluice-aaa", "g") is False  # same broker: offsets kept
+    assert store.stored_offsets("g") != {}
+    assert store.adopt_broker("sluice-bbb", "g") is True
+    assert store.stored_offsets("g") == {}
+    assert store.stored_offsets("h") != {}  # another group's offsets are its own business
+    assert _one(store, "SELECT count(*) FROM trajectories") == 4  # rows stay

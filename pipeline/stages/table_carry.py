@@ -1,0 +1,133 @@
+"""Carry the stages' tables into a new embedded broker, so a restart keeps what is pending.
+
+The embedded broker keeps its topics in memory: each start of ``sluice up`` begins with an empty broker,
+changelogs included. What is pending lives in the stage tables — join state of trajectories still
+waiting for steps or for a reward that may come days later, their redacted steps, placeholder numbering,
+erasure criteria — and each worker also keeps those tables on local disk (RocksDB, one file per table
+partition under its slot's data dir). Before the workers start, ``carry_tables`` writes the newest copy
+of every table partition into the new broker's changelog of that table and partition, then removes the
+local files: the workers then recover their tables from the changelogs as after any rebalance, whatever
+partitions the group gives each of them this time.
+
+Newest copy: a partition a worker gave up in a rebalance stays on its disk, older than the copy of the
+worker that took it over. Each file records the last changelog offset it applied (Faust's offset key);
+offsets only grow within one broker's life, and every carry removes the files, so the highest offset is
+the newest copy.
+
+Only redacted text and keyed digests are in these tables, as in the changelogs they came from.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from pipeline.stages.exceptions import StagesError
+from pipeline.stages.internal_topics import ensure_stage_topics
+from pipeline.stages.names import TABLES, app_id
+from sluice.config import SluiceConfig
+
+log = logging.getLogger(__name__)
+
+OFFSET_KEY = b"__faust\x00offset__"  # where Faust's RocksDB store keeps the last changelog offset applied
+
+
+@dataclass(frozen=True)
+class TableCopy:
+    table: str
+    partition: int
+    path: Path
+    offset: int  # last changelog offset applied; -1 when unknown
+
+
+def _open_read_only(path: Path):  # rocksdict.Rdict
+    import rocksdict
+
+    return rocksdict.Rdict(
+        str(path), options=rocksdict.Options(raw_mode=True), access_type=rocksdict.AccessType.read_only()
+    )
+
+
+def _copy_of(path: Path, table: str) -> TableCopy | None:
+    suffix = path.name[len(table) + 1 : -len(".db")]
+    if not suffix.isdigit():
+        return None
+    db = _open_read_only(path)
+    try:
+        raw = db.get(OFFSET_KEY)
+    finally:
+        db.close()
+    return TableCopy(table, int(suffix), path, int(raw) if raw is not None else -1)
+
+
+def newest_copies(cfg: SluiceConfig) -> dict[tuple[str, int], TableCopy]:
+    """Per (table, partition), the copy with the highest applied offset among every worker slot's files."""
+    root = cfg.path(cfg.stages.data_dir) / app_id(cfg)
+    best: dict[tuple[str, int], TableCopy] = {}
+    for table in TABLES:
+        for path in sorted(root.glob(f"worker-*/v*/tables/{table}-*.db")):
+            copy = _copy_of(path, table)
+            if copy is None:
+                continue
+            key = (table, copy.partition)
+            if key not in best or copy.offset > best[key].offset:
+                best[key] = copy
+    return best
+
+
+def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> dict[str, int]:
+    """Write every table's newest local copy into the (new, empty) broker's changelogs, then remove the
+    local files. Returns the records carried per table. Call before any stage worker starts."""
+    data_dir = cfg.path(cfg.stages.data_dir)
+    copies = newest_copies(cfg) if data_dir.exists() else {}
+    carried = dict.fromkeys(TABLES, 0)
+    if copies:
+        ensure_stage_topics(cfg, timeout_s)
+        failures: list[str] = []
+
+        def delivered(err, _msg) -> None:  # noqa: ANN001 - confluent's callback signature
+            if err is not None:
+                failures.append(str(err))
+
+        producer = Producer(cfg.broker.producer_config(**{"client.id": "sluice-table-carry"}))
+        for (table, partition), copy in sorted(copies.items()):
+            if partition >= cfg.topics.partitions:
+                raise StagesError(
+                    f"{copy.path} is partition {partition} of {table}, but topics.partitions is "
+                    f"{cfg.topics.partitions}: start with the partition count the tables were made with"
+                )
+            topic = f"{app_id(cfg)}-{table}-changelog"
+            db = _open_read_only(copy.path)
+            try:
+                for key, value in db.items():
+                    if key == OFFSET_KEY:
+                        continue
+                    while True:
+                        try:
+                            producer.produce(
+                                topic, value=value, key=key, partition=partition, on_delivery=delivered
+                            )
+                            break
+                        except BufferError:
+                            producer.poll(0.1)
+                    carried[table] += 1
+                    producer.poll(0)
+            finally:
+                db.close()
+        left = producer.flush(timeout_s)
+        if left or failures:
+            raise StagesError(
+                f"carrying the stage tables into the broker failed ({left} records unsent, errors: "
+                f"{failures[:3]}); the local tables are kept: {data_dir}"
+            )
+        log.info(
+            "carried the stage tables into the new broker: %s",
+            ", ".join(f"{n} {t} records" for t, n in carried.items()),
+        )
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    return carried
