@@ -10,7 +10,11 @@ at once, some late: after the trajectory ended and was emitted) and end them. Ev
 fault at random:
 
 - ``proxy`` / ``stages`` (a random worker) / ``sink`` / ``model``: SIGKILL of that service's process;
-- ``broker_pause``: the broker is frozen (SIGSTOP) for 2-8 s, then resumed (SIGCONT).
+- ``broker_pause``: the broker is frozen (SIGSTOP) for 2-8 s, then resumed (SIGCONT);
+- ``stack_restart``: the whole stack stops cleanly (as Ctrl-C on `sluice up` does: proxy first, then a
+  drain of the broker's topics) and a new one starts on the same files with a new, empty embedded broker,
+  while the agents keep calling (their calls wait while nothing listens). Late rewards of trajectories
+  from before the restart must still join them.
 
 After each fault a probe trajectory is sent; the round's recovery time is from the fault (the resume, for
 a pause) until that probe is queryable in DuckDB. After the rounds the traffic stops and everything is
@@ -57,15 +61,17 @@ from pipeline.demo.summary import id_list, rows
 from pipeline.up import running_stack
 from sinks.clients import connect_client
 from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
+from sluice.events import scoped_trajectory_id
 
-FAULTS = ("proxy", "stages", "sink", "model", "broker_pause")
+FAULTS = ("proxy", "stages", "sink", "model", "broker_pause", "stack_restart")
 TARGETS = {"lost": 0, "duplicated": 0, "rewards_lost": 0, "canary_leaks": 0, "rounds_min": 20}
 MODEL = "sluice-tiny"
 
 
 @dataclass
 class Trajectory:
-    tid: str
+    tid: str  # the id the agent sends
+    sid: str  # the id it is stored under (scoped by the key's tenant)
     steps: list[str] = field(default_factory=list)  # the marker of every answered call (survives redaction)
     rewards: list[str] = field(default_factory=list)  # reward ids the proxy accepted
     complete: bool = False  # every call answered and the end accepted
@@ -103,8 +109,8 @@ def chaos_config(tmp: Path) -> Path:
 class Agents:
     """Concurrent agents: multi-step trajectories with explicit ids, rewards (some late), ends."""
 
-    def __init__(self, root: str, key: str, count: int, seed: int) -> None:
-        self.root, self.key, self.count = root, key, count
+    def __init__(self, root: str, key: str, tenant: str, count: int, seed: int) -> None:
+        self.root, self.key, self.tenant, self.count = root, key, tenant, count
         self.rng = random.Random(seed)
         self.trajectories: list[Trajectory] = []
         self.late: list[asyncio.Task[None]] = []
@@ -124,7 +130,7 @@ class Agents:
         return None
 
     async def trajectory(self, http: httpx.AsyncClient, tid: str, turns: int) -> Trajectory:
-        traj = Trajectory(tid)
+        traj = Trajectory(tid, scoped_trajectory_id(self.tenant, tid))
         self.trajectories.append(traj)
         persona = self.rng.choice(PERSONAS)
         messages: list[dict[str, Any]] = []
@@ -190,7 +196,7 @@ class Agents:
             while time.monotonic() < deadline:
                 traj = await self.trajectory(http, tid, 1)
                 if traj.complete:
-                    return tid
+                    return traj.sid
                 tid = f"probe-{uuid.uuid4().hex[:10]}"
                 await asyncio.sleep(0.5)
         return None
@@ -220,7 +226,7 @@ def landed(cfg: SluiceConfig, ids: list[str]) -> set[str]:
 
 
 def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
-    ids = [t.tid for t in sent]
+    ids = [t.sid for t in sent]
     latest = {
         r["trajectory_id"]: r
         for r in query(
@@ -236,16 +242,16 @@ def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
         stored[r["trajectory_id"]].append((r["step_index"], r["record"]))
     lost, duplicated, lost_ids = 0, 0, []
     for t in sent:
-        steps = stored.get(t.tid, [])
+        steps = stored.get(t.sid, [])
         indexes = collections.Counter(i for i, _ in steps)
         duplicated += sum(n - 1 for n in indexes.values() if n > 1)
         where = {marker: [i for i, rec in steps if marker in rec] for marker in t.steps}
         duplicated += sum(1 for found in where.values() if len(set(found)) > 1)
-        ok = t.tid in latest and latest[t.tid]["step_count"] == len(t.steps)
+        ok = t.sid in latest and latest[t.sid]["step_count"] == len(t.steps)
         ok = ok and all(len(found) >= 1 for found in where.values()) and len(indexes) == len(t.steps)
         if not ok:
             lost += 1
-            lost_ids.append(t.tid)
+            lost_ids.append(t.sid)
     want_rewards = [r for t in sent for r in t.rewards]
     have = {r["reward_id"] for r in query(cfg, f"SELECT reward_id FROM rewards WHERE reward_id IN ({id_list(want_rewards)})")} if want_rewards else set()  # fmt: skip
     blob = repr([query(cfg, f"SELECT * FROM store.{t['table_name']}") for t in query(
@@ -283,66 +289,96 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gap-s", type=float, default=4.0, help="Traffic between rounds (after recovery).")
     ap.add_argument("--land-timeout-s", type=float, default=300.0)
+    ap.add_argument(
+        "--faults", nargs="+", choices=FAULTS, default=list(FAULTS), help="Fault kinds to draw from."
+    )
     args = ap.parse_args()
     rng = random.Random(args.seed)
     tmp = Path(tempfile.mkdtemp(prefix="bench-chaos-"))
     path = chaos_config(tmp)
     cfg = load_config(path)
-    key = next(k.key.get_secret_value() for k in cfg.proxy.api_keys)
+    key, tenant = next((k.key.get_secret_value(), k.tenant) for k in cfg.proxy.api_keys)
     root = f"http://{cfg.proxy.host}:{cfg.proxy.port}"
     log = io.StringIO()
     faults: collections.Counter[str] = collections.Counter()
     recovery: list[float] = []
     unrecovered = 0
+    restart_since: float | None = None
+
+    def record_recovery(since: float, label: str = "stack_restart") -> None:
+        """Send a probe trajectory; recovery is from ``since`` until it is queryable in DuckDB."""
+        nonlocal unrecovered
+        tid = asyncio.run_coroutine_threadsafe(agents.probe(), loop).result(300)
+        deadline = time.monotonic() + 180
+        while tid is not None and time.monotonic() < deadline and not landed(cfg, [tid]):
+            time.sleep(0.5)
+        if tid is not None and landed(cfg, [tid]):
+            recovery.append(time.monotonic() - since)
+        else:
+            unrecovered += 1
+        print(f"{label}, recovered in {recovery[-1] if recovery else -1:.1f}s", flush=True)
+
     t_start = time.monotonic()
-    with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
-        stop = threading.Event()
-        failure: list[BaseException] = []
+    loop = asyncio.new_event_loop()
+    agents = Agents(root, key, tenant, args.agents, args.seed)
+    traffic = threading.Thread(target=lambda: loop.run_until_complete(agents.run()), daemon=True)
+    restarts: collections.Counter[str] = collections.Counter()
+    failure: list[BaseException] = []
+    done_rounds = 0
+    last_stack = False
+    while not last_stack:
+        # one `sluice up` per pass: a stack_restart fault stops it cleanly and the next pass starts
+        # a new one on the same files, while the agents keep calling (refused connections are retried)
+        with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
+            stop = threading.Event()
 
-        def supervise() -> None:
+            def supervise(sup: Any = sup, stop: threading.Event = stop) -> None:
+                try:
+                    sup.supervise(stop, 0.2)
+                except BaseException as err:  # noqa: BLE001 - reported in the result
+                    failure.append(err)
+
+            watcher = threading.Thread(target=supervise, daemon=True)
+            watcher.start()
+            if not traffic.is_alive():
+                traffic.start()
+            restarting_at: float | None = None
+            if restart_since is not None:
+                restarting_at, restart_since = restart_since, None
+                record_recovery(restarting_at)
             try:
-                sup.supervise(stop, 0.2)
-            except BaseException as err:  # noqa: BLE001 - reported in the result
-                failure.append(err)
-
-        watcher = threading.Thread(target=supervise, daemon=True)
-        watcher.start()
-        loop = asyncio.new_event_loop()
-        agents = Agents(root, key, args.agents, args.seed)
-        traffic = threading.Thread(target=lambda: loop.run_until_complete(agents.run()), daemon=True)
-        traffic.start()
-        try:
-            for r in range(args.rounds):
-                time.sleep(args.gap_s)
-                kind = rng.choice(FAULTS)
-                faults[kind] += 1
-                since = inject(sup, kind, rng)
-                tid = asyncio.run_coroutine_threadsafe(agents.probe(), loop).result(180)
-                deadline = time.monotonic() + 180
-                while tid is not None and time.monotonic() < deadline and not landed(cfg, [tid]):
-                    time.sleep(0.5)
-                if tid is not None and landed(cfg, [tid]):
-                    recovery.append(time.monotonic() - since)
+                while done_rounds < args.rounds and not failure:
+                    time.sleep(args.gap_s)
+                    kind = rng.choice(args.faults)
+                    faults[kind] += 1
+                    done_rounds += 1
+                    if kind == "stack_restart":
+                        restart_since = time.monotonic()
+                        print(f"round {done_rounds}: stack_restart (clean stop, new stack)", flush=True)
+                        break
+                    record_recovery(inject(sup, kind, rng), f"round {done_rounds}: {kind}")
                 else:
-                    unrecovered += 1
-                print(
-                    f"round {r + 1}: {kind}, recovered in {recovery[-1] if recovery else -1:.1f}s", flush=True
-                )
-                if failure:
-                    break
-        finally:
-            loop.call_soon_threadsafe(agents.stop.set)
-            traffic.join(300)
-        sent = [t for t in agents.trajectories if t.complete]
-        deadline = time.monotonic() + args.land_timeout_s
-        ids = [t.tid for t in sent]
-        while time.monotonic() < deadline and len(landed(cfg, ids)) < len(ids):
-            time.sleep(1.0)
-        time.sleep(5.0)  # late-reward versions
-        result = verdict(cfg, sent)
-        stop.set()
-        watcher.join(10)
-        restarts = sup.restarts()
+                    last_stack = True
+                if last_stack:
+                    loop.call_soon_threadsafe(agents.stop.set)
+                    traffic.join(300)
+                    sent = [t for t in agents.trajectories if t.complete]
+                    deadline = time.monotonic() + args.land_timeout_s
+                    ids = [t.sid for t in sent]
+                    while time.monotonic() < deadline and len(landed(cfg, ids)) < len(ids):
+                        time.sleep(1.0)
+                    time.sleep(5.0)  # late-reward versions
+                    result = verdict(cfg, sent)
+            finally:
+                stop.set()
+                watcher.join(10)
+                restarts.update(sup.restarts())
+                if not last_stack and failure:
+                    last_stack = True
+                    loop.call_soon_threadsafe(agents.stop.set)
+                    traffic.join(300)
+                    sent = [t for t in agents.trajectories if t.complete]
+                    result = verdict(cfg, sent)
     summary = {
         "bench": "chaos",
         "rounds": sum(faults.values()),
@@ -357,7 +393,7 @@ def main() -> None:
         "max_recovery_s": round(max(recovery), 2) if recovery else None,
         "median_recovery_s": round(sorted(recovery)[len(recovery) // 2], 2) if recovery else None,
         "rounds_not_recovered": unrecovered,
-        "restarts": restarts,
+        "restarts": dict(restarts),
         "supervisor_gave_up": str(failure[0])[:200] if failure else None,
         "lost_ids": result["lost_ids"],
         "wall_s": round(time.monotonic() - t_start, 1),

@@ -44,6 +44,17 @@ TOOLS = [
 WORDS = ["parser", "config", "handler", "retry", "timeout", "cache", "session", "token", "batch", "worker", "queue", "schema", "index", "router", "client", "server", "request", "response", "payload", "encode", "decode", "validate", "merge", "commit", "branch", "release"]  # fmt: skip
 
 
+# People as a support tool's records name them (several locales); the recognizers never saw this list.
+_FIRST = ["Maria", "Kenji", "Aisha", "Lars", "Chidi", "Sofia", "Mateus", "Yuki", "Rahul", "Ewa", "Omar", "Ingrid",
+          "Tomasz", "Leila", "Diego", "Hana", "Samuel", "Noor", "Pierre", "Anika"]  # fmt: skip
+_LAST = ["Garcia", "Tanaka", "Okonkwo", "Lindqvist", "Nwosu", "Rossi", "Oliveira", "Sato", "Mehta", "Kowalska",
+         "Haddad", "Berg", "Nowak", "Karimi", "Herrera", "Kim", "Mensah", "Siddiqui", "Laurent", "Vogel"]  # fmt: skip
+
+
+def _person(rng: random.Random) -> str:
+    return f"{rng.choice(_FIRST)} {rng.choice(_LAST)}"
+
+
 def _pii(rng: random.Random) -> str:
     gens = [g for gs in ids.GENERATORS.values() for g in gs]
     return rng.choice(gens)(rng)[0]
@@ -78,7 +89,7 @@ def _tool_result(rng: random.Random, tool: str, with_pii: bool) -> str:
     if tool == "crm_lookup":
         rec = {"id": rng.randint(1, 10**6), "plan": rng.choice(["pro", "team"]), "seats": rng.randint(1, 200),
                "created": f"202{rng.randint(0, 5)}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}",
-               "notes": _words(rng, rng.randint(5, 30))}  # fmt: skip
+               "name": _person(rng), "notes": _words(rng, rng.randint(5, 30))}  # fmt: skip
         if pii:
             rec[rng.choice(["email", "phone", "contact", "billing"])] = pii
         return json.dumps({"status": "ok", "customer": rec})
@@ -108,6 +119,8 @@ def _trajectory(rng: random.Random, t: int, turns: int, pii_rate: float) -> list
     task = f"Please fix the {_words(rng, 3)} bug reported in ticket OPS-{rng.randint(100, 9999)}: {_words(rng, 25)}."
     if rng.random() < pii_rate:
         task += f" The customer is {_pii(rng)}."
+    if rng.random() < 0.5:
+        task += f" Reported by {_person(rng)} from support."
     history: list[Message] = []
     new: list[Message] = [Message(role="system", content=SYSTEM_PROMPT), Message(role="user", content=task)]
     steps: list[StepEvent] = []

@@ -4,7 +4,8 @@ Where it departs from calling ``AnalyzerEngine.analyze`` per text: each recogniz
 decides first whether it could find anything (most agent text skips most recognizers, many texts skip
 Presidio entirely); only the entity types that pass are handed to Presidio, with empty NLP artifacts;
 the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
-salutation before one), never a whole tool output, so NER costs what the names in a text cost; overlapping spans of different types
+salutation before one) that no cue or key recognizer has already explained, never a whole tool output,
+so NER costs what the unexplained names in a text cost; overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.
 ``key = value`` pairs written in the text (config lines, headers, CSV cells under their header) whose
 key names a secret or a PII kind are analysed once more on their own, with the key as context, as the
@@ -120,6 +121,8 @@ class TextAnalyzer:
                         Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", ""))
                     )
             for start, end in ner_windows(text) if ner else ():
+                if _explained(text, start, end, found):
+                    continue
                 window = text[start:end]
                 artifacts = self.engines.analyzer.nlp_engine.process_text(window, lang)
                 self.ner_windows += 1
@@ -130,6 +133,18 @@ class TextAnalyzer:
                                 Finding(r.entity_type, start + r.start, start + r.end, r.score, rec.name)
                             )
         return found
+
+
+def _explained(text: str, start: int, end: int, found: list[Finding]) -> bool:
+    """Every name candidate of the window lies inside a PERSON the cue or key recognizers already found
+    (``Dear Ana Souza``, ``{"customer_name": "Ana Souza"}``): the model could only tell us again."""
+    persons = [(f.start, f.end) for f in found if f.entity_type == "PERSON"]
+    if not persons:
+        return False
+    for m in NAME_CANDIDATE.finditer(text, start, end):
+        if not any(s <= m.start() and m.end() <= e for s, e in persons):
+            return False
+    return True
 
 
 def ner_windows(text: str) -> list[tuple[int, int]]:

@@ -32,6 +32,7 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 CASE_SENSITIVE = re.DOTALL | re.MULTILINE
 _WORD_SPLIT = re.compile(r"[^0-9a-z]+")
 _LETTER_RUN = re.compile(r"[^\W\d_]+")
+_ASCII_LETTER_RUN = re.compile(r"[a-z]+")  # the same runs on ASCII text, ~3x sooner
 
 
 @lru_cache(maxsize=16)
@@ -43,7 +44,8 @@ def letter_words(text: str) -> frozenset[str]:
     whether any cue word occurs at all. A word the regex matches between word boundaries is always one
     of these runs, so the test never hides a match.
     """
-    return frozenset(_LETTER_RUN.findall(text.lower()))
+    low = text.lower()
+    return frozenset((_ASCII_LETTER_RUN if low.isascii() else _LETTER_RUN).findall(low))
 
 
 def has_any_word(text: str, words: frozenset[str]) -> bool:

@@ -20,6 +20,7 @@ plausible national or international format: 7–15 digits in groups, optionally 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import ClassVar
 
 import phonenumbers
@@ -46,6 +47,21 @@ _DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-
 _TRUNK_CANDIDATE = re.compile(r"(?<![\d+])\(?0\d")  # national numbers outside NANP start with 0
 _DOTTED_QUAD = re.compile(r"\d{1,5}(?:\.\d{1,5}){3,}")  # IPv4 addresses, OIDs, four-part versions
 _KEY_WORDS = KIND_WORDS["PHONE_NUMBER"]
+
+
+# A run that could hold a phone number: digits with the separators numbers are written with, and a leading
+# + or (. libphonenumber's matcher scans a whole text with one very large pattern; run on these runs only
+# (plus a margin, for its own checks of what surrounds a number) it finds the same numbers, ~2x sooner.
+_DIGIT_RUN = re.compile(r"[+(]*\d[\d \t().\-/]{5,}\d\)?")
+_MARGIN = 3
+
+
+def valid_numbers(text: str, region: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, raw text) of each number libphonenumber calls valid for ``region``."""
+    for run in _DIGIT_RUN.finditer(text):
+        lo, hi = max(0, run.start() - _MARGIN), min(len(text), run.end() + _MARGIN)
+        for m in phonenumbers.PhoneNumberMatcher(text[lo:hi], region, leniency=phonenumbers.Leniency.VALID):
+            yield lo + m.start, lo + m.end, m.raw_string
 
 
 def _inside_token(text: str, start: int, end: int) -> bool:
@@ -94,18 +110,17 @@ class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
         for i, region in enumerate(self.regions):
             if i and region not in _NANP and not _TRUNK_CANDIDATE.search(text):
                 continue  # +CC numbers were found by the first region's pass already
-            for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
-                raw = match.raw_string
-                if _DOTTED_QUAD.fullmatch(raw.strip("[]() ")) or _inside_token(text, match.start, match.end):
+            for start, end, raw in valid_numbers(text, region):
+                if _DOTTED_QUAD.fullmatch(raw.strip("[]() ")) or _inside_token(text, start, end):
                     continue
                 international = raw.startswith("+") or raw.startswith("00")
                 if not international and region not in _NANP and not raw.lstrip("(").startswith("0"):
                     continue
-                span = (match.start, match.end)
+                span = (start, end)
                 if span in spans:
                     continue
                 formatted = international or any(c in raw for c in " -.()/")
-                if formatted or _PHONE_WORDS.search(text, max(0, match.start - 40), match.start):
+                if formatted or _PHONE_WORDS.search(text, max(0, start - 40), start):
                     spans[span] = self.SCORE
                 else:
                     spans[span] = self.BARE_SCORE
