@@ -263,6 +263,7 @@ def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
         "duplicated": duplicated,
         "rewards_sent": len(want_rewards),
         "rewards_lost": len(set(want_rewards) - have),
+        "rewards_lost_ids": sorted(set(want_rewards) - have)[:10],
         "canary_leaks": len(leaks),
     }
 
@@ -396,6 +397,7 @@ def main() -> None:
         "restarts": dict(restarts),
         "supervisor_gave_up": str(failure[0])[:200] if failure else None,
         "lost_ids": result["lost_ids"],
+        "rewards_lost_ids": result["rewards_lost_ids"],
         "wall_s": round(time.monotonic() - t_start, 1),
         "log": str(tmp / "logs" / "up.log"),
         "targets": TARGETS,
