@@ -2,8 +2,9 @@
 
 A command or a wait loop picks the sink's endpoint when a sink serves the database, else the file.
 Either choice can go stale: a sink that was down when the client was made holds the file's lock once the
-supervisor restarts it, and a sink that was up may die. On such a route failure a query picks again and
-is retried once; errors of the call itself (bad SQL, refused access) pass through unchanged. An erasure
+supervisor restarts it, and a sink that was up may die. On such a route failure a query picks its route
+again and is retried, for up to ``route_wait_s`` (a sink that is starting holds the file's lock a moment
+before its endpoint answers); errors of the call itself (bad SQL, refused access) pass through unchanged. An erasure
 is never retried behind the caller's back (the sink may have died half-way through it): it picks its
 route afresh and reports a failure as it is, and the operator re-runs it, which completes it.
 
@@ -13,6 +14,7 @@ route afresh and reports a failure as it is, and the operator re-runs it, which 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -53,8 +55,8 @@ def is_route_failure(err: SinkError) -> bool:
 
 
 class RoutedStoreClient:
-    def __init__(self, cfg: SluiceConfig, api_key: str | None) -> None:
-        self._cfg, self._api_key = cfg, api_key
+    def __init__(self, cfg: SluiceConfig, api_key: str | None, route_wait_s: float = 20.0) -> None:
+        self._cfg, self._api_key, self._route_wait_s = cfg, api_key, route_wait_s
         self._route = pick_route(cfg, api_key)
 
     @property
@@ -62,14 +64,16 @@ class RoutedStoreClient:
         return self._route.where
 
     def _call(self, fn: Callable[[StoreClient], T]) -> T:
-        try:
-            return fn(self._route)
-        except SinkError as err:
-            if not is_route_failure(err):
-                raise
+        deadline = time.monotonic() + self._route_wait_s
+        while True:
+            try:
+                return fn(self._route)
+            except SinkError as err:
+                if not is_route_failure(err) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.25)
             self._route.close()
             self._route = pick_route(self._cfg, self._api_key)
-            return fn(self._route)
 
     def query(self, sql: str) -> pa.RecordBatchReader:
         return self._call(lambda route: route.query(sql))

@@ -106,8 +106,12 @@ def test_live_traffic_trains_the_policy_that_serves_it(tmp_path: Path) -> None:
         history = http.get(f"{model}/v1/policy").json()["history"]
         assert [h["version"] for h in history if h["action"] == "update"] == ["1"]
 
-        state = read_policy_state(out_dir)
-        assert state is not None and state.policy_version == 1 and state.last_push_version == 1
+        # the learner records the push once every server has answered it: right after the server swaps
+        def pushed() -> bool:
+            state = read_policy_state(out_dir)
+            return state is not None and state.policy_version == 1 and state.last_push_version == 1
+
+        wait_until(pushed, 30, "the learner to record its push of v1")
         metrics = [json.loads(x) for x in (out_dir / "metrics.jsonl").read_text().splitlines()]
         m = metrics[-1]
         assert m["mode"] == "live" and m["policy_version"] == 1 and m["pushed_servers"] == 1
