@@ -6,9 +6,8 @@ waiting for steps or for a reward that may come days later, their redacted steps
 erasure criteria — and each worker also keeps those tables on local disk (RocksDB, one file per table
 partition under its slot's data dir). Before the workers start, ``carry_tables`` writes the newest copy
 of every table partition into the new broker's changelog of that table and partition, then removes the
-local files (moved aside to ``<data_dir>.previous`` until the next start): the workers then recover their
-tables from the changelogs as after any rebalance, whatever partitions the group gives each of them this
-time.
+local files: the workers then recover their tables from the changelogs as after any rebalance, whatever
+partitions the group gives each of them this time.
 
 Newest copy: a partition a worker gave up in a rebalance stays on its disk, older than the copy of the
 worker that took it over. Each file records the last changelog offset it applied (Faust's offset key);
@@ -135,9 +134,6 @@ def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> dict[str, int]:
             ", ".join(f"{n} {t} records" for t, n in carried.items()),
         )
     if data_dir.exists():
-        # kept until the next start, for an operator who wants to look at what was carried
-        previous = data_dir.with_name(data_dir.name + ".previous")
-        if previous.exists():
-            shutil.rmtree(previous)
-        data_dir.rename(previous)
+        # no copy is kept: an erasure reaches the carried records through the stages, not a stale file
+        shutil.rmtree(data_dir)
     return carried
