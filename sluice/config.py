@@ -114,6 +114,8 @@ class TopicsConfig(Frozen):
     deadletter: str = "deadletter"
     erasure: str = "erasure"
     policy_events: str = "policy.events"
+    overlays: str = Field("overlays", description="Overlay assignments per tenant/task (compacted).")
+    ledger: str = Field("evolution.ledger", description="Every proposal, gate and decision of the control plane.")
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
@@ -128,6 +130,8 @@ class TopicsConfig(Frozen):
             return {"retention.ms": str(int(self.raw_retention_hours * 3600 * 1000))}
         if logical in ("trajectories_audited", "trajectories_train"):
             return {"cleanup.policy": "compact,delete"}
+        if logical == "overlays":  # the latest assignment per scope is all a proxy needs
+            return {"cleanup.policy": "compact"}
         return {}
 
 
@@ -140,6 +144,8 @@ TOPIC_KEYS = (
     "deadletter",
     "erasure",
     "policy_events",
+    "overlays",
+    "ledger",
 )
 
 

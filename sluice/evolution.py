@@ -1,0 +1,142 @@
+"""The control plane's contracts: overlays the proxy applies, the assignment that routes traffic to them,
+and the ledger entry that records every proposal, gate and decision.
+
+An *overlay* is a versioned set of edits the proxy makes to a request before the backend sees it:
+memory entries (facts added to the context), harness items (lines added to, or removed from, the system
+prompt one at a time) and tool-schema changes (a tool renamed, re-described or its parameters
+constrained). An overlay is scoped to a tenant, and to one task where the agent sends a task id.
+
+An *assignment* (one per scope, keyed ``tenant/task`` on the overlays topic, compacted) names the active
+overlay (the control arm), an optional candidate, and the share of trajectories the candidate gets.
+The proxy reads the topic and applies the overlay of the arm a trajectory falls in; every step records
+``overlay_id`` and ``overlay_arm``, so DuckDB attributes each outcome to the overlay that produced it.
+
+A *ledger entry* is published on the ledger topic before the change it records takes effect; the sink
+stores the ledger in DuckDB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from sluice.events import _Model, new_id, utcnow
+
+Surface = Literal["memory", "harness", "tool_schema", "weights", "rollback", "noop"]
+"""What an update changes: the five ways an agent improves, plus undoing one."""
+
+OverlayArm = Literal["control", "candidate"]
+
+LedgerKind = Literal["proposal", "gate", "decision", "canary", "promotion", "rollback", "note"]
+
+
+def harness_item_id(text: str) -> str:
+    """Address of one system-prompt line: a hash of its whitespace-normalised text (12 hex)."""
+    norm = " ".join(text.split())
+    return hashlib.sha256(norm.encode()).hexdigest()[:12]
+
+
+class MemoryEntry(_Model):
+    entry_id: str = Field(default_factory=lambda: new_id()[:12])
+    text: str = Field(min_length=1, max_length=4000)
+
+
+class HarnessItem(_Model):
+    """One line the overlay adds to the system prompt."""
+
+    item_id: str = Field(default="", description="Defaults to harness_item_id(text).")
+    text: str = Field(min_length=1, max_length=4000)
+
+    def model_post_init(self, _ctx: Any) -> None:
+        if not self.item_id:
+            object.__setattr__(self, "item_id", harness_item_id(self.text))
+
+
+class ToolSchemaChange(_Model):
+    """A change to one tool the agent declares. The proxy rewrites the request's tool list and maps a
+    renamed tool's calls back to the agent's name in the response, so the agent sees its own tools."""
+
+    tool: str = Field(min_length=1, description="The tool's name as the agent declares it.")
+    rename_to: str | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = Field(
+        None, description="Replaces the tool's JSON-Schema parameters (e.g. a constrained pattern or enum)."
+    )
+
+
+class Overlay(_Model):
+    overlay_id: str = Field(default_factory=lambda: "ov-" + new_id()[:12])
+    tenant: str
+    task_id: str | None = None
+    version: int = Field(1, ge=1, description="Counts up per scope.")
+    parent_id: str | None = Field(None, description="The overlay this one edits (None: edits the bare agent).")
+    memory: list[MemoryEntry] = Field(default_factory=list)
+    harness_add: list[HarnessItem] = Field(default_factory=list)
+    harness_remove: list[str] = Field(
+        default_factory=list, description="harness_item_id of the agent's own system-prompt lines to drop."
+    )
+    tools: list[ToolSchemaChange] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+
+    def is_empty(self) -> bool:
+        return not (self.memory or self.harness_add or self.harness_remove or self.tools)
+
+    def content_fingerprint(self) -> str:
+        """Hash of what the overlay changes (not of its id or time): equal edits, equal fingerprint."""
+        body = self.model_dump(mode="json", include={"memory", "harness_add", "harness_remove", "tools"})
+        for entry in body["memory"]:
+            entry.pop("entry_id", None)
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def scope_key(tenant: str, task_id: str | None) -> str:
+    """Key of an assignment on the overlays topic: ``tenant/task`` or ``tenant/*`` for every task."""
+    return f"{tenant}/{task_id or '*'}"
+
+
+class OverlayAssignment(_Model):
+    """What the proxy applies in one scope. The latest record per ``scope_key`` wins."""
+
+    event_type: Literal["overlay_assignment"] = "overlay_assignment"
+    event_id: str = Field(default_factory=new_id)
+    tenant: str
+    task_id: str | None = None
+    active: Overlay | None = Field(None, description="The control arm; None serves the bare agent.")
+    candidate: Overlay | None = None
+    canary_share: float = Field(0.0, ge=0.0, le=1.0, description="Share of trajectories given the candidate.")
+    proposal_id: str | None = Field(None, description="The proposal whose canary this is.")
+    ledger_entry_id: str | None = Field(None, description="The ledger entry that made this change.")
+    updated_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def key(self) -> str:
+        return scope_key(self.tenant, self.task_id)
+
+
+class LedgerEntry(_Model):
+    """One line of the evolution ledger: a proposal, a gate's result, a decision, a canary reading, a
+    promotion or a rollback, with its evidence (queries and numbers) and the diff it applies."""
+
+    event_type: Literal["ledger"] = "ledger"
+    entry_id: str = Field(default_factory=new_id)
+    proposal_id: str
+    kind: LedgerKind
+    surface: Surface
+    tenant: str
+    task_id: str | None = None
+    gate: str | None = Field(None, description="shadow, replay, offline, canary or rollback for kind=gate.")
+    passed: bool | None = None
+    decision: str | None = Field(None, description="promote, continue, abort, rollback, hold, ...")
+    summary: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict, description="Queries and the numbers they gave.")
+    diff: dict[str, Any] = Field(default_factory=dict)
+    overlay_id: str | None = None
+    previous_overlay_id: str | None = None
+    policy_version: str | None = None
+    actor: str = Field("sluice-evolve", description="Who made the change: the scheduler or an operator.")
+    created_at: datetime = Field(default_factory=utcnow)
