@@ -73,7 +73,9 @@ class Overlay(_Model):
     tenant: str
     task_id: str | None = None
     version: int = Field(1, ge=1, description="Counts up per scope.")
-    parent_id: str | None = Field(None, description="The overlay this one edits (None: edits the bare agent).")
+    parent_id: str | None = Field(
+        None, description="The overlay this one edits (None: edits the bare agent)."
+    )
     memory: list[MemoryEntry] = Field(default_factory=list)
     harness_add: list[HarnessItem] = Field(default_factory=list)
     harness_remove: list[str] = Field(

@@ -20,7 +20,9 @@ def _system_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # content parts
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
+        )
     return ""
 
 
@@ -64,7 +66,11 @@ def apply_to_chat(body: dict[str, Any], overlay: Overlay | None) -> dict[str, An
     messages = list(body.get("messages") or [])
     if overlay.memory or overlay.harness_add or overlay.harness_remove:
         idx = next(
-            (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") in ("system", "developer")),
+            (
+                i
+                for i, m in enumerate(messages)
+                if isinstance(m, dict) and m.get("role") in ("system", "developer")
+            ),
             None,
         )
         if idx is None:
