@@ -63,6 +63,9 @@ STEP_RECORD_FIELDS: dict[str, str] = {
     "completion_token_ids": _list("$.action.choices[0].token_ids", "INTEGER[]"),
     "completion_logprobs": _list("$.action.choices[0].logprobs", "DOUBLE[]"),
     "harness_fingerprint": _text("$.metadata.harness_fingerprint"),
+    "task_id": _text("$.metadata.task_id"),
+    "overlay_id": _text("$.metadata.overlay_id"),
+    "overlay_arm": _text("$.metadata.overlay_arm"),
     "new_messages": _json("$.observation.messages"),
     "completion": _json("$.action.choices[0].message"),
     "tool_calls": _json("$.action.choices[0].message.tool_calls"),
@@ -82,7 +85,8 @@ _STEPS_VIEW = (
     "stream", "finish_reason", "n_choices", "input_tokens", "output_tokens", "latency_ms", "ttft_ms",
     "cost_usd", "prefix_message_count", "prefix_hash", "error", "status_code", "prompt_token_ids",
     "prompt_token_prefix_len", "completion_token_ids", "completion_logprobs", "harness_fingerprint",
-    "redaction", "data_class", "new_messages", "completion", "tool_calls", "tool_results", "entity_count",
+    "task_id", "overlay_id", "overlay_arm", "redaction", "data_class", "new_messages", "completion",
+    "tool_calls", "tool_results", "entity_count",
     "record", "ingested_at",
 )  # fmt: skip
 

@@ -239,6 +239,12 @@ class StepMetadata(_Model):
         description="The agent's task/group id (x-sluice-task-id header or metadata): GRPO groups by it.",
     )
     harness_fingerprint: str | None = Field(None, description="Hash of the system prompt / harness.")
+    overlay_id: str | None = Field(
+        None, description="The control-plane overlay the proxy applied to this request (None: none)."
+    )
+    overlay_arm: Literal["control", "candidate"] | None = Field(
+        None, description="Which arm of its scope's assignment the trajectory fell in."
+    )
     tool_versions: dict[str, str] = Field(default_factory=dict)
     stream: bool = False
     latency_ms: float | None = None

@@ -142,3 +142,45 @@ class LedgerEntry(_Model):
     policy_version: str | None = None
     actor: str = Field("sluice-evolve", description="Who made the change: the scheduler or an operator.")
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class Evidence(_Model):
+    """One query the control plane ran and the numbers it gave (stored in the ledger as is)."""
+
+    query: str
+    numbers: dict[str, Any] = Field(default_factory=dict)
+
+
+class FailureCluster(_Model):
+    """Trajectories that fail the same way, found by diagnosis, with the surface that fits them."""
+
+    cluster_id: str = Field(default_factory=lambda: "cl-" + new_id()[:12])
+    tenant: str | None = Field(None, description="None: the failure spans tenants.")
+    task_id: str | None = None
+    tool: str | None = None
+    error: str | None = Field(None, description="Error text, exit code or finish reason the steps share.")
+    signal: str = Field(description="What marks the failure: reward, error, tool_error, feedback, ...")
+    trajectories: int = Field(ge=0)
+    failures: int = Field(ge=0)
+    mean_reward: float | None = None
+    baseline_reward: float | None = Field(None, description="The same scope's reward outside the cluster.")
+    sample_trajectory_ids: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    surface: Surface = Field(description="The update that fits: memory, harness, tool_schema, weights, noop.")
+    reason: str = Field("", description="Why that surface.")
+
+
+class Proposal(_Model):
+    """A drafted update: the candidate overlay (or policy version), the cluster it answers, who drafted it."""
+
+    proposal_id: str = Field(default_factory=lambda: "pr-" + new_id()[:12])
+    surface: Surface
+    tenant: str
+    task_id: str | None = None
+    cluster: FailureCluster | None = None
+    candidate: Overlay | None = Field(None, description="memory, harness, tool_schema: the overlay to try.")
+    base_overlay_id: str | None = Field(None, description="The active overlay the candidate edits.")
+    policy_version: str | None = Field(None, description="weights, rollback: the policy version to serve.")
+    rationale: str = ""
+    proposer: str = Field(description="The proposer that drafted it (rule name or model).")
+    created_at: datetime = Field(default_factory=utcnow)
