@@ -117,6 +117,11 @@ class Console:
         html = self.env.get_template(name).render(session=session, **ctx)
         return web.Response(text=html, content_type="text/html")
 
+    def not_found(self, session: Session | None, what: str) -> web.Response:
+        resp = self.page("not_found.html", session, what=what)
+        resp.set_status(404)
+        return resp
+
 
 def _require(console: Console, request: web.Request) -> Session:
     session = console.session_of(request)
@@ -197,9 +202,7 @@ def make_app(cfg: SluiceConfig) -> web.Application:
         tid = request.match_info["tid"]
         found = await console.query(session, q.trajectory_sql(tid))
         if not found:  # another tenant's id reads exactly like an unknown one
-            resp = console.page("not_found.html", session, what=f"trajectory {tid}")
-            resp.set_status(404)
-            return resp
+            return console.not_found(session, f"trajectory {tid}")
         versions, rewards, steps = await asyncio.gather(
             console.query(session, q.versions_sql(tid)),
             console.query(session, q.rewards_sql(tid)),
@@ -239,9 +242,7 @@ def make_app(cfg: SluiceConfig) -> web.Application:
         pid = request.match_info["pid"]
         entries = await console.query(session, q.ledger_sql(pid))
         if not entries:  # another tenant's proposal reads exactly like an unknown one
-            resp = console.page("not_found.html", session, what=f"proposal {pid}")
-            resp.set_status(404)
-            return resp
+            return console.not_found(session, f"proposal {pid}")
         for e in entries:
             e["evidence"] = pretty_json(e["evidence"])
             e["diff"] = pretty_json(e["diff"])
