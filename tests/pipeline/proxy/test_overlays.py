@@ -262,7 +262,10 @@ def test_canary_splits_trajectories_sticky(stack) -> None:
                 "/v1/chat/completions", json={"model": "echo-1", "messages": messages}, headers=headers
             )
             assert first.status_code == 200
-            messages += [first.json()["choices"][0]["message"], {"role": "user", "content": f"second [{tid}]"}]
+            messages += [
+                first.json()["choices"][0]["message"],
+                {"role": "user", "content": f"second [{tid}]"},
+            ]
             second = client.post(
                 "/v1/chat/completions", json={"model": "echo-1", "messages": messages}, headers=headers
             )
