@@ -5,7 +5,8 @@ serves) through a forced function call: ``draft_memory_entry`` for a memory clus
 ``draft_harness_item`` for a harness or tool-schema one, with a single ``text`` argument. The answer is
 parsed strictly: exactly one call to that function whose arguments are a JSON object holding only
 ``text`` (or, from a backend without tool calls, content that is exactly such an object), and the text
-must read as a draft: one to three lines, within ``max_chars``, at least three words, no refusal. Any
+must read as a draft: one to three lines, within ``max_chars``, at least three words, no refusal, no
+chat-template tokens, not a copied line of the evidence listing (a small model's habits). Any
 other answer, an HTTP error or a timeout gives no proposal, with the reason noted and logged.
 """
 
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 
 _REFUSAL = re.compile(r"\b(i can(no|')t|i am unable|i'm unable|i'm sorry|as an ai|i cannot help)\b", re.I)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+_TEMPLATE_TOKEN = re.compile(r"<\|[a-z_]+\|>|</?s>")
+_EVIDENCE_LINE = re.compile(
+    r"^-?\s*(failed|succeeded|tool said|failing arguments|arguments that worked)\s*:", re.I
+)
 
 
 class DraftRejected(ValueError):
@@ -78,6 +83,10 @@ def parse_draft(body: Any, function: str, max_chars: int) -> str:
         raise DraftRejected("the draft has fewer than three words")
     if _REFUSAL.search(text):
         raise DraftRejected("the draft is a refusal")
+    if _TEMPLATE_TOKEN.search(text):
+        raise DraftRejected("the draft holds chat-template tokens")
+    if _EVIDENCE_LINE.match(text):
+        raise DraftRejected("the draft copies a line of the evidence")
     return " ".join(text.split())
 
 
@@ -121,13 +130,15 @@ class ModelProposer:
 
     def _request(self, cluster: FailureCluster, context: ProposerContext) -> dict[str, Any]:
         function, what = _function(cluster.surface)
-        ask = "a memory entry: one short fact" if cluster.surface == "memory" else "one short instruction"
+        if cluster.surface == "memory":
+            ask = "Write the one fact the agent must be told to answer correctly, as one short sentence."
+        else:
+            ask = "Write one short instruction for the agent's system prompt that makes its tool calls work."
         return {
             "model": self.cfg.model,
             "messages": [
-                {"role": "system", "content": f"You fix an AI agent's failures. Write {ask} for the agent, "
-                 f"grounded in the evidence. Call {function}."},
-                {"role": "user", "content": evidence_prompt(cluster, context)},
+                {"role": "system", "content": f"You fix an AI agent's failures from evidence. {ask}"},
+                {"role": "user", "content": f"{evidence_prompt(cluster, context)}\n\n{ask}"},
             ],
             "tools": [{"type": "function", "function": {
                 "name": function, "description": what,
@@ -137,6 +148,7 @@ class ModelProposer:
             "tool_choice": {"type": "function", "function": {"name": function}},
             "max_tokens": self.cfg.max_tokens,
             "temperature": self.cfg.temperature,
+            "stop": ["\n"],  # a draft is one line
         }  # fmt: skip
 
     def propose(self, cluster: FailureCluster, context: ProposerContext) -> Proposal | None:
