@@ -27,19 +27,23 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from governance.evolve.cluster_candidates import (
+    Candidate,
+    RowIndex,
+    scope_candidates,
+    tool_candidates,
+    upstream_candidates,
+)
 from governance.evolve.diagnosis_config import DiagnosisConfig
 from governance.evolve.diagnosis_rows import (
     ToolCallRow,
     TrajectoryRow,
     error_signature,
-    upstream_signature,
 )
 from governance.evolve.significance import (
-    SignificanceResult,
     holm,
     two_proportion_z,
     wilson_interval,
@@ -69,31 +73,6 @@ class Diagnosis(BaseModel):
     failed: int = 0
 
 
-@dataclass
-class _Outcome:
-    judged: bool
-    failed: bool
-    silent: bool  # failed with no tool or backend error
-    markers: set[str]
-
-
-@dataclass
-class _Candidate:
-    kind: str
-    key: tuple
-    tenant: str | None
-    task_id: str | None
-    tool: str | None
-    error: str | None
-    members: list[str]
-    rest: list[str]
-    scope: str
-    silent_only: bool = False
-    result: SignificanceResult | None = None
-    why_dismissed: str = ""
-    extra: dict = field(default_factory=dict)
-
-
 def tool_surface(signature: str) -> tuple[Surface, str]:
     """Harness or tool schema for a tool error, with the reason."""
     if _ROUTING.search(signature):
@@ -109,105 +88,8 @@ def tool_surface(signature: str) -> tuple[Surface, str]:
     return "harness", "the tool fails when called this way; a harness item can say how to call it"
 
 
-class _Index:
-    def __init__(self, rows: Iterable[TrajectoryRow], calls: Iterable[ToolCallRow], cfg: DiagnosisConfig):
-        self.rows = {r.trajectory_id: r for r in rows}
-        self.calls: dict[str, list[ToolCallRow]] = {}
-        for c in calls:
-            if c.trajectory_id in self.rows:
-                self.calls.setdefault(c.trajectory_id, []).append(c)
-        self.outcomes = {tid: self._outcome(r, cfg) for tid, r in self.rows.items()}
-
-    def _outcome(self, row: TrajectoryRow, cfg: DiagnosisConfig) -> _Outcome:
-        markers: set[str] = set()
-        if row.reward is not None and row.reward < cfg.failure_reward_below:
-            markers.add("reward")
-        if any(f in cfg.negative_feedback for f in row.feedback):
-            markers.add("feedback")
-        if upstream_signature(row) is not None:
-            markers.add("error")
-        calls = sorted(self.calls.get(row.trajectory_id, []), key=lambda c: c.step_index)
-        last: dict[str, ToolCallRow] = {c.tool: c for c in calls}
-        if any(c.failed for c in last.values()):
-            markers.add("tool_error")
-        judged = row.reward is not None or bool(row.feedback) or "error" in markers or bool(calls)
-        any_tool_error = any(c.failed for c in calls)
-        silent = bool(markers & {"reward", "feedback"}) and not any_tool_error and "error" not in markers
-        return _Outcome(judged=judged, failed=bool(markers), silent=silent, markers=markers)
-
-    def judged(self, pred) -> list[str]:  # noqa: ANN001
-        return [tid for tid, r in self.rows.items() if self.outcomes[tid].judged and pred(r)]
-
-    def failures(self, ids: list[str], silent_only: bool) -> int:
-        o = self.outcomes
-        return sum(1 for t in ids if (o[t].silent if silent_only else o[t].failed))
-
-
-def _tool_candidates(ix: _Index) -> list[_Candidate]:
-    groups: dict[tuple, set[str]] = {}
-    for tid, calls in ix.calls.items():
-        row = ix.rows[tid]
-        for c in calls:
-            if c.failed:
-                key = ("tool", row.tenant, row.task_id, c.tool, error_signature(c.result, c.exit_code))
-                groups.setdefault(key, set()).add(tid)
-    out = []
-    for key, members in groups.items():
-        _, tenant, task, tool, sig = key
-        scope = ix.judged(lambda r, tenant=tenant, task=task: r.tenant == tenant and r.task_id == task)
-        out.append(
-            _Candidate(
-                kind="tool", key=key, tenant=tenant, task_id=task, tool=tool, error=sig,
-                members=sorted(members), rest=[t for t in scope if t not in members],
-                scope=f"tenant {tenant}, task {task or '-'}",
-            )
-        )  # fmt: skip
-    return out
-
-
-def _scope_candidates(ix: _Index) -> list[_Candidate]:
-    scopes = sorted({(r.tenant, r.task_id) for r in ix.rows.values()}, key=lambda s: (s[0], s[1] or ""))
-    out = []
-    for tenant, task in scopes:
-        members = ix.judged(lambda r, tenant=tenant, task=task: r.tenant == tenant and r.task_id == task)
-        if task is None:
-            rest = ix.judged(lambda r, tenant=tenant: r.tenant != tenant)
-            where = f"tenant {tenant} (no task id) against the other tenants"
-        else:
-            rest = ix.judged(lambda r, tenant=tenant, task=task: r.tenant == tenant and r.task_id != task)
-            where = f"tenant {tenant}, task {task} against the tenant's other tasks"
-        out.append(
-            _Candidate(
-                kind="scope", key=("scope", tenant, task), tenant=tenant, task_id=task, tool=None,
-                error=None, members=members, rest=rest, scope=where, silent_only=True,
-            )
-        )  # fmt: skip
-    return out
-
-
-def _upstream_candidates(ix: _Index) -> list[_Candidate]:
-    groups: dict[tuple, list[str]] = {}
-    for tid, row in ix.rows.items():
-        sig = upstream_signature(row)
-        if sig is not None:
-            groups.setdefault(("upstream", row.tenant, sig), []).append(tid)
-    out = []
-    for key, members in groups.items():
-        _, tenant, sig = key
-        rest = ix.judged(
-            lambda r, tenant=tenant, m=set(members): r.tenant == tenant and r.trajectory_id not in m
-        )
-        out.append(
-            _Candidate(
-                kind="upstream", key=key, tenant=tenant, task_id=None, tool=None, error=sig,
-                members=sorted(members), rest=rest, scope=f"tenant {tenant}",
-            )
-        )  # fmt: skip
-    return out
-
-
-def _test(ix: _Index, cands: list[_Candidate], cfg: DiagnosisConfig) -> None:
-    tested: list[_Candidate] = []
+def _test(ix: RowIndex, cands: list[Candidate], cfg: DiagnosisConfig) -> None:
+    tested: list[Candidate] = []
     for c in cands:
         k = ix.failures(c.members, c.silent_only)
         if len(c.members) < cfg.min_trajectories or k < cfg.min_failures:
@@ -233,7 +115,7 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def _numbers(ix: _Index, c: _Candidate, cfg: DiagnosisConfig) -> dict:
+def _numbers(ix: RowIndex, c: Candidate, cfg: DiagnosisConfig) -> dict:
     rows = [ix.rows[t] for t in c.members]
     k, n = ix.failures(c.members, c.silent_only), len(c.members)
     k_rest = ix.failures(c.rest, c.silent_only)
@@ -269,7 +151,7 @@ def _numbers(ix: _Index, c: _Candidate, cfg: DiagnosisConfig) -> dict:
     return nums
 
 
-def _tool_numbers(ix: _Index, c: _Candidate) -> dict:
+def _tool_numbers(ix: RowIndex, c: Candidate) -> dict:
     calls = [x for t in ix.rows for x in ix.calls.get(t, []) if x.tool == c.tool and ix.rows[t].tenant == c.tenant
              and ix.rows[t].task_id == c.task_id]  # fmt: skip
     bad = [x for x in calls if x.failed and error_signature(x.result, x.exit_code) == c.error]
@@ -284,7 +166,7 @@ def _tool_numbers(ix: _Index, c: _Candidate) -> dict:
     }
 
 
-def _cluster(ix: _Index, c: _Candidate, cfg: DiagnosisConfig, queries: dict[str, str], surface: Surface,
+def _cluster(ix: RowIndex, c: Candidate, cfg: DiagnosisConfig, queries: dict[str, str], surface: Surface,
              reason: str, signal: str) -> FailureCluster:  # fmt: skip
     rows = [ix.rows[t] for t in c.members]
     rest = [ix.rows[t] for t in c.rest]
@@ -311,7 +193,7 @@ def _cluster(ix: _Index, c: _Candidate, cfg: DiagnosisConfig, queries: dict[str,
     )
 
 
-def _signal(ix: _Index, c: _Candidate) -> str:
+def _signal(ix: RowIndex, c: Candidate) -> str:
     if c.kind == "tool":
         return "tool_error"
     if c.kind == "upstream":
@@ -320,8 +202,8 @@ def _signal(ix: _Index, c: _Candidate) -> str:
     return "feedback" if marks["feedback"] > marks["reward"] else "reward"
 
 
-def _weights_groups(ix: _Index, sig: list[_Candidate], cfg: DiagnosisConfig) -> dict[str, list[_Candidate]]:
-    by_task: dict[str, list[_Candidate]] = {}
+def _weights_groups(ix: RowIndex, sig: list[Candidate], cfg: DiagnosisConfig) -> dict[str, list[Candidate]]:
+    by_task: dict[str, list[Candidate]] = {}
     for c in sig:
         if c.kind == "scope" and c.task_id is not None:
             by_task.setdefault(c.task_id, []).append(c)
@@ -346,8 +228,8 @@ def diagnose(
 ) -> Diagnosis:
     """Failure clusters of the rows. ``queries`` names the SQL each row set came from (for the evidence)."""
     queries = queries or {}
-    ix = _Index(trajectories, tool_calls, cfg)
-    cands = [*_tool_candidates(ix), *_scope_candidates(ix), *_upstream_candidates(ix)]
+    ix = RowIndex(trajectories, tool_calls, cfg)
+    cands = [*tool_candidates(ix), *scope_candidates(ix), *upstream_candidates(ix)]
     _test(ix, cands, cfg)
     sig = [c for c in cands if not c.why_dismissed]
     weights = _weights_groups(ix, sig, cfg)
@@ -379,7 +261,7 @@ def diagnose(
     for task, group in weights.items():
         members = sorted({t for c in group for t in c.members})
         tenants = sorted({c.tenant for c in group if c.tenant})
-        whole = _Candidate(
+        whole = Candidate(
             kind="scope", key=("weights", task), tenant=None, task_id=task, tool=None, error=None,
             members=members, rest=sorted({t for c in group for t in c.rest}),
             scope=f"task {task} in tenants {', '.join(tenants)}", silent_only=True,
