@@ -16,7 +16,7 @@ from sluice.cli import cli
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay, OverlayAssignment
 from tests.kafka_helpers import read_topic
 from tests.pipeline.evolve.fleet import fill_store, fleet
-from tests.sinks.helpers import write_config
+from tests.sinks.helpers import ACME_KEY, write_config
 
 PLANTED = {
     ("acme", "promo", None, "memory"),
@@ -59,6 +59,14 @@ def test_propose_finds_the_planted_failures(broker: LocalBroker, tmp_path: Path)
     assert "+ memory: The promo code this month is SPRING24." in text.output
     assert re.search(r"evidence: two_proportion_z stat=[\d.]+ p=[\d.e-]+", text.output)
     assert "dismissed" in text.output and "tenant=hooli task=chat: too little evidence" in text.output
+
+    # a tenant's key reads its own rows only, so it sees its own cluster only
+    own = CliRunner().invoke(
+        cli, ["evolve", "propose", "--config", str(path), "--api-key", ACME_KEY, "--format", "json"]
+    )
+    assert own.exit_code == 0, own.output
+    mine = json.loads(own.output)["diagnosis"]["clusters"]
+    assert [(c["tenant"], c["task_id"], c["surface"]) for c in mine] == [("acme", "promo", "memory")]
 
 
 def test_record_puts_each_proposal_in_the_ledger(broker: LocalBroker, tmp_path: Path) -> None:
