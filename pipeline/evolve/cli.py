@@ -35,7 +35,7 @@ def propose_config(cfg: SluiceConfig) -> Any:
     return section if isinstance(section, ProposeConfig) else ProposeConfig()
 
 
-def _with_model(pcfg: Any, base_url: str | None, model: str | None) -> Any:
+def _with_model(pcfg: Any, base_url: str | None, model: str | None, api_key: str | None) -> Any:
     from pipeline.evolve.config import ModelProposerConfig
 
     if not base_url and not model:
@@ -44,9 +44,8 @@ def _with_model(pcfg: Any, base_url: str | None, model: str | None) -> Any:
         raise click.UsageError("--model-base-url and --model go together")
     current = pcfg.proposers
     enabled = [*current.enabled, *([] if "model" in current.enabled else ["model"])]
-    mcfg = ModelProposerConfig(
-        **{**(current.model.model_dump() if current.model else {}), "base_url": base_url, "model": model}
-    )
+    given = {"base_url": base_url, "model": model, **({"api_key": api_key} if api_key else {})}
+    mcfg = ModelProposerConfig(**{**(current.model.model_dump() if current.model else {}), **given})
     return pcfg.model_copy(
         update={"proposers": current.model_copy(update={"enabled": enabled, "model": mcfg})}
     )
@@ -123,10 +122,12 @@ def ledger_entry(p: Proposal) -> LedgerEntry:
               help="Read the active overlays so candidates edit them (default: with --record).")  # fmt: skip
 @click.option("--model-base-url", default=None, help="Ask this OpenAI-compatible backend too.")
 @click.option("--model", default=None, help="The model name at --model-base-url.")
+@click.option("--model-api-key", envvar="SLUICE_EVOLVE_MODEL_API_KEY", default=None,
+              help="Bearer key of --model-base-url (never printed).")  # fmt: skip
 @api_key_option
 @config_option
 def propose_command(record: bool, fmt: str, show_sql: bool, show_dismissed: bool, overlays: bool | None,
-                    model_base_url: str | None, model: str | None, api_key: str | None,
+                    model_base_url: str | None, model: str | None, model_api_key: str | None, api_key: str | None,
                     config_path: Path | None) -> None:  # fmt: skip
     """Diagnose the store's failures and draft an update for each cluster."""
     from pipeline.evolve.diagnose import run_diagnosis
@@ -136,7 +137,7 @@ def propose_command(record: bool, fmt: str, show_sql: bool, show_dismissed: bool
     from sinks.clients import connect_client
 
     cfg = load_or_exit(config_path)
-    pcfg = _with_model(propose_config(cfg), model_base_url, model)
+    pcfg = _with_model(propose_config(cfg), model_base_url, model, model_api_key)
     try:
         client = connect_client(cfg, api_key)
         try:

@@ -15,6 +15,7 @@ from pipeline.evolve.publish import EvolutionPublisher
 from sluice.cli import cli
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay, OverlayAssignment
 from tests.kafka_helpers import read_topic
+from tests.pipeline.evolve.conftest import ECHO_KEY
 from tests.pipeline.evolve.fleet import fill_store, fleet
 from tests.sinks.helpers import ACME_KEY, write_config
 
@@ -67,6 +68,27 @@ def test_propose_finds_the_planted_failures(broker: LocalBroker, tmp_path: Path)
     assert own.exit_code == 0, own.output
     mine = json.loads(own.output)["diagnosis"]["clusters"]
     assert [(c["tenant"], c["task_id"], c["surface"]) for c in mine] == [("acme", "promo", "memory")]
+
+
+def test_a_configured_model_drafts_too(broker: LocalBroker, tmp_path: Path, echo_url: str) -> None:
+    path, _ = _store(broker, tmp_path)
+    args = ["evolve", "propose", "--config", str(path), "--model-base-url", echo_url, "--model", "echo-1"]
+    res = CliRunner().invoke(cli, [*args, "--format", "json"], env={"SLUICE_EVOLVE_MODEL_API_KEY": ECHO_KEY})
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    drafted = {
+        (p["tenant"], p["task_id"], p["surface"]) for p in out["proposals"] if p["proposer"] == "model:echo-1"
+    }
+    # the model drafts for the memory and both tool clusters; the rule proposers' drafts stay
+    assert drafted == {
+        ("acme", "promo", "memory"),
+        ("globex", "booking", "harness"),
+        ("globex", "weather", "harness"),
+    }
+    assert len(out["proposals"]) == 6
+    denied = CliRunner().invoke(cli, args)  # without the backend's key: no model drafts, and the reason
+    assert denied.exit_code == 0 and "bad output" not in denied.output
+    assert "note: model on" in denied.output and "HTTP 401" in denied.output
 
 
 def test_record_puts_each_proposal_in_the_ledger(broker: LocalBroker, tmp_path: Path) -> None:

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,7 +20,7 @@ from pipeline.evolve.proposers.model import DraftRejected, ModelProposer, parse_
 from pipeline.evolve.proposers.registry import build_proposers, draft_proposals
 from pipeline.evolve.proposers.tool_format import ToolFormatProposer, value_shape
 from sluice.evolution import MemoryEntry, Overlay, OverlayAssignment
-from tests.pipeline.proxy.conftest import wait_port
+from tests.pipeline.evolve.conftest import ECHO_KEY
 
 CFG = DiagnosisConfig(min_trajectories=5, min_failures=3)
 BOOK = {
@@ -233,25 +230,12 @@ def test_parse_draft_is_strict() -> None:
             parse_draft(body, "draft_memory_entry", 400)
 
 
-@pytest.fixture(scope="module")
-def echo_url() -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "infra.echo_backend", "--port", str(port), "--api-key", "sk-echo"],
-                            stdout=subprocess.DEVNULL)  # fmt: skip
-    try:
-        wait_port(port)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 def test_model_proposer_against_a_real_server(echo_url: str) -> None:
     """The echo backend answers a forced call with its arguments filled from the prompt: the proposal
     holds exactly what the server answered, sent as a forced draft_memory_entry call with the key."""
     rows = promo_rows()
     cluster = cluster_of(rows)
-    cfg = ModelProposerConfig(base_url=echo_url, model="echo-1", api_key="sk-echo")
+    cfg = ModelProposerConfig(base_url=echo_url, model="echo-1", api_key=ECHO_KEY)
     ctx = ProposerContext(rows=rows)
     p = ModelProposer(cfg).propose(cluster, ctx)
     assert p is not None, ctx.notes
@@ -265,7 +249,7 @@ def test_model_proposer_bad_answers_give_no_proposal(echo_url: str) -> None:
     cluster = cluster_of(rows)
     ctx = ProposerContext(rows=rows)
     assert (
-        ModelProposer(ModelProposerConfig(base_url=echo_url, model="error-500", api_key="sk-echo")).propose(
+        ModelProposer(ModelProposerConfig(base_url=echo_url, model="error-500", api_key=ECHO_KEY)).propose(
             cluster, ctx
         )
         is None
