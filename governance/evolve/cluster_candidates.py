@@ -87,7 +87,7 @@ def tool_candidates(ix: RowIndex) -> list[Candidate]:
         row = ix.rows[tid]
         for c in calls:
             if c.failed:
-                key = ("tool", row.tenant, row.task_id, c.tool, error_signature(c.result, c.exit_code))
+                key = ("tool", row.tenant, row.task_id, c.tool, error_signature(c.result, c.code))
                 groups.setdefault(key, set()).add(tid)
     out = []
     for key, members in groups.items():

@@ -154,13 +154,13 @@ def _numbers(ix: RowIndex, c: Candidate, cfg: DiagnosisConfig) -> dict:
 def _tool_numbers(ix: RowIndex, c: Candidate) -> dict:
     calls = [x for t in ix.rows for x in ix.calls.get(t, []) if x.tool == c.tool and ix.rows[t].tenant == c.tenant
              and ix.rows[t].task_id == c.task_id]  # fmt: skip
-    bad = [x for x in calls if x.failed and error_signature(x.result, x.exit_code) == c.error]
+    bad = [x for x in calls if x.failed and error_signature(x.result, x.code) == c.error]
     return {
         "tool": c.tool,
         "calls": len(calls),
         "failed_calls": len(bad),
         "ok_calls": sum(1 for x in calls if not x.failed),
-        "exit_codes": dict(Counter(str(x.exit_code) for x in bad if x.exit_code is not None)),
+        "exit_codes": dict(Counter(str(x.code) for x in bad if x.code is not None)),
         "error_examples": list(dict.fromkeys((x.result or "")[:200] for x in bad))[:3],
         "failing_arguments": list(dict.fromkeys((x.arguments or "")[:200] for x in bad))[:3],
     }

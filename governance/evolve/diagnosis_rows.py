@@ -44,10 +44,26 @@ class ToolCallRow(_Row):
     result: str | None = None
 
     @property
+    def code(self) -> int | None:
+        """The exit code: recorded, else stated in the result text ("exit code 2", "exit status: 1")."""
+        if self.exit_code is not None:
+            return self.exit_code
+        m = _EXIT_IN_TEXT.search(self.result or "")
+        return int(m.group(1)) if m else None
+
+    @property
     def failed(self) -> bool:
-        return self.is_error or (self.exit_code is not None and self.exit_code != 0)
+        """Flagged as an error, a non-zero exit code, or a result that opens as an error report (the
+        OpenAI tool message has no error flag, so most agents send failures as text)."""
+        code = self.code
+        return self.is_error or (code is not None and code != 0) or bool(_ERROR_TEXT.match(self.result or ""))
 
 
+_EXIT_IN_TEXT = re.compile(r"\bexit(?:ed with)? (?:code|status)\s*[:=]?\s*(\d+)", re.IGNORECASE)
+_ERROR_TEXT = re.compile(
+    r"\s*(?:\[?error\b|exception\b|traceback \(most recent call last\)|fatal\b|\w+(?:error|exception):)",
+    re.IGNORECASE,
+)
 _QUOTED = re.compile(r"('[^']*'|\"[^\"]*\")")
 _NUMBER = re.compile(r"\d+")
 

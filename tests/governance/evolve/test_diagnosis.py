@@ -104,6 +104,25 @@ def test_exit_codes_and_error_texts_map_to_their_surface(
         assert c.error.startswith(f"exit {exit_code}")
 
 
+@pytest.mark.parametrize(
+    ("result", "failed", "code"),
+    [
+        ("Error: unknown tool 'x'", True, None),
+        ("Traceback (most recent call last):\n  File ...", True, None),
+        ("ValueError: bad date", True, None),
+        ("command failed, exit code 2", True, 2),
+        ("exit status: 0\nall good", False, 0),
+        ("No errors found in 3 files.", False, None),
+        ("The error rate fell to 2%.", False, None),
+    ],
+)
+def test_failures_reported_as_text_count_without_an_error_flag(
+    result: str, failed: bool, code: int | None
+) -> None:
+    row = ToolCallRow(trajectory_id="t", tool="shell", result=result)
+    assert (row.failed, row.code) == (failed, code)
+
+
 def test_recovered_tool_errors_are_left_alone() -> None:
     """The agent's first call fails, it retries with the right arguments and succeeds: nothing to fix."""
     rows = runs("acme", "booking", 12, 0)

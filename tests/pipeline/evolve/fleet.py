@@ -9,7 +9,8 @@ Planted (tenant / task: what goes wrong):
   an operator's critique says what it is. A missing fact.
 - acme / refund: healthy.
 - globex / booking: ``book_meeting`` rejects dates written 05/01/2026; it wants 2026-05-01.
-- globex / weather: the agent calls ``get_weather``, which does not exist (the tool is ``weather_lookup``).
+- globex / weather: the agent calls ``get_weather``, which does not exist (the tool is ``weather_lookup``);
+  the failure comes back as the tool message's text, with no error flag.
 - initech / arith and umbrella / arith: wrong sums under two different harnesses; both tenants' other
   task is healthy. A policy weakness.
 - hooli / faq: the backend answers 503 for most calls.
@@ -178,7 +179,8 @@ def fleet() -> list[Trajectory]:
                              answer, reward, tool=tool, tools=[BOOK_TOOL]))  # fmt: skip
     for i in range(12):  # weather: 8 calls to a tool that does not exist
         if i < 8:
-            tool = ("get_weather", {"city": "Paris"}, "error: unknown tool 'get_weather'", True)
+            # sent as plain text, as OpenAI tool messages have no error flag
+            tool = ("get_weather", {"city": "Paris"}, "Error: unknown tool 'get_weather'", False)
             answer, reward = "I can't look up the weather right now.", 0.0
         else:
             tool = ("weather_lookup", {"city": "Paris"}, "Paris: 18C, sunny", False)
