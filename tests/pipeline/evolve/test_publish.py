@@ -44,7 +44,7 @@ def test_record_and_assign_are_on_their_topics_and_the_latest_assignment_wins(co
 
 def test_an_unreachable_broker_is_a_clear_error_not_a_silent_change() -> None:
     broker = BrokerConfig(bootstrap_servers=f"127.0.0.1:{free_port()}", profile="tansu", embedded=False)
-    pub = EvolutionPublisher(broker, TopicsConfig(prefix="nowhere."), ack_timeout_s=1.5)
+    pub = EvolutionPublisher(broker, TopicsConfig(prefix="nowhere."), timeout_s=1.5)
     entry = LedgerEntry(proposal_id="pr-1", kind="proposal", surface="memory", tenant="acme")
     started = time.monotonic()
     with pytest.raises(PublishError, match="not acknowledged|refused"):
