@@ -115,7 +115,9 @@ class TopicsConfig(Frozen):
     erasure: str = "erasure"
     policy_events: str = "policy.events"
     overlays: str = Field("overlays", description="Overlay assignments per tenant/task (compacted).")
-    ledger: str = Field("evolution.ledger", description="Every proposal, gate and decision of the control plane.")
+    ledger: str = Field(
+        "evolution.ledger", description="Every proposal, gate and decision of the control plane."
+    )
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
