@@ -115,7 +115,9 @@ class TopicsConfig(Frozen):
     erasure: str = "erasure"
     policy_events: str = "policy.events"
     overlays: str = Field("overlays", description="Overlay assignments per tenant/task (compacted).")
-    ledger: str = Field("evolution.ledger", description="Every proposal, gate and decision of the control plane.")
+    ledger: str = Field(
+        "evolution.ledger", description="Every proposal, gate and decision of the control plane."
+    )
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
@@ -282,6 +284,21 @@ def _expand_env(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_expand_env(v) for v in obj]
     return obj
+
+
+def env_references(obj: Any) -> dict[str, str | None]:
+    """Every ``${VAR}`` / ``${VAR:-default}`` in a raw config mapping: name -> default (None: required)."""
+    found: dict[str, str | None] = {}
+    if isinstance(obj, str):
+        for m in _ENV_REF.finditer(obj):
+            if found.get(m.group(1), "") is not None:
+                found[m.group(1)] = m.group(2)
+    elif isinstance(obj, dict | list):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            for name, default in env_references(value).items():
+                if found.get(name, "") is not None:
+                    found[name] = default
+    return found
 
 
 def parse_config(data: dict[str, Any] | None, base_dir: Path | None = None) -> SluiceConfig:
