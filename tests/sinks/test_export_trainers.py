@@ -5,12 +5,14 @@ A real DuckDB store is filled with audited trajectories (the sink's own write pa
 runs as a subprocess against it, and the files it writes go to the trainers as they are: a few steps of
 the tiny local model each, on CPU. The feedback scenario: a retried answer, an edited answer, the
 answers accepted for the same contexts, another tenant's accepted answer to the same question, and an
-answer without feedback.
+answer without feedback. verl's own ``RLHFDataset`` runs in a subprocess from ``var/verl``
+(``infra/install.sh`` puts it there).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -197,8 +199,8 @@ def test_dpo_trainer_trains_on_feedback_pairs(config_path: Path, tmp_path: Path)
 
 
 def test_verl_layout_loads_the_way_rlhf_dataset_reads_it(config_path: Path, tmp_path: Path) -> None:
-    """verl pins transformers < 5.11 (this environment has 5.x later), so verl's ``RLHFDataset`` is not
-    imported here: its loading contract is reproduced step by step with the same libraries."""
+    """verl's ``RLHFDataset`` loading contract, step by step with the libraries it uses (verl pins an
+    older transformers, so it is not imported here; the next test runs verl's own class)."""
     out = tmp_path / "verl" / "train.parquet"
     manifest = sluice_export(
         config_path, out, "--layout", "verl", "--format", "parquet", "--query", "SELECT * FROM trajectories"
@@ -229,3 +231,31 @@ def test_verl_layout_loads_the_way_rlhf_dataset_reads_it(config_path: Path, tmp_
     assert by_id["acme~retried"]["extra_info"]["response"] == "Zero plus zero is a deep question."
     assert by_id["acme~retried"]["extra_info"]["reward"] == 0.0
     assert sorted(r["extra_info"]["index"] for r in kept) == list(range(6))
+
+
+VERL_DIR = REPO / "var" / "verl"
+
+
+@pytest.mark.skipif(not (VERL_DIR / "verl").is_dir(), reason="verl not in var/verl (bash infra/install.sh)")
+def test_verl_rlhf_dataset_reads_the_export(config_path: Path, tmp_path: Path) -> None:
+    """verl's own RLHFDataset (the wheel, in its own folder: it pins an older transformers) loads it."""
+    out = tmp_path / "verl.parquet"
+    sluice_export(
+        config_path, out, "--layout", "verl", "--format", "parquet", "--query", "SELECT * FROM trajectories"
+    )
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "sinks" / "verl_dataset_check.py"), str(out)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": f"{VERL_DIR}{os.pathsep}{REPO}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    items = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(items) == 6
+    for item in items:
+        assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
+        assert item["data_source"] == "sluice"
+        assert item["reward_model"] == {"style": "rule", "ground_truth": "0"}
+    assert sorted(i["extra_info"]["index"] for i in items) == list(range(6))
