@@ -259,3 +259,17 @@ def test_verl_rlhf_dataset_reads_the_export(config_path: Path, tmp_path: Path) -
         assert item["data_source"] == "sluice"
         assert item["reward_model"] == {"style": "rule", "ground_truth": "0"}
     assert sorted(i["extra_info"]["index"] for i in items) == list(range(6))
+
+
+def test_erasing_either_side_of_a_pair_drops_it(config_path: Path, tmp_path: Path) -> None:
+    from sinks.export.rewrite import rewrite_without
+
+    for fmt in ("jsonl", "parquet"):
+        out = tmp_path / f"prefs.{fmt}"
+        sluice_export(
+            config_path, out, "--layout", "dpo", "--format", fmt, "--query", "SELECT * FROM trajectories"
+        )
+        manifest = out.with_name(out.name + ".manifest.json")
+        assert rewrite_without(manifest, {"acme~again"}) == 1  # the chosen side of the retry pair
+        assert rewrite_without(manifest, {"acme~edited"}) == 1  # the rejected side of the edit pair
+        assert json.loads(manifest.read_text())["rows"] == 0
