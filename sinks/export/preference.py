@@ -16,6 +16,8 @@ The rule, applied to the trajectories of the export's query:
    answer it was given on; the edited text itself is not in the store (feedback carries a comment), so
    the pair's chosen side is the answer the user accepted for the same context.
 
+Pairs may join trajectories anywhere in the query's result, so the judged answers (only those, not
+whole trajectories) are held until the last row is read and the pairs are written at the end.
 ``trajectory_id`` is the rejected answer's trajectory and ``chosen_trajectory_id`` the chosen one's:
 erasure drops a pair when either is erased.
 
