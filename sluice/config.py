@@ -286,6 +286,21 @@ def _expand_env(obj: Any) -> Any:
     return obj
 
 
+def env_references(obj: Any) -> dict[str, str | None]:
+    """Every ``${VAR}`` / ``${VAR:-default}`` in a raw config mapping: name -> default (None: required)."""
+    found: dict[str, str | None] = {}
+    if isinstance(obj, str):
+        for m in _ENV_REF.finditer(obj):
+            if found.get(m.group(1), "") is not None:
+                found[m.group(1)] = m.group(2)
+    elif isinstance(obj, dict | list):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            for name, default in env_references(value).items():
+                if found.get(name, "") is not None:
+                    found[name] = default
+    return found
+
+
 def parse_config(data: dict[str, Any] | None, base_dir: Path | None = None) -> SluiceConfig:
     """Validate a mapping; raises ``ConfigError`` listing every bad field."""
     data = _expand_env(dict(data or {}))
