@@ -17,7 +17,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
@@ -25,13 +25,10 @@ from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
 from sluice.errors import ConfigError
+from sluice.frozen import Frozen
 from trainers.config import TrainerConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "sluice.yaml"
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class BrokerConfig(Frozen):
