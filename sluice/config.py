@@ -24,7 +24,7 @@ from pipeline.console.config import ConsoleConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, validation_problems
 from sluice.frozen import Frozen
 from trainers.config import TrainerConfig
 
@@ -253,11 +253,7 @@ class SluiceConfig(Frozen):
 
 def format_validation_error(err: ValidationError) -> list[str]:
     """One line per bad field: ``dotted.path: reason``."""
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
-        lines.append(f"{loc}: {e['msg']}")
-    return lines
+    return [f"{loc or '<root>'}: {msg}" for loc, msg in validation_problems(err)]
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
