@@ -83,8 +83,9 @@ class BrokerConfig(Frozen):
 
     def faust_settings(self) -> dict[str, Any]:
         """Settings for ``faust.App`` that keep tables correct on this broker."""
-        # tansu: the stock transport with a short fetch wait (pipeline/stages/transport.py)
-        scheme = "sluice-tansu" if self.profile == "tansu" else "kafka"
+        # Both profiles run the stages' own transport (pipeline/stages/transport.py): its rebalance and
+        # commit fixes are in the client, whatever the broker; the tansu profile adds the short fetch wait.
+        scheme = f"sluice-{self.profile}"
         settings: dict[str, Any] = {
             "broker": ",".join(f"{scheme}://{s}" for s in self.bootstrap_servers.split(",")),
             "broker_session_timeout": self.session_timeout_ms / 1000,

@@ -44,8 +44,10 @@ delivered, no connection waited on for minutes.
    removed by retention). The stage topics are never compacted, so a hole inside them is always a
    record the client lost, never one the broker removed.
 
-It is registered under the URL scheme ``sluice-tansu`` through the ``faust.transports`` entry point, and
-``BrokerConfig.faust_settings()`` selects it for the tansu profile.
+It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` through the
+``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
+points 2, 3 and 5 are flaws of the client, not of Tansu, so a real Kafka cluster needs them too
+(its fetch wait is ``broker.fetch_max_wait_ms`` like Tansu's; raise it there to poll an idle broker less).
 """
 
 from __future__ import annotations
