@@ -2,8 +2,9 @@
 
 Where it departs from calling ``AnalyzerEngine.analyze`` per text: each recognizer's ``may_match``
 decides first whether it could find anything (most agent text skips most recognizers, many texts skip
-Presidio entirely); only the entity types that pass are handed to Presidio, with empty NLP artifacts;
-the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
+Presidio entirely); only the recognizers of the entity types that pass run, with empty NLP artifacts,
+through ``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call
+overhead); the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
 salutation before one) that no cue or key recognizer has already explained, never a whole tool output,
 so NER costs what the unexplained names in a text cost; overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.

@@ -80,20 +80,8 @@ _VENDOR_PREFIXES = (
 _PATTERN_NEEDS = (
     _VENDOR_PREFIXES,
     ("bearer", "basic", "token"),
-    (
-        "key",
-        "token",
-        "secret",
-        "passw",
-        "credential",
-        "bearer",
-        "rotate",
-        "clave",
-        "chiave",
-        "senha",
-        "jeton",
-    ),
-)
+    ("key", "token", "secret", "passw", "credential", "bearer", "rotate", "clave", "chiave", "senha", "jeton"),
+)  # fmt: skip
 
 
 class ApiTokenRecognizer(SluicePatternRecognizer):
