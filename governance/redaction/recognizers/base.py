@@ -23,6 +23,7 @@ from typing import ClassVar
 from presidio_analyzer import (
     AnalysisExplanation,
     EntityRecognizer,
+    LocalRecognizer,
     Pattern,
     PatternRecognizer,
     RecognizerResult,
@@ -99,14 +100,62 @@ class Prefiltered:
         return self.PREFILTER is None or self.PREFILTER.search(text) is not None
 
 
-class SluicePatternRecognizer(Prefiltered, PatternRecognizer):
-    """Base of Sluice's own pattern recognizers (class attributes configure a subclass)."""
+class SluiceRecognizer(Prefiltered):
+    """Mixin of every Sluice recognizer: one way to build a finding, and JSON-key context.
+
+    ``KEY_CONTEXT``: words that, in the JSON key a value sits under, lift a weak finding to
+    ``KEY_CONTEXT_SCORE`` (empty: findings are left as they are). ``from_key`` may instead report the
+    whole value from the key alone (a secret- or person-named key); it replaces the findings when it does.
+    """
 
     ENTITY: ClassVar[str]
-    PATTERNS: ClassVar[list[Pattern]]
-    CONTEXT: ClassVar[list[str]] = []
     KEY_CONTEXT: ClassVar[frozenset[str]] = frozenset()
     KEY_CONTEXT_SCORE: ClassVar[float] = 0.85
+
+    def result(
+        self, start: int, end: int, score: float, pattern_name: str | None = None, *, by_key: bool = False
+    ) -> RecognizerResult:
+        """A finding of ``ENTITY`` at ``start:end``; ``by_key`` marks it as found by the JSON key."""
+        metadata: dict[str, object] = {
+            RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
+            RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
+        }
+        if by_key:
+            metadata[RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY] = True
+        return RecognizerResult(
+            entity_type=self.ENTITY,
+            start=start,
+            end=end,
+            score=score,
+            analysis_explanation=AnalysisExplanation(
+                recognizer=self.name, original_score=score, pattern_name=pattern_name
+            ),
+            recognition_metadata=metadata,
+        )
+
+    def from_key(self, text: str, context: list[str] | None) -> RecognizerResult | None:
+        """The whole value as one finding, decided by its JSON key alone; None: no such rule."""
+        return None
+
+    def enhance_using_context(
+        self,
+        text: str,
+        raw_recognizer_results: list[RecognizerResult],
+        other_raw_recognizer_results: list[RecognizerResult],
+        nlp_artifacts: NlpArtifacts | None,
+        context: list[str] | None = None,
+    ) -> list[RecognizerResult]:
+        whole = self.from_key(text, context)
+        if whole is not None:
+            return [whole]
+        return boost_by_key_context(raw_recognizer_results, context, self.KEY_CONTEXT, self.KEY_CONTEXT_SCORE)
+
+
+class SluicePatternRecognizer(SluiceRecognizer, PatternRecognizer):
+    """Base of Sluice's own pattern recognizers (class attributes configure a subclass)."""
+
+    PATTERNS: ClassVar[list[Pattern]]
+    CONTEXT: ClassVar[list[str]] = []
     FLAGS: ClassVar[int] = CASE_SENSITIVE
     VERSION: ClassVar[str] = "1"
 
@@ -143,33 +192,43 @@ class SluicePatternRecognizer(Prefiltered, PatternRecognizer):
                 if self.invalidate_result(value):
                     score = EntityRecognizer.MIN_SCORE
                 if score > EntityRecognizer.MIN_SCORE:
-                    results.append(self._result(start, end, score, pattern.name))
+                    results.append(self.result(start, end, score, pattern.name))
         return EntityRecognizer.remove_duplicates(results) if len(results) > 1 else results
 
-    def _result(self, start: int, end: int, score: float, pattern_name: str) -> RecognizerResult:
-        return RecognizerResult(
-            entity_type=self.ENTITY,
-            start=start,
-            end=end,
-            score=score,
-            analysis_explanation=AnalysisExplanation(
-                recognizer=self.name, original_score=score, pattern_name=pattern_name
-            ),
-            recognition_metadata={
-                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-            },
+
+class SluiceLocalRecognizer(SluiceRecognizer, LocalRecognizer):
+    """Base of Sluice's own recognizers written as code rather than patterns: one entity, nothing to load."""
+
+    def __init__(self, supported_language: str = "en", **kwargs: object) -> None:
+        super().__init__(
+            supported_entities=[self.ENTITY],
+            supported_language=supported_language,
+            name=type(self).__name__,
+            **kwargs,
         )
 
-    def enhance_using_context(
+    def load(self) -> None:
+        pass
+
+
+class RefinedPresidio(SluiceRecognizer):
+    """Mixin over one of Presidio's own recognizers: named after the subclass, its findings passed
+    through ``refine`` (drop or rescore what Presidio's patterns over-match)."""
+
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_language=supported_language, name=type(self).__name__)
+
+    def analyze(
         self,
         text: str,
-        raw_recognizer_results: list[RecognizerResult],
-        other_raw_recognizer_results: list[RecognizerResult],
-        nlp_artifacts: NlpArtifacts | None,
-        context: list[str] | None = None,
+        entities: list[str] | None = None,
+        nlp_artifacts: NlpArtifacts | None = None,
+        regex_flags: int | None = None,
     ) -> list[RecognizerResult]:
-        return boost_by_key_context(raw_recognizer_results, context, self.KEY_CONTEXT, self.KEY_CONTEXT_SCORE)
+        return self.refine(text, super().analyze(text, entities, nlp_artifacts, regex_flags))
+
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+        return results
 
 
 def boost_by_key_context(

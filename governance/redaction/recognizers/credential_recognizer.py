@@ -15,7 +15,6 @@ get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str`
 from __future__ import annotations
 
 from presidio_analyzer import Pattern, RecognizerResult
-from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import code_or_placeholder, names_secret
 from governance.redaction.recognizers.base import SluicePatternRecognizer
@@ -73,24 +72,15 @@ class CredentialRecognizer(SluicePatternRecognizer):
     def _names_secret(context: list[str] | None) -> bool:
         return bool(context) and any(names_a_secret(c) for c in context or ())
 
-    def enhance_using_context(
-        self,
-        text: str,
-        raw_recognizer_results: list[RecognizerResult],
-        other_raw_recognizer_results: list[RecognizerResult],
-        nlp_artifacts: NlpArtifacts | None,
-        context: list[str] | None = None,
-    ) -> list[RecognizerResult]:
+    def from_key(self, text: str, context: list[str] | None) -> RecognizerResult | None:
         """A whole value under a secret-named key is a credential, whatever it looks like."""
         stripped = text.strip()
         if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096 or code_or_placeholder(stripped):
-            return raw_recognizer_results
+            return None
         named = self._names_secret(context)
         if not named and not (
             context and any(names_maybe_a_secret(c) for c in context) and looks_like_token(stripped)
         ):
-            return raw_recognizer_results
+            return None
         start = len(text) - len(text.lstrip())
-        result = self._result(start, start + len(stripped), 0.95, "value under secret-named key")
-        result.recognition_metadata[RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY] = True
-        return [result]
+        return self.result(start, start + len(stripped), 0.95, "value under secret-named key", by_key=True)

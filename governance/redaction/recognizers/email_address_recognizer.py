@@ -12,31 +12,20 @@ import re
 
 import tldextract
 from presidio_analyzer import RecognizerResult
-from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import EmailRecognizer
 
-from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.base import RefinedPresidio
 
 _SCP_PATH = re.compile(r":[A-Za-z0-9_~./-]")
 _OFFLINE_EXTRACT = tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
 
 
-class EmailAddressRecognizer(Prefiltered, EmailRecognizer):
+class EmailAddressRecognizer(RefinedPresidio, EmailRecognizer):
     TRIGGERS = ("@",)
     PREFILTER = re.compile(r"\w@\w")
-
-    def __init__(self, supported_language: str = "en") -> None:
-        super().__init__(supported_language=supported_language, name=type(self).__name__)
 
     def validate_result(self, pattern_text: str) -> bool:
         return _OFFLINE_EXTRACT(pattern_text).fqdn != ""
 
-    def analyze(
-        self,
-        text: str,
-        entities: list[str] | None = None,
-        nlp_artifacts: NlpArtifacts | None = None,
-        regex_flags: int | None = None,
-    ) -> list[RecognizerResult]:
-        results = super().analyze(text, entities, nlp_artifacts, regex_flags)
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
         return [r for r in results if not _SCP_PATH.match(text, r.end)]

@@ -9,15 +9,14 @@ from __future__ import annotations
 import re
 
 from presidio_analyzer import RecognizerResult
-from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import IpRecognizer
 
-from governance.redaction.recognizers.base import Prefiltered, has_number_run
+from governance.redaction.recognizers.base import RefinedPresidio, has_number_run
 
 _VERSION_BEFORE = re.compile(r"(?i)(?:\bv|\bversion\s*|\bbuild\s*|\brelease\s*|\bver\.?\s*)$")
 
 
-class IpAddressRecognizer(Prefiltered, IpRecognizer):
+class IpAddressRecognizer(RefinedPresidio, IpRecognizer):
     PREFILTER = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")  # dotted quad
     PREFILTER_V6 = re.compile(r"::|:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")  # ::, or three colon groups
 
@@ -26,17 +25,7 @@ class IpAddressRecognizer(Prefiltered, IpRecognizer):
             ":" in text and self.PREFILTER_V6.search(text) is not None
         )
 
-    def __init__(self, supported_language: str = "en") -> None:
-        super().__init__(supported_language=supported_language, name=type(self).__name__)
-
-    def analyze(
-        self,
-        text: str,
-        entities: list[str] | None = None,
-        nlp_artifacts: NlpArtifacts | None = None,
-        regex_flags: int | None = None,
-    ) -> list[RecognizerResult]:
-        results = super().analyze(text, entities, nlp_artifacts, regex_flags)
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
         return [
             r
             for r in results

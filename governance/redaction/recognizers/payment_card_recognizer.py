@@ -21,7 +21,7 @@ from presidio_analyzer import Pattern, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS
-from governance.redaction.recognizers.base import SluicePatternRecognizer, boost_by_key_context, luhn_valid
+from governance.redaction.recognizers.base import SluicePatternRecognizer, luhn_valid
 
 # (prefix low, prefix high, prefix length, allowed lengths)
 ISSUER_RANGES: tuple[tuple[int, int, int, tuple[int, ...]], ...] = (
@@ -71,6 +71,9 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
     PREFILTER = re.compile(r"\d{4}(?:[ -]?\d){8}")
     NEEDS_NUMBER_RUN = True
     VERSION = "2"
+    # any Luhn-valid number under a card-named key (``{"credit_card": …}``) is a card
+    KEY_CONTEXT = KIND_WORDS["CREDIT_CARD"]
+    KEY_CONTEXT_SCORE = CONTEXT_SCORE
 
     def validate_result(self, pattern_text: str) -> bool | None:
         return None  # scored in analyze: issuer range, or payment context
@@ -100,14 +103,3 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
                 r.score = CANDIDATE_SCORE
             results.append(r)
         return results
-
-    def enhance_using_context(
-        self,
-        text: str,
-        raw_recognizer_results: list[RecognizerResult],
-        other_raw_recognizer_results: list[RecognizerResult],
-        nlp_artifacts: NlpArtifacts | None,
-        context: list[str] | None = None,
-    ) -> list[RecognizerResult]:
-        """Any Luhn-valid number under a card-named key (``{"credit_card": …}``) is a card."""
-        return boost_by_key_context(raw_recognizer_results, context, KIND_WORDS["CREDIT_CARD"], CONTEXT_SCORE)

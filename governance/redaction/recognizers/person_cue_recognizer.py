@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 
-from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.recognizers.base import Prefiltered, letter_words
+from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words
 from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, product_like
 
 SCORE = 0.85
@@ -114,17 +114,9 @@ def _name_before(text: str, end: int) -> tuple[int, int] | None:
     return None
 
 
-class PersonCueRecognizer(Prefiltered, LocalRecognizer):
+class PersonCueRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
     PREFILTER = _TRIGGERS
-
-    def __init__(self, supported_language: str = "en") -> None:
-        super().__init__(
-            supported_entities=[self.ENTITY], supported_language=supported_language, name=type(self).__name__
-        )
-
-    def load(self) -> None:
-        pass
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """Only texts with a cue reach Presidio (a call costs more than these searches); the cue words
@@ -148,17 +140,4 @@ class PersonCueRecognizer(Prefiltered, LocalRecognizer):
             found = _name_before(text, m.start())
             if found:
                 spans.add(found)
-        return [self._result(s, e) for s, e in sorted(spans)]
-
-    def _result(self, start: int, end: int) -> RecognizerResult:
-        return RecognizerResult(
-            entity_type=self.ENTITY,
-            start=start,
-            end=end,
-            score=SCORE,
-            analysis_explanation=AnalysisExplanation(recognizer=self.name, original_score=SCORE),
-            recognition_metadata={
-                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-            },
-        )
+        return [self.result(s, e, SCORE) for s, e in sorted(spans)]

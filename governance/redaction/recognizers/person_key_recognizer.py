@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
-from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import names_kind
-from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.base import SluiceLocalRecognizer
 from governance.redaction.recognizers.name_shape import name_tokens
 
 _NAME_PART = re.compile(r"^\s*(?P<v>[^<>,;\"()\d@]{2,80}?)\s*(?:<[^>]*>|\([^)]*\))?\s*$")
@@ -26,16 +26,8 @@ def _names_person(context: list[str] | None) -> bool:
     return bool(context) and any("PERSON" in names_kind(c) for c in context or ())
 
 
-class PersonKeyRecognizer(Prefiltered, LocalRecognizer):
+class PersonKeyRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
-
-    def __init__(self, supported_language: str = "en") -> None:
-        super().__init__(
-            supported_entities=[self.ENTITY], supported_language=supported_language, name=type(self).__name__
-        )
-
-    def load(self) -> None:
-        pass
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return len(text) <= 200 and _names_person(context)
@@ -45,31 +37,11 @@ class PersonKeyRecognizer(Prefiltered, LocalRecognizer):
     ) -> list[RecognizerResult]:
         return []
 
-    def enhance_using_context(
-        self,
-        text: str,
-        raw_recognizer_results: list[RecognizerResult],
-        other_raw_recognizer_results: list[RecognizerResult],
-        nlp_artifacts: NlpArtifacts | None,
-        context: list[str] | None = None,
-    ) -> list[RecognizerResult]:
+    def from_key(self, text: str, context: list[str] | None) -> RecognizerResult | None:
         if not _names_person(context):
-            return raw_recognizer_results
+            return None
         m = _NAME_PART.match(text)
         if m is None or name_tokens(m.group("v")) is None:
-            return raw_recognizer_results
+            return None
         start, end = m.span("v")
-        return [
-            RecognizerResult(
-                entity_type=self.ENTITY,
-                start=start,
-                end=end,
-                score=SCORE,
-                analysis_explanation=AnalysisExplanation(recognizer=self.name, original_score=SCORE),
-                recognition_metadata={
-                    RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                    RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-                    RecognizerResult.IS_SCORE_ENHANCED_BY_CONTEXT_KEY: True,
-                },
-            )
-        ]
+        return self.result(start, end, SCORE, by_key=True)

@@ -24,11 +24,11 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 import phonenumbers
-from presidio_analyzer import AnalysisExplanation, LocalRecognizer, RecognizerResult
+from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS
-from governance.redaction.recognizers.base import Prefiltered, boost_by_key_context
+from governance.redaction.recognizers.base import SluiceLocalRecognizer
 
 _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
@@ -83,9 +83,12 @@ def _overlaps(spans: dict[tuple[int, int], float], start: int, end: int) -> bool
     return any(s < end and start < e for s, e in spans)
 
 
-class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
+class PhoneNumberRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "PHONE_NUMBER"
     SCORE: ClassVar[float] = 0.75
+    # a bare number under a phone-named JSON key (``{"mobile": "2125550143"}``) is a phone number
+    KEY_CONTEXT = _KEY_WORDS
+    KEY_CONTEXT_SCORE = SCORE
     BARE_SCORE: ClassVar[float] = 0.4
     PREFILTER = re.compile(r"\d[\d \t().\-/]{5,}\d")
     NEEDS_NUMBER_RUN = True
@@ -94,15 +97,10 @@ class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
     def __init__(self, regions: list[str] | None = None, supported_language: str = "en") -> None:
         self.regions = list(regions or ["US"])
         super().__init__(
-            supported_entities=[self.ENTITY],
-            supported_language=supported_language,
-            name=type(self).__name__,
+            supported_language,
             context=["phone", "telephone", "mobile", "cell", "call", "fax"],
             version=self.VERSION,
         )
-
-    def load(self) -> None:
-        pass
 
     def analyze(
         self, text: str, entities: list[str] | None = None, nlp_artifacts: NlpArtifacts | None = None
@@ -137,28 +135,4 @@ class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
                 continue
             worded = _PHONE_WORDS.search(text, max(0, m.start() - 40), m.start()) is not None
             spans[m.span()] = self.SCORE if worded and (digits >= 8 or raw[0] == "+") else self.BARE_SCORE
-        return [self._result(s, e, score) for (s, e), score in spans.items()]
-
-    def _result(self, start: int, end: int, score: float) -> RecognizerResult:
-        return RecognizerResult(
-            entity_type=self.ENTITY,
-            start=start,
-            end=end,
-            score=score,
-            analysis_explanation=AnalysisExplanation(recognizer=self.name, original_score=score),
-            recognition_metadata={
-                RecognizerResult.RECOGNIZER_NAME_KEY: self.name,
-                RecognizerResult.RECOGNIZER_IDENTIFIER_KEY: self.id,
-            },
-        )
-
-    def enhance_using_context(
-        self,
-        text: str,
-        raw_recognizer_results: list[RecognizerResult],
-        other_raw_recognizer_results: list[RecognizerResult],
-        nlp_artifacts: NlpArtifacts | None,
-        context: list[str] | None = None,
-    ) -> list[RecognizerResult]:
-        """A bare number under a phone-named JSON key (``{"mobile": "2125550143"}``) is a phone number."""
-        return boost_by_key_context(raw_recognizer_results, context, _KEY_WORDS, self.SCORE)
+        return [self.result(s, e, score) for (s, e), score in spans.items()]

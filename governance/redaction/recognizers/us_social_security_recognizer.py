@@ -12,10 +12,9 @@ from __future__ import annotations
 import re
 
 from presidio_analyzer import RecognizerResult
-from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import UsSsnRecognizer as PresidioUsSsnRecognizer
 
-from governance.redaction.recognizers.base import Prefiltered, boost_by_key_context
+from governance.redaction.recognizers.base import RefinedPresidio
 
 _KEY_WORDS = frozenset(
     {"ssn", "social_security_number", "socialsecuritynumber", "social", "tax_id", "taxid", "tin"}
@@ -25,22 +24,13 @@ _TEXT_BEFORE = re.compile(
 )
 
 
-class UsSocialSecurityRecognizer(Prefiltered, PresidioUsSsnRecognizer):
+class UsSocialSecurityRecognizer(RefinedPresidio, PresidioUsSsnRecognizer):
     PREFILTER = re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}")
     NEEDS_NUMBER_RUN = True
+    KEY_CONTEXT = _KEY_WORDS
     KEY_CONTEXT_SCORE = 0.85
 
-    def __init__(self, supported_language: str = "en") -> None:
-        super().__init__(supported_language=supported_language, name=type(self).__name__)
-
-    def analyze(
-        self,
-        text: str,
-        entities: list[str] | None = None,
-        nlp_artifacts: NlpArtifacts | None = None,
-        regex_flags: int | None = None,
-    ) -> list[RecognizerResult]:
-        results = super().analyze(text, entities, nlp_artifacts, regex_flags)
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
         for r in results:
             if r.score < self.KEY_CONTEXT_SCORE and _TEXT_BEFORE.search(text, max(0, r.start - 40), r.start):
                 r.score = self.KEY_CONTEXT_SCORE
@@ -49,13 +39,3 @@ class UsSocialSecurityRecognizer(Prefiltered, PresidioUsSsnRecognizer):
     def invalidate_result(self, pattern_text: str) -> bool:
         digits = "".join(c for c in pattern_text if c.isdigit())
         return super().invalidate_result(pattern_text) or digits[0] == "9"
-
-    def enhance_using_context(
-        self,
-        text: str,
-        raw_recognizer_results: list[RecognizerResult],
-        other_raw_recognizer_results: list[RecognizerResult],
-        nlp_artifacts: NlpArtifacts | None,
-        context: list[str] | None = None,
-    ) -> list[RecognizerResult]:
-        return boost_by_key_context(raw_recognizer_results, context, _KEY_WORDS, self.KEY_CONTEXT_SCORE)
