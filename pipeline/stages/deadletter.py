@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from pydantic import ValidationError
 
@@ -42,85 +42,70 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     return f"stage error: {type(exc).__name__}", type(exc).__name__
 
 
-def build_dead_letter(
-    stage: str,
-    reason: str,
-    error_type: str,
-    *,
-    source_topic: str,
-    source_partition: int | None,
-    source_offset: int | None,
-    key: bytes | None,
-    value: bytes | None,
-) -> DeadLetter:
+class Source(TypedDict):
+    """Where a dead-lettered record came from, and its original bytes (offsets None: built by the stage)."""
+
+    source_topic: str
+    source_partition: int | None
+    source_offset: int | None
+    key: bytes | None
+    value: bytes | None
+
+
+def build_dead_letter(stage: str, reason: str, error_type: str, **source: Unpack[Source]) -> DeadLetter:
+    key, value = source["key"], source["value"]
     return DeadLetter(
         stage=stage,
         reason=reason[:MAX_REASON],
         error_type=error_type,
-        source_topic=source_topic,
-        source_partition=source_partition,
-        source_offset=source_offset,
+        source_topic=source["source_topic"],
+        source_partition=source["source_partition"],
+        source_offset=source["source_offset"],
         key=key.decode("utf-8", "backslashreplace") if key is not None else None,
         original_b64=base64.b64encode(value or b"").decode("ascii"),
     )
 
 
-def dead_letter_for(
-    stage: str,
-    exc: BaseException,
-    *,
-    source_topic: str,
-    source_partition: int | None,
-    source_offset: int | None,
-    key: bytes | None,
-    value: bytes | None,
-) -> DeadLetter:
+def dead_letter_for(stage: str, exc: BaseException, **source: Unpack[Source]) -> DeadLetter:
+    """The dead letter of a record that raised ``exc`` (the reason never quotes the record)."""
     reason, error_type = describe_error(exc)
-    return build_dead_letter(
-        stage,
-        reason,
-        error_type,
-        source_topic=source_topic,
-        source_partition=source_partition,
-        source_offset=source_offset,
-        key=key,
-        value=value,
-    )
+    return build_dead_letter(stage, reason, error_type, **source)
 
 
-async def send_dead_letter(
-    stage: str,
-    exc: BaseException,
-    out_topic: Any,
-    counters: StageCounters,
-    *,
-    source_topic: str,
-    source_partition: int,
-    source_offset: int,
-    key: bytes | None,
-    value: bytes | None,
-) -> DeadLetter:
-    """Dead-letter a record a stage could not process: log it (a rejection is a warning, anything else an
-    error), publish it to the dead-letter topic and count it."""
-    letter = dead_letter_for(
-        stage,
-        exc,
-        source_topic=source_topic,
-        source_partition=source_partition,
-        source_offset=source_offset,
-        key=key,
-        value=value,
-    )
-    level = logging.WARNING if isinstance(exc, RejectedEvent) else logging.ERROR
-    log.log(
-        level,
-        "%s dead-lettered %s[%d]@%d: %s",
-        stage,
-        source_topic,
-        source_partition,
-        source_offset,
-        letter.reason,
-    )
-    await send(out_topic, key=key, value=encode(letter))
-    counters.inc("deadlettered")
-    return letter
+class DeadLetterSender:
+    """One stage's way to the dead-letter topic: builds, logs, publishes and counts its dead letters."""
+
+    def __init__(self, stage: str, out_topic: Any, counters: StageCounters) -> None:
+        self.stage = stage
+        self.out_topic = out_topic
+        self.counters = counters
+
+    async def reject(
+        self,
+        exc: BaseException,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+    ) -> DeadLetter:
+        """Dead-letter a record the stage could not process: log it (a rejection is a warning, anything
+        else an error), publish it and count it."""
+        letter = dead_letter_for(
+            self.stage,
+            exc,
+            source_topic=topic,
+            source_partition=partition,
+            source_offset=offset,
+            key=key,
+            value=value,
+        )
+        level = logging.WARNING if isinstance(exc, RejectedEvent) else logging.ERROR
+        log.log(level, "%s dead-lettered %s[%d]@%d: %s", self.stage, topic, partition, offset, letter.reason)
+        await self.publish(letter, key)
+        self.counters.inc("deadlettered")
+        return letter
+
+    async def publish(self, letter: DeadLetter, key: bytes | None) -> None:
+        """Publish a dead letter the stage built itself (keyed like its record)."""
+        await send(self.out_topic, key=key, value=encode(letter))

@@ -42,11 +42,11 @@ from governance.reward_join import (
 )
 from pipeline.stages.codec import check_key, decode_event
 from pipeline.stages.counters import StageCounters
-from pipeline.stages.deadletter import build_dead_letter, send_dead_letter
+from pipeline.stages.deadletter import DeadLetterSender, build_dead_letter
 from pipeline.stages.due_index import DueIndex
 from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import OutputError, RejectedEvent
-from pipeline.stages.outputs import deliver_all, send
+from pipeline.stages.outputs import deliver_all
 from pipeline.stages.storage import (
     Table,
     decode_state,
@@ -99,7 +99,7 @@ class JoinStage:
         self.placeholders = placeholders
         self.audited_topic = audited_topic
         self.train_topic = train_topic
-        self.deadletter_topic = deadletter_topic
+        self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, counters)
         self.ticks_topic_name = ticks_topic_name
         self.index = index
         self.counters = counters
@@ -132,17 +132,7 @@ class JoinStage:
         except OutputError:
             raise
         except Exception as exc:  # a poison record must not kill the agent
-            await send_dead_letter(
-                STAGE,
-                exc,
-                self.deadletter_topic,
-                self.counters,
-                source_topic=topic,
-                source_partition=partition,
-                source_offset=offset,
-                key=key,
-                value=value,
-            )
+            await self.dead_letters.reject(exc, topic, partition, offset, key, value)
             if tick is not None:  # look again later rather than never
                 self.index.set(partition, tick.trajectory_id, self.clock() + TICK_RETRY_S)
 
@@ -284,7 +274,7 @@ class JoinStage:
                 key=state.trajectory_id.encode(),
                 value=encode(event),
             )
-            await send(self.deadletter_topic, key=state.trajectory_id.encode(), value=encode(letter))
+            await self.dead_letters.publish(letter, state.trajectory_id.encode())
         self.counters.inc("orphans")
 
     # ------------------------------------------------------------------ state

@@ -29,7 +29,7 @@ from governance.redaction import Redactor
 from governance.redaction.exceptions import RedactionTimeout
 from pipeline.stages.codec import check_key, check_owner, decode_event
 from pipeline.stages.counters import StageCounters
-from pipeline.stages.deadletter import send_dead_letter
+from pipeline.stages.deadletter import DeadLetterSender
 from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import OutputError, RejectedEvent
 from pipeline.stages.outputs import send
@@ -54,7 +54,7 @@ class RedactStage:
         self.redactor = redactor
         self.placeholders = placeholders
         self.redacted_topic = redacted_topic
-        self.deadletter_topic = deadletter_topic
+        self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, counters)
         self.counters = counters
 
     async def _withhold(
@@ -75,17 +75,7 @@ class RedactStage:
         self.counters.inc("redaction_withheld")
         log.warning("redaction failed (%s) for a %s of %s: published withheld", failure, type(event).__name__,
                     event.trajectory_id)  # fmt: skip
-        await send_dead_letter(
-            STAGE,
-            exc,
-            self.deadletter_topic,
-            self.counters,
-            source_topic=topic,
-            source_partition=partition,
-            source_offset=offset,
-            key=key,
-            value=value,
-        )
+        await self.dead_letters.reject(exc, topic, partition, offset, key, value)
 
     async def handle(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
@@ -116,14 +106,4 @@ class RedactStage:
         except OutputError:
             raise
         except Exception as exc:  # a poison record must not kill the agent
-            await send_dead_letter(
-                STAGE,
-                exc,
-                self.deadletter_topic,
-                self.counters,
-                source_topic=topic,
-                source_partition=partition,
-                source_offset=offset,
-                key=key,
-                value=value,
-            )
+            await self.dead_letters.reject(exc, topic, partition, offset, key, value)
