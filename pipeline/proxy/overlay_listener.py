@@ -14,40 +14,32 @@ applies nothing it cannot attribute.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping
+from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from pydantic import ValidationError
 
+from pipeline.proxy.topic_tail import TopicTail
 from sluice.config import BrokerConfig
 from sluice.evolution import OverlayAssignment
 
 log = logging.getLogger("sluice.proxy.overlays")
 
 
-class OverlayListener:
+class OverlayListener(TopicTail):
+    NAME = "proxy-overlays"
+    LABEL = "overlays topic"
+    log = log
+
     def __init__(self, broker: BrokerConfig, topic: str) -> None:
-        self.broker = broker
-        self.topic = topic
+        super().__init__(broker, topic)
         self._assignments: dict[str, OverlayAssignment] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.records_read = 0
 
     @property
     def assignments(self) -> Mapping[str, OverlayAssignment]:
         """The latest assignment per scope key (a snapshot: never changed after it is handed out)."""
         return self._assignments
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="proxy-overlays", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     def apply(self, key: str | None, value: bytes | None) -> None:
         """Take one record of the topic into the map (called on the listener's thread)."""
@@ -76,33 +68,6 @@ class OverlayListener:
             assignment.canary_share * 100,
         )
 
-    def _assign(self, consumer: Consumer) -> bool:
-        meta = consumer.list_topics(self.topic, timeout=5).topics.get(self.topic)
-        if meta is None or meta.error is not None or not meta.partitions:
-            return False
-        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(meta.partitions)])
-        return True
-
-    def _run(self) -> None:
-        conf = self.broker.consumer_config("sluice-proxy-overlays", **{"enable.partition.eof": False})
-        consumer = Consumer(conf)
-        try:
-            while not self._stop.is_set():
-                try:
-                    if self._assign(consumer):
-                        break
-                except Exception as err:  # broker down: keep serving, try again
-                    log.debug("overlays topic not reachable yet: %s", err)
-                self._stop.wait(2.0)
-            while not self._stop.is_set():
-                msg = consumer.poll(0.5)
-                if msg is None:
-                    continue
-                if msg.error():
-                    if msg.error().code() != KafkaError._PARTITION_EOF:
-                        log.warning("overlays topic: %s", msg.error())
-                    continue
-                key = msg.key()
-                self.apply(key.decode("utf-8", "replace") if key is not None else None, msg.value())
-        finally:
-            consumer.close()
+    def on_record(self, msg: Any) -> None:
+        key = msg.key()
+        self.apply(key.decode("utf-8", "replace") if key is not None else None, msg.value())
