@@ -133,6 +133,10 @@ class SluiceRecognizer(Prefiltered):
             recognition_metadata=metadata,
         )
 
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+        """The findings to report of those the patterns made (drop or rescore over-matches)."""
+        return results
+
     def from_key(self, text: str, context: list[str] | None) -> RecognizerResult | None:
         """The whole value as one finding, decided by its JSON key alone; None: no such rule."""
         return None
@@ -193,7 +197,7 @@ class SluicePatternRecognizer(SluiceRecognizer, PatternRecognizer):
                     score = EntityRecognizer.MIN_SCORE
                 if score > EntityRecognizer.MIN_SCORE:
                     results.append(self.result(start, end, score, pattern.name))
-        return EntityRecognizer.remove_duplicates(results) if len(results) > 1 else results
+        return self.refine(text, EntityRecognizer.remove_duplicates(results) if len(results) > 1 else results)
 
 
 class SluiceLocalRecognizer(SluiceRecognizer, LocalRecognizer):
@@ -226,9 +230,6 @@ class RefinedPresidio(SluiceRecognizer):
         regex_flags: int | None = None,
     ) -> list[RecognizerResult]:
         return self.refine(text, super().analyze(text, entities, nlp_artifacts, regex_flags))
-
-    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
-        return results
 
 
 def boost_by_key_context(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 
 from presidio_analyzer import Pattern, RecognizerResult
-from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS
 from governance.redaction.recognizers.base import SluicePatternRecognizer, luhn_valid
@@ -78,15 +77,9 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
     def validate_result(self, pattern_text: str) -> bool | None:
         return None  # scored in analyze: issuer range, or payment context
 
-    def analyze(
-        self,
-        text: str,
-        entities: list[str] | None = None,
-        nlp_artifacts: NlpArtifacts | None = None,
-        regex_flags: int | None = None,
-    ) -> list[RecognizerResult]:
+    def refine(self, text: str, found: list[RecognizerResult]) -> list[RecognizerResult]:
         results: list[RecognizerResult] = []
-        for r in super().analyze(text, entities, nlp_artifacts, regex_flags):
+        for r in found:
             value = text[r.start : r.end]
             digits = re.sub(r"\D", "", value)
             if (
