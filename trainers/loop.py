@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import ray
@@ -25,7 +25,7 @@ import ray
 from trainers.checkpoint import TrainerState
 from trainers.config import TrainerConfig
 from trainers.metrics import MetricsLog, StepProgress, reward_stats
-from trainers.samples import Group, TrainingTask
+from trainers.samples import FedItem, Group, TrainingTask
 
 log = logging.getLogger("sluice.trainer")
 
@@ -228,15 +228,27 @@ class AsyncGRPOLoop:
     def checkpoint(self) -> str:
         if self.feed_ref is not None:  # the feeder is single-threaded: let its take() finish first
             self._on_tasks(ray.get(self.feed_ref))
-        keep = [(t.trajectory_id, t.version, t.partition, t.offset) for t in self.untrained()]
-        offsets, taken = ray.get(self.feeder.checkpoint.remote(keep))
-        self.state.feeder_offsets = {self.topic: offsets}
-        self.state.taken_versions = taken
-        self.checkpoint_path = ray.get(self.learner.save.remote(self.output_dir, self.state))
-        log.info(
-            "checkpoint %s (step %d, policy v%d)",
-            self.checkpoint_path,
-            self.state.step,
-            self.state.policy_version,
+        self.checkpoint_path = save_checkpoint(
+            self.feeder, self.learner, self.output_dir, self.topic, self.state, self.untrained(), log
         )
         return self.checkpoint_path
+
+
+def save_checkpoint(
+    feeder: Any,
+    learner: Any,
+    output_dir: str,
+    topic: str,
+    state: TrainerState,
+    untrained: Iterable[FedItem],
+    logger: logging.Logger,
+) -> str:
+    """Checkpoint a loop: the feeder's offsets up to the oldest item not yet trained (those stay to be
+    read again) and the versions taken go into ``state``, which the learner saves with its weights."""
+    keep = [(i.trajectory_id, i.version, i.partition, i.offset) for i in untrained]
+    offsets, taken = ray.get(feeder.checkpoint.remote(keep))
+    state.feeder_offsets = {topic: offsets}
+    state.taken_versions = taken
+    path: str = ray.get(learner.save.remote(output_dir, state))
+    logger.info("checkpoint %s (step %d, policy v%d)", path, state.step, state.policy_version)
+    return path

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -21,6 +21,10 @@ from trainers.checkpoint import TrainerState, latest_checkpoint, read_state
 from trainers.config import TINY_MODEL_NAME
 from trainers.exceptions import CheckpointError
 from trainers.rollout.select import resolve_backend
+
+if TYPE_CHECKING:
+    from trainers.loop import StopFlag
+    from trainers.metrics import MetricsLog
 
 log = logging.getLogger("sluice.trainer")
 
@@ -127,18 +131,43 @@ def run_training(
         loop = AsyncGRPOLoop(
             t, str(output_dir), topic, feeder, workers, learner, state, metrics, stop, on_step
         )
-        stop.install()
-        try:
-            reason = loop.run(max_steps)
-            checkpoint = loop.checkpoint()
-        finally:
-            stop.restore()
-            metrics.close()
-            ray.get(feeder.close.remote())
-            for actor in [feeder, learner, *workers, sync.board]:
-                ray.kill(actor)
+        reason, checkpoint = run_loop(
+            loop, max_steps, stop, metrics, feeder, [feeder, learner, *workers, sync.board]
+        )
+    rewards = [h["reward_mean"] for h in loop.history if h["reward_mean"] == h["reward_mean"]]
+    return summarize(loop, state, reason, checkpoint, rewards, reward_failures=loop.failures_total)
+
+
+def run_loop(
+    loop: Any, max_steps: int | None, stop: StopFlag, metrics: MetricsLog, feeder: Any, actors: list[Any]
+) -> tuple[str, str]:
+    """Run a training loop to its end and checkpoint it, with the stop signals installed; then close
+    the metrics log and the feeder and kill the actors, whatever happened. Returns (reason, checkpoint)."""
+    import ray
+
+    stop.install()
+    try:
+        reason = loop.run(max_steps)
+        checkpoint = loop.checkpoint()
+    finally:
+        stop.restore()
+        metrics.close()
+        ray.get(feeder.close.remote())
+        for actor in actors:
+            ray.kill(actor)
+    return reason, checkpoint
+
+
+def summarize(
+    loop: Any,
+    state: TrainerState,
+    reason: str,
+    checkpoint: str | None,
+    rewards: list[float],
+    reward_failures: int = 0,
+) -> TrainSummary:
+    """The summary of a finished run: ``rewards`` are the per-update mean rewards it counts."""
     hist = loop.history
-    rewards = [h["reward_mean"] for h in hist if h["reward_mean"] == h["reward_mean"]]
     return TrainSummary(
         stopped=reason,
         steps=len(hist),
@@ -147,7 +176,7 @@ def run_training(
         samples=state.samples,
         reward_first=rewards[0] if rewards else None,
         reward_last=rewards[-1] if rewards else None,
-        reward_failures=loop.failures_total,
+        reward_failures=reward_failures,
         skipped=int(loop.feeder_stats.get("skipped", 0)),
         dead_letters=int(loop.feeder_stats.get("dead_letters", 0)),
         checkpoint=checkpoint,

@@ -24,16 +24,11 @@ class LoggedCompletion(_Model):
     )
 
 
-class TrainingTask(_Model):
-    """One prompt to sample a group for, built from one version of one trajectory."""
+class FedItem(_Model):
+    """What the feeder hands out for one trajectory version, with the train-topic record it came from."""
 
     trajectory_id: str
     version: int
-    messages: list[dict[str, Any]]
-    prompt_ids: list[int]
-    reference: str | None = None
-    logged_reward: float | None = None
-    logged: LoggedCompletion | None = None
     topic: str = ""
     partition: int = -1
     offset: int = -1
@@ -41,6 +36,16 @@ class TrainingTask(_Model):
     @property
     def key(self) -> str:
         return f"{self.trajectory_id}:v{self.version}"
+
+
+class TrainingTask(FedItem):
+    """One prompt to sample a group for, built from one version of one trajectory."""
+
+    messages: list[dict[str, Any]]
+    prompt_ids: list[int]
+    reference: str | None = None
+    logged_reward: float | None = None
+    logged: LoggedCompletion | None = None
 
 
 class Sample(_Model):

@@ -7,9 +7,9 @@ under its main reason (a later version with a reward is still taken).
 from __future__ import annotations
 
 from collections import Counter
+from functools import cached_property
 from typing import Any
 
-from sluice.config import SluiceConfig
 from sluice.events import Trajectory
 from trainers.actors.feeder import TaskFeeder
 from trainers.exceptions import TaskError
@@ -18,16 +18,10 @@ from trainers.live.samples import LiveItem
 
 
 class LiveFeeder(TaskFeeder):
-    def __init__(
-        self,
-        cfg: SluiceConfig,
-        tokenizer: Any,
-        max_prompt_tokens: int,
-        start_offsets: dict[int, int] | None = None,
-        taken: dict[str, int] | None = None,
-    ) -> None:
-        super().__init__(cfg, tokenizer, max_prompt_tokens, start_offsets, taken)
-        self.step_counts: Counter[str] = Counter()
+    @cached_property
+    def step_counts(self) -> Counter[str]:
+        """Steps of the versions built so far: samples taken, and the others by the reason left out."""
+        return Counter()
 
     def _build(self, traj: Trajectory) -> LiveItem:  # type: ignore[override]
         t = self.cfg.trainer

@@ -29,7 +29,7 @@ from trainers.live.grouping import GroupAssembler
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.samples import LiveItem, LiveRow
 from trainers.live.staleness import apply_staleness
-from trainers.loop import StopFlag
+from trainers.loop import StopFlag, save_checkpoint
 from trainers.metrics import MetricsLog, StepProgress
 
 log = logging.getLogger("sluice.trainer.live")
@@ -222,10 +222,7 @@ class LiveLoop:
         return list(self.items.values())
 
     def checkpoint(self) -> str:
-        keep = [(i.trajectory_id, i.version, i.partition, i.offset) for i in self.untrained()]
-        offsets, taken = ray.get(self.feeder.checkpoint.remote(keep))
-        self.state.feeder_offsets = {self.topic: offsets}
-        self.state.taken_versions = taken
-        self.checkpoint_path = ray.get(self.learner.save.remote(self.output_dir, self.state))
-        log.info("checkpoint %s (step %d, policy v%d)", self.checkpoint_path, self.state.step, self.version)
+        self.checkpoint_path = save_checkpoint(
+            self.feeder, self.learner, self.output_dir, self.topic, self.state, self.untrained(), log
+        )
         return self.checkpoint_path

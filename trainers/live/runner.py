@@ -15,7 +15,7 @@ from typing import Any
 
 from sluice.config import SluiceConfig
 from trainers.config import TINY_MODEL_NAME
-from trainers.runner import TrainSummary, _model_limits, _start_state
+from trainers.runner import TrainSummary, _model_limits, _start_state, run_loop, summarize
 from trainers.smollm2 import SMOLLM2_NAME
 
 log = logging.getLogger("sluice.trainer.live")
@@ -61,29 +61,5 @@ def run_live_training(
             "live trainer ready: policy v%d, reading %s, pushing to %s", version, topic, servers or "none"
         )
         loop = LiveLoop(t, str(output_dir), topic, feeder, learner, state, metrics, stop, on_step)
-        stop.install()
-        try:
-            reason = loop.run(max_steps)
-            checkpoint = loop.checkpoint()
-        finally:
-            stop.restore()
-            metrics.close()
-            ray.get(feeder.close.remote())
-            for actor in (feeder, learner):
-                ray.kill(actor)
-    hist = loop.history
-    rewards = [h["reward_mean"] for h in hist]
-    return TrainSummary(
-        stopped=reason,
-        steps=len(hist),
-        step=state.step,
-        policy_version=state.policy_version,
-        samples=state.samples,
-        reward_first=rewards[0] if rewards else None,
-        reward_last=rewards[-1] if rewards else None,
-        skipped=int(loop.feeder_stats.get("skipped", 0)),
-        dead_letters=int(loop.feeder_stats.get("dead_letters", 0)),
-        checkpoint=checkpoint,
-        elapsed_s=hist[-1]["elapsed_s"] if hist else 0.0,
-        history=hist,
-    )
+        reason, checkpoint = run_loop(loop, max_steps, stop, metrics, feeder, [feeder, learner])
+    return summarize(loop, state, reason, checkpoint, [h["reward_mean"] for h in loop.history])

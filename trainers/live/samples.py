@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainers.samples import FedItem
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -39,20 +41,11 @@ class LiveSample(_Model):
     )
 
 
-class LiveItem(_Model):
+class LiveItem(FedItem):
     """One trajectory version from the train topic, as the feeder hands it out."""
 
-    trajectory_id: str
-    version: int
     samples: list[LiveSample]
     skipped_steps: dict[str, int] = Field(default_factory=dict, description="reason -> steps left out.")
-    topic: str = ""
-    partition: int = -1
-    offset: int = -1
-
-    @property
-    def key(self) -> str:
-        return f"{self.trajectory_id}:v{self.version}"
 
 
 class LiveRow(_Model):
