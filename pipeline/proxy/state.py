@@ -17,6 +17,7 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.headers import HeaderRecorder
 from pipeline.proxy.linking import HistoryLinker
 from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.openai_responses.chains import ResponseChains
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
@@ -53,6 +54,7 @@ class ProxyState:
             proxy.link_token_budget,
             hash_key=self._link_key(),
         )
+        self.response_chains = ResponseChains(proxy.response_chains, digest=self.linker.digest)  # memory only
         self.erasure_offsets: dict[int, int] = {}
         self.erasure_listener: ErasureListener | None = None
         self.upstreams = Upstreams(proxy.backends)
@@ -138,11 +140,18 @@ class ProxyState:
         self.started = True
 
     def apply_erasure(self, event: ErasureEvent, partition: int, next_offset: int) -> None:
-        """Purge the linking state an erasure covers and write ``links.json`` without it right away."""
+        """Purge the linking state and the response chains an erasure covers; write ``links.json`` without
+        it right away."""
+        chains = self.response_chains.forget(event)
         dropped = self.linker.forget(event)
         self.erasure_offsets[partition] = next_offset
         self._save_links()
-        log.info("erasure %s: %d linked trajectories forgotten", event.erasure_id, dropped)
+        log.info(
+            "erasure %s: %d linked trajectories and %d kept responses forgotten",
+            event.erasure_id,
+            dropped,
+            chains,
+        )
 
     async def stop(self) -> None:
         if self.erasure_listener is not None:
