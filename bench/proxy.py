@@ -9,8 +9,8 @@ One run starts a LocalBroker (Tansu), the echo backend (``infra.echo_backend``),
 processes: publishing off, publishing on (the config's broker profile, ``tansu``: one record per produce
 request), publishing on with ``broker.profile: kafka`` (batching allowed, as on a real cluster; a
 what-if, not a target), publishing with ``proxy.wal_fsync``; and the peers (``bench.peers``), all
-against the same backend. Each run is driven by a load generator in its own process (aiohttp, loopback,
-64 concurrent clients, non-streaming chat completions, a new trajectory per call):
+against the same backend. Each run is driven by a load generator in its own process (``bench.loadgen``,
+aiohttp on loopback, 64 concurrent clients, non-streaming chat completions, a new trajectory per call):
 
 - latency at a fixed offered load (``--rate`` requests/s spread over the 64 clients): p50/p99 direct and
   through the proxy; the difference is the latency the proxy adds (targets: p50 <= 2 ms, p99 <= 10 ms,
@@ -34,7 +34,6 @@ The final line is one JSON object with the figures and the targets.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import subprocess
@@ -48,9 +47,9 @@ from typing import Any
 
 import yaml
 
+from bench.loadgen import KEY, MODEL, run_load
+
 ROOT = Path(__file__).resolve().parent.parent
-KEY = "sk-bench-0000"
-MODEL = "bench-model"
 PACED = ("direct", "nopub", "pub", "pub_fsync")
 CLOSED = ("direct", "nopub", "pub", "pub_batched")
 PEER_PACED = ("direct", "nopub", "pub")  # at --peer-rate, with the peers
@@ -62,86 +61,6 @@ TARGETS = {
     "added_p50_vs_litellm_max": 1 / 3,
     "throughput_vs_litellm_min": 2.0,
 }
-
-
-# ----------------------------------------------------------------------------- load generator (own process)
-
-
-async def _load(
-    url: str, mode: str, concurrency: int, duration: float, rate: float, warmup: float, model: str
-) -> dict[str, Any]:
-    import aiohttp
-
-    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
-    lat: list[float] = []
-    errors = 0
-    counter = 0
-    done = 0
-    t_start = time.perf_counter()
-    t_measure = t_start + warmup
-    t_end = t_measure + duration
-    interval = concurrency / rate if mode == "paced" else 0.0
-
-    async def worker(w: int, session: aiohttp.ClientSession) -> None:
-        nonlocal errors, counter, done
-        next_at = t_start + (w / concurrency) * interval
-        while True:
-            now = time.perf_counter()
-            if now >= t_end:
-                return
-            if interval:
-                if next_at > now:
-                    await asyncio.sleep(next_at - now)
-                next_at += interval
-            counter += 1
-            body = {
-                "model": model,
-                "messages": [
-                    {"role": "system", "content": "You are a benchmark agent. Answer briefly."},
-                    {"role": "user", "content": f"request {w}-{counter}: what is the weather like today?"},
-                ],
-                "max_tokens": 64,
-            }
-            data = json.dumps(body).encode()
-            t0 = time.perf_counter()
-            try:
-                async with session.post(url, data=data, headers=headers) as resp:
-                    await resp.read()
-                    ok = resp.status == 200
-            except aiohttp.ClientError:
-                ok = False
-            t1 = time.perf_counter()
-            if ok and t_measure <= t1 <= t_end:
-                done += 1  # throughput: answers completed in the window
-            if t_measure <= t0 < t_end:  # latency: every request sent in the window, however long it took
-                if ok:
-                    lat.append(t1 - t0)
-                else:
-                    errors += 1
-
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        await asyncio.gather(*(worker(w, session) for w in range(concurrency)))
-    lat.sort()
-    n = len(lat)
-    return {
-        "requests": n,
-        "sent": counter,
-        "errors": errors,
-        "rps": done / duration,
-        "p50_ms": 1000 * statistics.median(lat) if n else None,
-        "p99_ms": 1000 * lat[min(n - 1, int(0.99 * n))] if n else None,
-    }
-
-
-def run_load(
-    url: str, mode: str, concurrency: int, duration: float, rate: float, warmup: float, model: str = MODEL
-) -> dict[str, Any]:
-    """The load generator in a separate process (never the proxy's)."""
-    args = [sys.executable, "-m", "bench.proxy", "--loadgen", url, "--mode", mode, "--concurrency", str(concurrency),
-            "--duration", str(duration), "--rate", str(rate), "--warmup", str(warmup), "--model", model]  # fmt: skip
-    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # ----------------------------------------------------------------------------- services
@@ -229,20 +148,7 @@ def main() -> None:
     ap.add_argument(
         "--peer-rate", type=float, default=20.0, help="Offered load of the latency runs against the peers."
     )
-    ap.add_argument("--loadgen", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--mode", default="closed", help=argparse.SUPPRESS)
-    ap.add_argument("--model", default=MODEL, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.loadgen:
-        import uvloop
-
-        result = uvloop.run(
-            _load(
-                args.loadgen, args.mode, args.concurrency, args.duration, args.rate, args.warmup, args.model
-            )
-        )
-        print(json.dumps(result))
-        return
 
     from bench import peers as peer_procs
     from infra.broker import LocalBroker, free_port
