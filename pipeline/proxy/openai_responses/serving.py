@@ -18,6 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pipeline.proxy.backend_call import metadata_task_id
 from pipeline.proxy.chat_step import ChatStep
 from pipeline.proxy.context import CallContext, call_context
 from pipeline.proxy.http_io import read_json
@@ -52,7 +53,16 @@ async def create_response(request: Request) -> Response:
         if ctx.explicit_id is None and state.linker.extendable(ctx.caller.tenant, found.trajectory_id, now):
             ctx.explicit_id, ctx.explicit_by = found.trajectory_id, "response"
     chat = to_chat(body, history)
-    step = ChatStep(state, ctx, chat, None, backend=backend, operation="responses", provider="openai")
+    step = ChatStep(
+        state,
+        ctx,
+        chat,
+        None,
+        backend=backend,
+        task_id=metadata_task_id(body),
+        operation="responses",
+        provider="openai",
+    )
     headers = step_headers(step.record)
     rid = "resp_" + new_id()
     keep = req.store is not False and state.config.proxy.response_chains.max_responses > 0
