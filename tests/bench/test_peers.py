@@ -44,7 +44,7 @@ def test_peer_serves_the_benchmark_load_and_stops(name: str, echo_port: int, tmp
     else:
         peer = peers.start_tensorzero(tmp_path, echo_port)
     try:
-        body = {"model": peer.model, "messages": [{"role": "user", "content": "hi peer"}], "max_tokens": 16}
+        body = {"model": peer.model, "messages": [{"role": "user", "content": "hi peer"}], "max_tokens": 64}
         req = urllib.request.Request(
             peer.url,
             json.dumps(body).encode(),
