@@ -1,7 +1,8 @@
 """Response chains for ``previous_response_id``: what each served response added, per tenant, in memory.
 
 Each response the proxy serves (with ``store`` not false) leaves one link: the chat messages it added (its
-input items, without ``instructions``, which the Responses API never carries over, and its reply), the
+input items, without ``instructions``, which the Responses API never carries over, and its reply; kept as
+compact JSON, so nothing a caller does with an expanded history changes what is kept), the
 response it continued, its trajectory and the keyed digests of the data subjects named on the way. A call
 naming ``previous_response_id`` gets the whole conversation back by walking the links up to the root,
 and the proxy sends it to the chat backend in front of the new input.
@@ -40,8 +41,7 @@ class ChainLink:
     tenant: str
     trajectory_id: str
     parent: str | None  # the response this one continued
-    messages: tuple[dict, ...]  # chat messages it added: its input items, then its reply
-    nbytes: int
+    messages: bytes  # JSON of the chat messages it added (its input items, then its reply): immutable
     subjects: frozenset[bytes]  # keyed digests of the subject ids named on it and its ancestors
     last_used: float
 
@@ -55,9 +55,13 @@ class ChainHistory:
     subjects: frozenset[bytes]
 
 
+def encode_messages(messages: Iterable[dict]) -> bytes:
+    """How a link keeps its messages (and what counts against ``max_bytes``): compact JSON."""
+    return json.dumps(list(messages), ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def message_bytes(messages: Iterable[dict]) -> int:
-    """What a link's messages count against ``max_bytes`` (their JSON size)."""
-    return len(json.dumps(list(messages), ensure_ascii=False, separators=(",", ":")).encode())
+    return len(encode_messages(messages))
 
 
 class ResponseChains:
@@ -89,7 +93,7 @@ class ResponseChains:
         for key, link in reversed(chain):  # the root ends up least recent of the chain, the tip most
             link.last_used = now
             self._links.move_to_end(key)
-        messages = [m for _, link in reversed(chain) for m in link.messages]
+        messages = [m for _, link in reversed(chain) for m in json.loads(link.messages)]
         tip = chain[0][1]
         return ChainHistory(messages, tip.trajectory_id, tip.subjects)
 
@@ -107,8 +111,8 @@ class ResponseChains:
     ) -> bool:
         """Keep a served response; False when chains are off or it alone is larger than ``max_bytes``."""
         cfg = self.config
-        nbytes = message_bytes(messages)
-        if cfg.max_responses == 0 or nbytes > cfg.max_bytes:
+        data = encode_messages(messages)
+        if cfg.max_responses == 0 or len(data) > cfg.max_bytes:
             return False
         key = (tenant, response_id)
         if key in self._links:
@@ -121,8 +125,8 @@ class ResponseChains:
             else:
                 subjects |= up.subjects
                 self._children.setdefault((tenant, parent), set()).add(response_id)
-        self._links[key] = ChainLink(tenant, trajectory_id, parent, tuple(messages), nbytes, subjects, now)
-        self.total_bytes += nbytes
+        self._links[key] = ChainLink(tenant, trajectory_id, parent, data, subjects, now)
+        self.total_bytes += len(data)
         self._expire(now)
         while self._links and (len(self._links) > cfg.max_responses or self.total_bytes > cfg.max_bytes):
             self._drop(next(iter(self._links)))
@@ -146,7 +150,7 @@ class ResponseChains:
             if link is None:
                 continue
             dropped += 1
-            self.total_bytes -= link.nbytes
+            self.total_bytes -= len(link.messages)
             if link.parent is not None:
                 siblings = self._children.get((k[0], link.parent))
                 if siblings is not None:

@@ -41,6 +41,10 @@ def test_history_is_the_whole_conversation_oldest_first_and_branches() -> None:
     assert chains.history("acme", "b", 2.0).messages == turn("r turn 0") + turn("branch")
     assert chains.history("acme", "r2", 2.0).messages[-1]["content"] == "Echo: r turn 2"
     assert chains.history("acme", "nope", 2.0) is None
+    # what a caller does with an expanded history never changes what is kept
+    got = chains.history("acme", "r2", 2.0)
+    got.messages[0]["content"] = "overwritten"
+    assert chains.history("acme", "r2", 2.0).messages[0]["content"] == "r turn 0"
 
 
 def test_tenant_isolation_another_tenants_id_is_not_found() -> None:
