@@ -17,21 +17,18 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, validation_problems
+from sluice.frozen import Frozen
 from trainers.config import TrainerConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "sluice.yaml"
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class BrokerConfig(Frozen):
@@ -115,7 +112,9 @@ class TopicsConfig(Frozen):
     erasure: str = "erasure"
     policy_events: str = "policy.events"
     overlays: str = Field("overlays", description="Overlay assignments per tenant/task (compacted).")
-    ledger: str = Field("evolution.ledger", description="Every proposal, gate and decision of the control plane.")
+    ledger: str = Field(
+        "evolution.ledger", description="Every proposal, gate and decision of the control plane."
+    )
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
@@ -254,11 +253,7 @@ class SluiceConfig(Frozen):
 
 def format_validation_error(err: ValidationError) -> list[str]:
     """One line per bad field: ``dotted.path: reason``."""
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
-        lines.append(f"{loc}: {e['msg']}")
-    return lines
+    return [f"{loc or '<root>'}: {msg}" for loc, msg in validation_problems(err)]
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -282,6 +277,21 @@ def _expand_env(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_expand_env(v) for v in obj]
     return obj
+
+
+def env_references(obj: Any) -> dict[str, str | None]:
+    """Every ``${VAR}`` / ``${VAR:-default}`` in a raw config mapping: name -> default (None: required)."""
+    found: dict[str, str | None] = {}
+    if isinstance(obj, str):
+        for m in _ENV_REF.finditer(obj):
+            if found.get(m.group(1), "") is not None:
+                found[m.group(1)] = m.group(2)
+    elif isinstance(obj, dict | list):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            for name, default in env_references(value).items():
+                if found.get(name, "") is not None:
+                    found[name] = default
+    return found
 
 
 def parse_config(data: dict[str, Any] | None, base_dir: Path | None = None) -> SluiceConfig:

@@ -13,16 +13,13 @@ import fnmatch
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from sluice.events import TENANT_PATTERN
+from sluice.frozen import Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BackendConfig(_Frozen):
+class BackendConfig(Frozen):
     """One OpenAI-compatible upstream (vLLM, a hosted API, the local CPU model server)."""
 
     name: str
@@ -53,7 +50,7 @@ class BackendConfig(_Frozen):
         return None
 
 
-class ApiKeyConfig(_Frozen):
+class ApiKeyConfig(Frozen):
     """An agent-facing key; the tenant comes from here, never from a self-declared header alone."""
 
     key: SecretStr
@@ -67,7 +64,7 @@ class ApiKeyConfig(_Frozen):
     )
 
 
-class ResponseChainConfig(_Frozen):
+class ResponseChainConfig(Frozen):
     """What the proxy keeps for ``previous_response_id`` on ``/v1/responses`` (in memory only)."""
 
     max_responses: int = Field(
@@ -79,7 +76,7 @@ class ResponseChainConfig(_Frozen):
     ttl_s: float = Field(3600.0, gt=0, description="A response is forgotten this long after its last use.")
 
 
-class ProxyConfig(_Frozen):
+class ProxyConfig(Frozen):
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=0, le=65535)
     backends: list[BackendConfig] = Field(default_factory=list)
