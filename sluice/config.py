@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
+from pipeline.evolve.config import EvolveConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
@@ -115,7 +116,9 @@ class TopicsConfig(Frozen):
     erasure: str = "erasure"
     policy_events: str = "policy.events"
     overlays: str = Field("overlays", description="Overlay assignments per tenant/task (compacted).")
-    ledger: str = Field("evolution.ledger", description="Every proposal, gate and decision of the control plane.")
+    ledger: str = Field(
+        "evolution.ledger", description="Every proposal, gate and decision of the control plane."
+    )
 
     def name(self, logical: str) -> str:
         """Full topic name of a logical topic, e.g. ``name('steps_raw') -> 'sluice.steps.raw'``."""
@@ -219,6 +222,7 @@ class SluiceConfig(Frozen):
     up: UpConfig = Field(default_factory=UpConfig)
     otel: OtelExportConfig = Field(default_factory=OtelExportConfig)
     ui: ConsoleConfig = Field(default_factory=ConsoleConfig)
+    evolve: EvolveConfig = Field(default_factory=EvolveConfig)
     base_dir: Path = Field(Path("."), description="Relative paths in this file resolve against it.")
 
     @field_validator("base_dir")
