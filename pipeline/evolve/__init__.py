@@ -1,2 +1,2 @@
-"""The evolution control plane's services: the gates a proposal passes, the loop that drives them, and
-the `sluice evolve` commands."""
+"""The control plane's processes: publishing ledger entries and overlay assignments, proposing and gating
+updates. The pure decisions they act on live in ``governance.evolve``."""
