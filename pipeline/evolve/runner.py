@@ -108,6 +108,7 @@ class EvolveRunner:
                 previous_overlay_id=before.active.overlay_id if before and before.active else None,
             ).model_copy(update={"entry_id": entry_id})
         )
+        after = after.model_copy(update={"updated_at": utcnow()})  # takes effect now, after its entry
         self.pub.assign(after)
         return after
 

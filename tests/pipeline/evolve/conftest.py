@@ -41,7 +41,9 @@ class World:
             while scalar(client, sql) != len(ids):
                 dead = scalar(client, "SELECT count(*) FROM dead_letters")
                 if dead or time.monotonic() > deadline:
-                    raise AssertionError(f"sink did not store {len(ids)} trajectories:\n{self.sink.output()[-3000:]}")
+                    raise AssertionError(
+                        f"sink did not store {len(ids)} trajectories:\n{self.sink.output()[-3000:]}"
+                    )
                 time.sleep(0.2)
         finally:
             client.close()

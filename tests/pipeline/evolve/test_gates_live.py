@@ -112,7 +112,9 @@ def test_offline_fails_a_candidate_that_regresses_held_out_reward(
 def test_canary_reads_live_arms_and_decides(world: World, client: StoreClient) -> None:
     control, winner, loser = CANDIDATES["useless"], CANDIDATES["fixes"], CANDIDATES["forgets_name"]
     since = utcnow()
-    world.ingest(canary_traffic("win", control.overlay_id, winner.overlay_id, 0.2, 0.9, per_arm=30, start=since))
+    world.ingest(
+        canary_traffic("win", control.overlay_id, winner.overlay_id, 0.2, 0.9, per_arm=30, start=since)
+    )
     a = OverlayAssignment(tenant=TENANT, task_id=TASK, active=control, candidate=winner, canary_share=0.5)
     got, evidence = read_canary(client, a, since, world.cfg.evolve.canary)
     assert got.decision == "promote", got.summary
@@ -120,7 +122,9 @@ def test_canary_reads_live_arms_and_decides(world: World, client: StoreClient) -
     assert "overlay_arm" in evidence.query
 
     since = utcnow()
-    world.ingest(canary_traffic("lose", control.overlay_id, loser.overlay_id, 0.9, 0.1, per_arm=30, start=since))
+    world.ingest(
+        canary_traffic("lose", control.overlay_id, loser.overlay_id, 0.9, 0.1, per_arm=30, start=since)
+    )
     b = a.model_copy(update={"candidate": loser})
     lost, _ = read_canary(client, b, since, world.cfg.evolve.canary)
     assert lost.decision == "rollback" and lost.numbers["reward"]["upper"] < 0
@@ -133,8 +137,16 @@ def test_canary_rolls_back_when_calls_fail_more_on_the_candidate(world: World, c
     control, cand = CANDIDATES["useless"], CANDIDATES["leaks_pii"]
     since = utcnow()
     world.ingest(
-        canary_traffic("err", control.overlay_id, cand.overlay_id, 0.5, 0.5, per_arm=30, start=since,
-                       candidate_error_rate=0.9)  # fmt: skip
+        canary_traffic(
+            "err",
+            control.overlay_id,
+            cand.overlay_id,
+            0.5,
+            0.5,
+            per_arm=30,
+            start=since,
+            candidate_error_rate=0.9,
+        )  # fmt: skip
     )
     a = OverlayAssignment(tenant=TENANT, task_id=TASK, active=control, candidate=cand, canary_share=0.5)
     got, _ = read_canary(client, a, since, world.cfg.evolve.canary)

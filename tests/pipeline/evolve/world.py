@@ -57,7 +57,9 @@ def step(
             messages=[Message(role="system", content=SYSTEM), Message(role="user", content=question)]
         ),
         hidden_state={"reference": reference},
-        action=Action(choices=[Choice(message=Message(role="assistant", content=reply), finish_reason="stop")]),
+        action=Action(
+            choices=[Choice(message=Message(role="assistant", content=reply), finish_reason="stop")]
+        ),
         action_result={"error": error, "status_code": 500 if error else 200},
         metadata=StepMetadata(
             gen_ai=GenAIAttributes(request_model=MODEL, response_model=MODEL),
@@ -72,7 +74,9 @@ def step(
     )
 
 
-def trajectory(tid: str, steps: list[StepEvent], reward: float | None, grade: str, at: datetime) -> Trajectory:
+def trajectory(
+    tid: str, steps: list[StepEvent], reward: float | None, grade: str, at: datetime
+) -> Trajectory:
     return Trajectory(
         trajectory_id=tid,
         event_id=f"{tid}:v1",
@@ -85,7 +89,9 @@ def trajectory(tid: str, steps: list[StepEvent], reward: float | None, grade: st
         first_step_at=at,
         ended_at=at + timedelta(seconds=2),
         governance=Governance(
-            redaction="redacted", redaction_report=RedactionReport(), replay=ReplayGrade(grade=grade)  # type: ignore[arg-type]
+            redaction="redacted",
+            redaction_report=RedactionReport(),
+            replay=ReplayGrade(grade=grade),  # type: ignore[arg-type]
         ),
     )
 
@@ -153,7 +159,10 @@ def canary_traffic(
     out = []
     for i in range(per_arm):
         slot = (i * 7) % 10  # 0..9, evenly spread
-        for arm, oid, rate in (("control", control_id, control_rate), ("candidate", candidate_id, candidate_rate)):
+        for arm, oid, rate in (
+            ("control", control_id, control_rate),
+            ("candidate", candidate_id, candidate_rate),
+        ):
             at = start + timedelta(milliseconds=10 * i)
             tid = f"{prefix}-{arm}-{i}"
             q, ref, _ = QUESTIONS[i % len(QUESTIONS)]
