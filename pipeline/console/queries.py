@@ -138,3 +138,24 @@ class Page:
     rows: list[dict] = field(default_factory=list)
     total: int = 0
     facets: dict[str, list[str]] = field(default_factory=dict)
+
+
+# The evolution ledger: one row per proposal (its latest entry says where it stands), then one proposal's
+# entries in order. Read from the store's `evolution_ledger` view, scoped to the caller's tenant.
+PROPOSALS_SQL = """
+    SELECT proposal_id, any_value(tenant) AS tenant, any_value(task_id) AS task_id,
+           arg_max(surface, created_at) AS surface, arg_max(kind, created_at) AS last_kind,
+           arg_max(decision, created_at) FILTER (WHERE decision IS NOT NULL) AS decision,
+           count(*) FILTER (WHERE kind = 'gate' AND passed) AS gates_passed,
+           count(*) FILTER (WHERE kind = 'gate' AND NOT passed) AS gates_failed,
+           arg_min(summary, created_at) AS summary, min(created_at) AS proposed_at,
+           max(created_at) AS updated_at
+    FROM evolution_ledger GROUP BY proposal_id ORDER BY updated_at DESC LIMIT 200"""
+
+
+def ledger_sql(proposal_id: str) -> str:
+    return (
+        "SELECT entry_id, kind, surface, gate, passed, decision, summary, CAST(evidence AS VARCHAR) AS evidence, "
+        "CAST(diff AS VARCHAR) AS diff, overlay_id, previous_overlay_id, policy_version, actor, tenant, task_id, "
+        f"created_at FROM evolution_ledger WHERE proposal_id = {quote_literal(proposal_id)} ORDER BY created_at"
+    )

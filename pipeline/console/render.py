@@ -83,3 +83,14 @@ def learning_svg(points: list[tuple[str, float | None]], width: int = 640, heigh
         )
     parts.append("</svg>")
     return Markup("").join(Markup(p) if isinstance(p, str) else p for p in parts)
+
+
+def pretty_json(raw: str | None) -> str:
+    """A stored JSON document indented for reading ("" when empty)."""
+    if not raw:
+        return ""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return "" if value in ({}, [], None) else json.dumps(value, indent=2, sort_keys=True, default=str)

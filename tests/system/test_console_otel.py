@@ -1,5 +1,6 @@
 """Through the real components: agent traffic through the proxy, stage workers and sink; the OTLP
-exporter sends each audited trajectory to a real OTLP/HTTP receiver; `sluice status` judges every
+exporter sends each audited trajectory to a real OTLP/HTTP receiver, and a second exporter to Arize
+Phoenix, which the test reads back through Phoenix's own API; `sluice status` judges every
 service; `sluice ui` in a real headless Chromium (Playwright driving the system browser): sign in with a
 tenant's key, filter, open a trajectory, see its redactions and versions, and nothing of another tenant.
 Screenshots go to ``var/test-artifacts/console/``."""
@@ -28,6 +29,7 @@ from pipeline.status import collect, render
 from pipeline.up import running_stack
 from sluice.config import load_config
 from tests.otlp_receiver import OtlpReceiver
+from tests.phoenix_server import PHOENIX_BIN, PhoenixServer
 from tests.system.conftest import Stack, stack_config
 
 pytestmark = pytest.mark.slow
@@ -43,7 +45,22 @@ def receiver() -> Iterator[OtlpReceiver]:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver) -> Iterator[Stack]:
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer | None]:
+    """Phoenix, started before the stack so that both come up together (None where not installed)."""
+    if not PHOENIX_BIN.exists():
+        yield None
+        return
+    server = PhoenixServer(tmp_path_factory.mktemp("phoenix")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver, phoenix: PhoenixServer | None
+) -> Iterator[Stack]:
     """The embedded default (two stage workers, no stage web port) with the OTLP exporter on."""
     tmp = tmp_path_factory.mktemp("console-stack")
     path = stack_config(tmp)
@@ -139,6 +156,59 @@ def test_otlp_receiver_reads_back_each_trajectory_as_genai_spans(
     leaked = [c for c in canaries() if c in blob]
     assert leaked == [], leaked  # never the raw traffic
     assert "sk-sluice-" not in blob  # nor an API key
+
+
+def test_phoenix_reads_back_each_trajectory(
+    stack: Stack, landed: dict, phoenix: PhoenixServer | None
+) -> None:
+    """A second exporter, in its own consumer group, sends the same audited trajectories to Phoenix."""
+    if phoenix is None:
+        pytest.skip("no Phoenix: bash infra/install.sh installs it in var/phoenix")
+    phoenix.wait_ready()
+    data = yaml.safe_load(stack.path.read_text())
+    data["otel"] = {"enabled": True, "endpoint": phoenix.endpoint, "group_id": "sluice-otel-phoenix"}
+    path = stack.path.with_name("phoenix.yaml")
+    path.write_text(yaml.safe_dump(data))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sluice.cli", "otel-export", "--config", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    ids, tenants = landed["ids"], landed["tenants"]
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            spans = phoenix.spans()
+            roots = {
+                s["attributes"]["sluice.trajectory.id"]: s
+                for s in spans
+                if s["name"] == "invoke_agent" and s["attributes"].get("sluice.trajectory.id") in ids
+            }
+            if set(roots) == set(ids) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    assert set(roots) == set(ids)
+    for tid, root in roots.items():
+        assert root["context"]["trace_id"] == f"{trace_id(tid):032x}" and root["parent_id"] is None
+        assert root["attributes"]["sluice.tenant"] == tenants[tid]
+        assert root["attributes"]["sluice.eligibility.decision"] in ("train", "audit_only")
+        chats = [
+            s for s in spans
+            if s["context"]["trace_id"] == root["context"]["trace_id"] and s["name"].startswith("chat ")
+        ]  # fmt: skip
+        assert chats and all(s["parent_id"] == root["context"]["span_id"] for s in chats)
+        for s in chats:
+            a = s["attributes"]
+            assert a["gen_ai.request.model"] == "sluice-tiny" and a["gen_ai.usage.input_tokens"] > 0
+            assert a["gen_ai.response.finish_reasons"]
+            assert a["gen_ai.conversation.id"] == root["attributes"]["gen_ai.conversation.id"]
+    evaluations = [e for s in spans for e in s["events"] if e["name"] == "gen_ai.evaluation.result"]
+    assert evaluations
+    blob = json.dumps(spans)
+    assert [c for c in canaries() if c in blob] == [] and "sk-sluice-" not in blob
 
 
 @pytest.fixture(scope="module")
