@@ -44,7 +44,7 @@ def _overlay_lines(overlay: dict[str, Any] | None) -> list[str]:
 
 
 def _numbers(numbers: dict[str, Any]) -> str:
-    keep = {k: v for k, v in numbers.items() if not isinstance(v, list | dict)}
+    keep = {k: v for k, v in numbers.items() if v is not None and not isinstance(v, list | dict)}
     return ", ".join(f"{k}={round(v, 3) if isinstance(v, float) else v}" for k, v in keep.items())
 
 
@@ -71,10 +71,12 @@ def explain(entries: list[dict[str, Any]]) -> str:
             candidate = proposal.get("candidate") or change.get("candidate")
             cluster = proposal.get("cluster") or evidence.get("cluster") or {}
             if cluster:
+                baseline = cluster.get("baseline_reward")
                 lines.append(
                     f"    why: {cluster.get('signal')} cluster, {cluster.get('failures')}/{cluster.get('trajectories')}"
-                    f" failing, reward {cluster.get('mean_reward')} vs {cluster.get('baseline_reward')} elsewhere;"
-                    f" {cluster.get('reason', '')}"
+                    f" failing, mean reward {cluster.get('mean_reward')}"
+                    + (f" vs {baseline} in the rest of the scope" if baseline is not None else "")
+                    + (f"; {cluster['reason']}" if cluster.get("reason") else "")
                 )
             lines.append("    what changes:")
             lines += _overlay_lines(candidate)

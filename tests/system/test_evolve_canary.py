@@ -170,6 +170,16 @@ def test_a_canary_that_loses_to_control_rolls_back_by_itself(stack: EvolveStack)
     assert [(a.proposal_id, a.what) for a in first.actions] == [(p.proposal_id, "canary")], first
 
     # 4. live traffic: the code changed; the proxy routes half the trajectories to the candidate
+    # (once it has read the assignment: until then trajectories carry no arm and the canary ignores them)
+    warm = iter(range(10_000))
+
+    def proxy_applies_it() -> bool:
+        seen = len(stack.backend.requests)
+        for _ in range(4):
+            stack.agent.trajectory(f"warm-{run}-{next(warm)}", ASK[0], live_checker)
+        return any(MEMORY_HEADER in b["messages"][0]["content"] for b in stack.backend.requests[seen:])
+
+    wait_until(proxy_applies_it, 60, "the proxy to apply the canary's assignment")
     seen_before = len(stack.backend.requests)
     live = [f"live-{run}-{i}" for i in range(160)]
     for i, tid in enumerate(live):
