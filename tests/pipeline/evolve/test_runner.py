@@ -123,3 +123,12 @@ def test_the_cli_lists_and_runs(world: World) -> None:
     assert ran.exit_code == 0, ran.output
     missing = cli.invoke(sluice_cli, ["evolve", "rollback", "pr-nope", "--config", str(world.path)])
     assert missing.exit_code != 0 and "no proposal pr-nope" in missing.output
+
+
+def test_the_scheduler_runs_passes_until_stopped(world: World) -> None:
+    import threading
+
+    from pipeline.evolve.scheduler import serve
+
+    reports = serve(world.cfg, threading.Event(), passes=2)
+    assert len(reports) == 2
