@@ -26,11 +26,13 @@ from sinks.flatten import (
     SourceRecord,
     dead_letter_row,
     invalid_row,
+    ledger_row,
     scrub_headers,
     trajectory_rows,
     unredacted_steps,
 )
 from sluice.events import DeadLetter, Trajectory, decode
+from sluice.evolution import LedgerEntry
 
 # Primary key of each batched table (what a repeat replaces).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -38,6 +40,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "steps": ("trajectory_id", "step_index"),
     "rewards": ("reward_id",),
     "dead_letters": ("event_id",),
+    "evolution_ledger": ("entry_id",),
 }
 # Tables where a newer version's row replaces an older one only when its content changed.
 _VERSIONED = ("steps",)
@@ -50,6 +53,7 @@ class BatchTopics:
     audited: str
     deadletter: str
     raw: frozenset[str] = frozenset()
+    ledger: str | None = None  # the control plane's ledger (LedgerEntry records)
 
 
 def validation_reason(err: ValidationError, limit: int = 5) -> str:
@@ -68,6 +72,7 @@ class RecordCounts:
     dead_letters: int = 0
     invalid: int = 0
     tombstones: int = 0
+    ledger_entries: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -108,6 +113,8 @@ class PendingBatch:
         self.offsets[(rec.topic, rec.partition)] = rec.offset + 1
         if rec.topic == self.topics.deadletter:
             self._add_dead_letter(rec, now)
+        elif rec.topic == self.topics.ledger:
+            self._add_ledger_entry(rec, now)
         elif rec.value is None:
             self._add_tombstone(rec)
         else:
@@ -172,6 +179,20 @@ class PendingBatch:
         self.counts.dead_letters += 1
         withhold = event.source_topic in self.topics.raw
         self._put("dead_letters", dead_letter_row(event, rec, withhold, now))
+
+    def _add_ledger_entry(self, rec: SourceRecord, now: datetime) -> None:
+        if rec.value is None:
+            return  # the ledger is append-only: a tombstone there removes nothing
+        try:
+            entry = LedgerEntry.model_validate_json(rec.value)
+        except ValidationError as err:
+            row = invalid_row(rec, validation_reason(err), "ValidationError", now)
+            row["trajectory_id"] = None  # the key is a proposal id, not a trajectory
+            self.counts.invalid += 1
+            self._put("dead_letters", row)
+            return
+        self.counts.ledger_entries += 1
+        self._put("evolution_ledger", ledger_row(entry, rec, now))
 
     def _add_tombstone(self, rec: SourceRecord) -> None:
         self.counts.tombstones += 1

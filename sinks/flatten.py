@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from sluice.events import DeadLetter, StepEvent, Trajectory
+from sluice.evolution import LedgerEntry
 
 Row = dict[str, Any]
 
@@ -232,6 +233,32 @@ def invalid_row(
         "original_bytes": len(value),
         "original_withheld": withhold_original,
         "created_at": now,
+        "ingested_at": now,
+        **_lineage(rec),
+    }
+
+
+def ledger_row(entry: LedgerEntry, rec: SourceRecord, now: datetime) -> Row:
+    """One ``evolution_ledger`` row: every field of the entry, evidence and diff as JSON text."""
+    return {
+        "entry_id": entry.entry_id,
+        "event_type": entry.event_type,
+        "proposal_id": entry.proposal_id,
+        "kind": entry.kind,
+        "surface": entry.surface,
+        "tenant": entry.tenant,
+        "task_id": entry.task_id,
+        "gate": entry.gate,
+        "passed": entry.passed,
+        "decision": entry.decision,
+        "summary": entry.summary,
+        "evidence": _json(entry.evidence),
+        "diff": _json(entry.diff),
+        "overlay_id": entry.overlay_id,
+        "previous_overlay_id": entry.previous_overlay_id,
+        "policy_version": entry.policy_version,
+        "actor": entry.actor,
+        "created_at": entry.created_at,
         "ingested_at": now,
         **_lineage(rec),
     }

@@ -1,4 +1,4 @@
-"""The sink process: consume the audited and dead-letter topics into DuckDB, serve queries meanwhile.
+"""The sink process: consume the audited, dead-letter and ledger topics into DuckDB, serve queries meanwhile.
 
 Offsets live in DuckDB, written in the same transaction as the rows (``DuckDBStore.write``), so the
 consumer never trusts the broker's committed offsets: on assignment it seeks every partition to the
@@ -58,6 +58,7 @@ class SinkRunner:
             audited=t.name("trajectories_audited"),
             deadletter=t.name("deadletter"),
             raw=frozenset({t.name("steps_raw"), t.name("rewards_raw")}),
+            ledger=t.name("ledger"),
         )
         self.batch = self._new_batch()
         self.stopping = threading.Event()
@@ -86,11 +87,11 @@ class SinkRunner:
         return 0
 
     def start(self) -> None:
-        sink = self.cfg.sink
+        sink, t = self.cfg.sink, self.cfg.topics
         conf = self.cfg.broker.consumer_config(sink.group_id, **{"enable.auto.offset.store": False})
         self._consumer = Consumer(conf)
         self._adopt_broker()
-        topics = [self.topics.audited, self.topics.deadletter]
+        topics = [self.topics.audited, self.topics.deadletter, t.name("ledger")]
         if sink.assignment == "group":
             self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
         else:

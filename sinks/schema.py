@@ -21,7 +21,7 @@ from __future__ import annotations
 from sinks.exceptions import SinkError
 from sinks.views import VIEWS, quote_literal
 
-STORE_SCHEMA_VERSION = "2"
+STORE_SCHEMA_VERSION = "3"
 
 # Lineage columns: where the sink read a stored trajectory version or dead letter.
 _LINEAGE_COLUMNS = (("record_topic", "VARCHAR"), ("record_partition", "INTEGER"), ("record_offset", "BIGINT"))
@@ -146,6 +146,28 @@ TABLES: dict[str, str] = {
         trajectory_id VARCHAR PRIMARY KEY,
         erasure_id VARCHAR,
         erased_at TIMESTAMPTZ""",
+    # One row per LedgerEntry (every field a column; evidence and diff as JSON), with where it was read.
+    "evolution_ledger": f"""
+        entry_id VARCHAR PRIMARY KEY,
+        event_type VARCHAR,
+        proposal_id VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        surface VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        task_id VARCHAR,
+        gate VARCHAR,
+        passed BOOLEAN,
+        decision VARCHAR,
+        summary VARCHAR,
+        evidence JSON,
+        diff JSON,
+        overlay_id VARCHAR,
+        previous_overlay_id VARCHAR,
+        policy_version VARCHAR,
+        actor VARCHAR,
+        created_at TIMESTAMPTZ,
+        ingested_at TIMESTAMPTZ,
+        {_LINEAGE_DDL}""",
 }
 
 # Tables whose rows belong to a trajectory (erasure and tombstones delete from all of them).
@@ -179,6 +201,9 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
         "DROP TABLE store.lineage",
         "DROP TABLE store.eligibility_decisions",
     ),
+    # 3: the evolution ledger (store.evolution_ledger), created by CREATE TABLE IF NOT EXISTS above;
+    # no stored row changes.
+    "2": (),
 }  # fmt: skip
 
 

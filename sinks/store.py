@@ -283,7 +283,9 @@ def without_erased(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) 
 
     One look-up of the batch's trajectory ids per batch, instead of an anti-join in every insert.
     """
-    ids = pa.chunked_array([t.column("trajectory_id") for t in tables.values()], pa.string())
+    ids = pa.chunked_array(
+        [t.column("trajectory_id") for t in tables.values() if "trajectory_id" in t.column_names], pa.string()
+    )
     con.register("_batch_ids", pa.table({"trajectory_id": pc.unique(ids)}))
     try:
         sql = "SELECT trajectory_id FROM store.erased_trajectories SEMI JOIN _batch_ids USING (trajectory_id)"
@@ -295,7 +297,10 @@ def without_erased(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) 
         return tables
     gone = pa.array(erased, pa.string())
     return {
-        n: t.filter(pc.invert(pc.is_in(t.column("trajectory_id"), value_set=gone))) for n, t in tables.items()
+        n: t.filter(pc.invert(pc.is_in(t.column("trajectory_id"), value_set=gone)))
+        if "trajectory_id" in t.column_names
+        else t
+        for n, t in tables.items()
     }
 
 

@@ -3,7 +3,9 @@
 ``trajectories`` is the latest version of each trajectory, ``training_set`` the train topic's rule over
 it, ``steps`` and ``redaction_reports`` the stored step columns plus fields read from the step record
 at query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows
-they describe. Each template takes a row condition, so a tenant's connection gets the same names as
+they describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
+trajectory served under an overlay assignment with its arm and outcome, ``overlay_outcomes`` their
+counts and rewards per tenant, task, overlay and arm. Each template takes a row condition, so a tenant's connection gets the same names as
 TEMP views filtered to its rows (``tenant_view_ddl``).
 
     sluice query "SELECT * FROM steps LIMIT 5"
@@ -127,6 +129,34 @@ _LINEAGE = """
     FROM store.dead_letters WHERE {cond}"""
 
 
+# Trajectories served under an overlay assignment, attributed to the arm and overlay of their first step
+# (the arm the trajectory was routed to when it began), with the outcome of their latest version.
+_OVERLAY_TRAJECTORIES = f"""
+    SELECT t.trajectory_id, t.tenant, s.task_id, s.overlay_id, s.overlay_arm, t.version, t.status,
+           t.rewarded, t.reward, t.policy_version, t.first_step_at, t.ended_at
+    FROM (SELECT trajectory_id, tenant, version, status, rewarded, reward, policy_version, first_step_at,
+                 ended_at
+          FROM store.trajectory_versions WHERE {{cond}}
+          QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY version DESC) = 1) AS t
+    JOIN (SELECT * FROM (
+              SELECT trajectory_id, {STEP_RECORD_FIELDS["task_id"]} AS task_id,
+                     {STEP_RECORD_FIELDS["overlay_id"]} AS overlay_id,
+                     {STEP_RECORD_FIELDS["overlay_arm"]} AS overlay_arm
+              FROM store.steps WHERE {{cond}}
+              QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY step_index) = 1)
+          WHERE overlay_arm IS NOT NULL) AS s
+    USING (trajectory_id)"""
+
+# Per tenant, task, overlay and arm: how its trajectories did (what a canary compares).
+_OVERLAY_OUTCOMES = """
+    SELECT tenant, task_id, overlay_id, overlay_arm, count(*) AS trajectories,
+           count_if(rewarded) AS rewarded, avg(reward) FILTER (WHERE rewarded) AS mean_reward,
+           stddev_samp(reward) FILTER (WHERE rewarded) AS reward_stddev,
+           sum(reward) FILTER (WHERE rewarded) AS reward_sum,
+           min(first_step_at) AS first_step_at, max(ended_at) AS last_ended_at
+    FROM ({trajectories}) GROUP BY tenant, task_id, overlay_id, overlay_arm"""
+
+
 def _grades_ok(min_train_grade: str) -> str:
     ok = GRADE_ORDER[: GRADE_ORDER.index(min_train_grade) + 1]
     return ", ".join(f"'{g}'" for g in ok)
@@ -160,6 +190,11 @@ VIEWS: dict[str, Callable[[str, str], str]] = {
     "lineage": lambda cond, _grade: _LINEAGE.format(cond=cond),
     "erasures": _simple("erasures"),
     "sink_offsets": _simple("offsets"),
+    "evolution_ledger": _simple("evolution_ledger"),
+    "overlay_trajectories": lambda cond, _grade: _OVERLAY_TRAJECTORIES.format(cond=cond),
+    "overlay_outcomes": lambda cond, _grade: _OVERLAY_OUTCOMES.format(
+        trajectories=_OVERLAY_TRAJECTORIES.format(cond=cond)
+    ),
 }
 
 # What a tenant's query may name: each resolves to a TEMP view filtered to that tenant.
@@ -171,6 +206,9 @@ TENANT_VIEWS = (
     "rewards",
     "redaction_reports",
     "eligibility_decisions",
+    "evolution_ledger",
+    "overlay_trajectories",
+    "overlay_outcomes",
 )
 
 

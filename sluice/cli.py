@@ -32,7 +32,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "status": "pipeline.status:status_command",
     "otel-export": "pipeline.otel_export.cli:otel_export_command",
     "ui": "pipeline.console.cli:ui_command",
-    "evolve": "pipeline.evolve.cli:evolve_command",
+    "evolve": "pipeline.evolve.cli:evolve_group",
 }
 
 

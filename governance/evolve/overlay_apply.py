@@ -1,9 +1,16 @@
-"""How an overlay edits an OpenAI-style chat request, and maps the response back to the agent's names.
+"""How an overlay edits a request, and maps the response back to the agent's names (pure).
 
 The overlay never rewrites the agent's system prompt whole: it drops the lines named in
 ``harness_remove`` (by ``harness_item_id``), appends its own harness items, and adds its memory entries
 as a block of facts after them. When the request has no system message, one is put first.
-Tool changes rewrite the declared tools; calls to a renamed tool are renamed back in the response.
+Tool changes rewrite the declared tools; a renamed tool is renamed everywhere the backend reads it (the
+tool list, a forced ``tool_choice``, earlier calls in the history), and calls to it are renamed back in
+the response, so the backend sees one consistent set of tools and the agent keeps its own.
+
+The same edits exist for each request shape the proxy accepts: OpenAI chat (``apply_to_chat``),
+Anthropic messages (``apply_to_anthropic``: top-level ``system``, tools with ``input_schema``, ``tool_use``
+blocks) and OpenAI responses (``apply_to_responses``: ``instructions``, flat function tools,
+``function_call`` items). Translating an edited request to chat gives the edited chat request.
 """
 
 from __future__ import annotations
@@ -84,7 +91,39 @@ def apply_to_chat(body: dict[str, Any], overlay: Overlay | None) -> dict[str, An
         out["messages"] = messages
     if overlay.tools and isinstance(body.get("tools"), list):
         out["tools"] = edit_tools(body["tools"], overlay)
+    renames = renamed_forward(overlay)
+    if renames:
+        choice = body.get("tool_choice")
+        fn = choice.get("function") if isinstance(choice, dict) else None
+        if isinstance(fn, dict) and fn.get("name") in renames:
+            out["tool_choice"] = {**choice, "function": {**fn, "name": renames[fn["name"]]}}
+        out["messages"] = [_rename_calls(m, renames) for m in out.get("messages") or messages]
     return out
+
+
+def renamed_forward(overlay: Overlay | None) -> dict[str, str]:
+    """The agent's tool name -> the name the backend sees, for every tool the overlay renames."""
+    if overlay is None:
+        return {}
+    return {c.tool: c.rename_to for c in overlay.tools if c.rename_to and c.rename_to != c.tool}
+
+
+def _rename_calls(message: Any, names: dict[str, str]) -> Any:
+    """A chat message whose tool calls use ``names`` (other messages as they are)."""
+    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+        return message
+    if not any(_call_name(c) in names for c in message["tool_calls"]):
+        return message
+    calls = [
+        {**c, "function": {**c["function"], "name": names[_call_name(c)]}} if _call_name(c) in names else c
+        for c in message["tool_calls"]
+    ]
+    return {**message, "tool_calls": calls}
+
+
+def _call_name(call: Any) -> Any:
+    fn = call.get("function") if isinstance(call, dict) else None
+    return fn.get("name") if isinstance(fn, dict) else None
 
 
 def renamed_back(overlay: Overlay | None) -> dict[str, str]:
@@ -97,13 +136,189 @@ def renamed_back(overlay: Overlay | None) -> dict[str, str]:
 def restore_tool_names(message: dict[str, Any], overlay: Overlay | None) -> dict[str, Any]:
     """An assistant message with calls to renamed tools given the agent's names again."""
     back = renamed_back(overlay)
-    calls = message.get("tool_calls")
-    if not back or not isinstance(calls, list):
+    if not back:
         return message
-    fixed = []
-    for call in calls:
-        fn = call.get("function") if isinstance(call, dict) else None
-        if isinstance(fn, dict) and fn.get("name") in back:
-            call = {**call, "function": {**fn, "name": back[fn["name"]]}}
-        fixed.append(call)
-    return {**message, "tool_calls": fixed}
+    return _rename_calls(message, back)
+
+
+def restore_completion(resp: dict[str, Any], overlay: Overlay | None) -> bool:
+    """Give every choice of a ``chat.completion`` the agent's tool names again, in place; True if changed."""
+    return _restore_in_place(resp, overlay, "message")
+
+
+def restore_chunk(chunk: dict[str, Any], overlay: Overlay | None) -> bool:
+    """The same for one streamed ``chat.completion.chunk`` (a tool call's name rides in one delta, whole,
+    as OpenAI-compatible servers send it), in place; True if changed."""
+    return _restore_in_place(chunk, overlay, "delta")
+
+
+def _restore_in_place(obj: dict[str, Any], overlay: Overlay | None, field: str) -> bool:
+    back = renamed_back(overlay)
+    if not back:
+        return False
+    changed = False
+    for choice in obj.get("choices") or ():
+        part = choice.get(field) if isinstance(choice, dict) else None
+        if not isinstance(part, dict):
+            continue
+        fixed = _rename_calls(part, back)
+        if fixed is not part:
+            choice[field] = fixed
+            changed = True
+    return changed
+
+
+# ---------------------------------------------------------------------------- Anthropic messages
+
+
+def _edit_block_text(text: str, overlay: Overlay) -> str:
+    """Only the removals (the additions go into one block of their own)."""
+    removed = set(overlay.harness_remove)
+    return "\n".join(ln for ln in text.splitlines() if not (ln.strip() and harness_item_id(ln) in removed))
+
+
+def _additions(overlay: Overlay) -> str:
+    return edit_system_prompt("", overlay.model_copy(update={"harness_remove": []}))
+
+
+def _edit_system_blocks(blocks: list[Any], overlay: Overlay) -> list[Any]:
+    """Anthropic ``system`` as text blocks: each block keeps its own fields (``cache_control``, say),
+    the removed lines leave it, and the additions follow as one more text block."""
+    out = [
+        {**b, "text": _edit_block_text(str(b.get("text", "")), overlay)}
+        if isinstance(b, dict) and b.get("type") == "text"
+        else b
+        for b in blocks
+    ]
+    extra = _additions(overlay)
+    if extra:
+        before = "".join(str(b.get("text", "")) for b in out if isinstance(b, dict))
+        out.append({"type": "text", "text": ("\n" if before.strip("\n") else "") + extra})
+    return out
+
+
+def _edit_flat_tools(tools: list[Any], overlay: Overlay, schema_key: str) -> list[Any]:
+    """Tools declared flat (``{"name", "description", <schema_key>}``): Anthropic and Responses."""
+    changes = {c.tool: c for c in overlay.tools}
+    out: list[Any] = []
+    for tool in tools:
+        change = changes.get(tool.get("name")) if isinstance(tool, dict) else None
+        if change is None:
+            out.append(tool)
+            continue
+        tool = dict(tool)
+        if change.rename_to:
+            tool["name"] = change.rename_to
+        if change.description is not None:
+            tool["description"] = change.description
+        if change.parameters is not None:
+            tool[schema_key] = copy.deepcopy(change.parameters)
+        out.append(tool)
+    return out
+
+
+def _named_choice(choice: Any, kind: str, names: dict[str, str]) -> Any:
+    if isinstance(choice, dict) and choice.get("type") == kind and choice.get("name") in names:
+        return {**choice, "name": names[choice["name"]]}
+    return choice
+
+
+def apply_to_anthropic(body: dict[str, Any], overlay: Overlay | None) -> dict[str, Any]:
+    """A copy of an Anthropic ``/v1/messages`` body with the overlay applied (the body is not changed)."""
+    if overlay is None or overlay.is_empty():
+        return body
+    out = dict(body)
+    if overlay.memory or overlay.harness_add or overlay.harness_remove:
+        system = body.get("system")
+        if isinstance(system, list):
+            out["system"] = _edit_system_blocks(system, overlay)
+        else:
+            text = edit_system_prompt(system if isinstance(system, str) else "", overlay)
+            if text or system:
+                out["system"] = text
+    if overlay.tools and isinstance(body.get("tools"), list):
+        out["tools"] = _edit_flat_tools(body["tools"], overlay, "input_schema")
+    names = renamed_forward(overlay)
+    if names:
+        if "tool_choice" in body:
+            out["tool_choice"] = _named_choice(body["tool_choice"], "tool", names)
+        out["messages"] = [_rename_tool_use(m, names) for m in body.get("messages") or []]
+    return out
+
+
+def _rename_tool_use(message: Any, names: dict[str, str]) -> Any:
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return message
+    blocks = [
+        {**b, "name": names[b["name"]]}
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") in names
+        else b
+        for b in content
+    ]
+    return {**message, "content": blocks}
+
+
+# ---------------------------------------------------------------------------- OpenAI responses
+
+
+def apply_to_responses(body: dict[str, Any], overlay: Overlay | None) -> dict[str, Any]:
+    """A copy of an OpenAI ``/v1/responses`` body with the overlay applied (the body is not changed).
+
+    The system prompt is ``instructions``; without them, the first system or developer message of the
+    input; without one either, the additions become the ``instructions``.
+    """
+    if overlay is None or overlay.is_empty():
+        return body
+    out = dict(body)
+    items = body.get("input")
+    if overlay.memory or overlay.harness_add or overlay.harness_remove:
+        system_at = None
+        if not body.get("instructions") and isinstance(items, list):
+            system_at = next(
+                (
+                    i
+                    for i, it in enumerate(items)
+                    if isinstance(it, dict)
+                    and it.get("type", "message") == "message"
+                    and it.get("role") in ("system", "developer")
+                ),
+                None,
+            )
+        if system_at is None:
+            text = edit_system_prompt(str(body.get("instructions") or ""), overlay)
+            if text or body.get("instructions"):
+                out["instructions"] = text
+        else:
+            assert isinstance(items, list)
+            items = list(items)
+            item = dict(items[system_at])
+            content = item.get("content")
+            current = content if isinstance(content, str) else _input_text(content)
+            item["content"] = edit_system_prompt(current, overlay)
+            items[system_at] = item
+            out["input"] = items
+    if overlay.tools and isinstance(body.get("tools"), list):
+        out["tools"] = _edit_flat_tools(body["tools"], overlay, "parameters")
+    names = renamed_forward(overlay)
+    if names:
+        if "tool_choice" in body:
+            out["tool_choice"] = _named_choice(body["tool_choice"], "function", names)
+        if isinstance(out.get("input"), list):
+            out["input"] = [
+                {**it, "name": names[it["name"]]}
+                if isinstance(it, dict) and it.get("type") == "function_call" and it.get("name") in names
+                else it
+                for it in out["input"]
+            ]
+    return out
+
+
+def _input_text(content: Any) -> str:
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        str(p.get("text", ""))
+        for p in content
+        if isinstance(p, dict) and p.get("type") in ("input_text", "output_text", "text")
+    )

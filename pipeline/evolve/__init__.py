@@ -1,2 +1,2 @@
-"""The control plane's processes: publishing ledger entries and overlay assignments, proposing and gating
-updates. The pure decisions they act on live in ``governance.evolve``."""
+"""The control plane's plumbing: reading the store for diagnosis, drafting proposals, the ledger and the
+overlays topic, and the ``sluice evolve`` commands."""

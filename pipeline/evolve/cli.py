@@ -1,27 +1,34 @@
-"""``sluice evolve``: the control plane's commands.
+"""``sluice evolve``: the control plane's commands. ``propose`` reads the store, prints the failure
+clusters with their evidence and the drafted proposals, and with ``--record`` puts each proposal in the
+ledger (one ``LedgerEntry(kind="proposal")`` per proposal, acked by the broker).
 
-    sluice evolve run              # one pass: decide running canaries, gate pending proposals
-    sluice evolve list             # every proposal and where it stands
-    sluice evolve explain ID       # what changed, why, on what evidence, each gate, what followed
-    sluice evolve rollback ID      # restore the assignment the proposal replaced (one publish)
-    sluice evolve serve            # passes on a schedule (what `sluice up --evolve` runs)
+    sluice evolve propose
+    sluice evolve propose --record --model-base-url http://127.0.0.1:8000/v1 --model SmolLM2-135M-Instruct
 
-More subcommands join the group through ``SUBCOMMANDS`` (name -> "module:attribute"), loaded lazily.
+The loop's commands (``run``, ``list``, ``explain``, ``rollback``, ``serve``) live in
+``pipeline.evolve.loop_cli`` and join the group lazily through ``SUBCOMMANDS``.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import signal
-import threading
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
+from sinks.cli import api_key_option
+from sinks.exceptions import SinkError
 from sluice.cli import config_option, load_or_exit
+from sluice.config import SluiceConfig
+from sluice.evolution import FailureCluster, LedgerEntry, Proposal
 
-SUBCOMMANDS: dict[str, str] = {}
+SUBCOMMANDS: dict[str, str] = {
+    name: f"pipeline.evolve.loop_cli:{name}_command"
+    for name in ("run", "list", "explain", "rollback", "serve")
+}
 
 
 class EvolveGroup(click.Group):
@@ -36,102 +43,178 @@ class EvolveGroup(click.Group):
 
 
 @click.group("evolve", cls=EvolveGroup)
-def evolve_command() -> None:
-    """The evolution control plane: gates, canaries, rollbacks and the ledger."""
+def evolve_group() -> None:
+    """The control plane: diagnose failures, draft updates, gate, ship and explain them."""
 
 
-@evolve_command.command("run")
-@config_option
-@click.option("--json", "as_json", is_flag=True, help="Print the pass's actions as JSON.")
-def run_command(config_path: Path | None, as_json: bool) -> None:
-    """One pass over running canaries and pending proposals."""
-    from pipeline.evolve.wiring import open_runner
+def propose_config(cfg: SluiceConfig) -> Any:
+    """The ``evolve.propose`` section of the config, else the defaults."""
+    from pipeline.evolve.config import ProposeConfig
 
-    cfg = load_or_exit(config_path)
-    with open_runner(cfg, actor="operator") as runner:
-        report = runner.run_pass()
-    if as_json:
-        click.echo(report.model_dump_json())
-        return
-    if not report.actions:
-        click.echo("nothing to do: no running canary and no pending proposal")
-    for a in report.actions:
-        click.echo(f"{a.proposal_id}  {a.what:9s} {a.detail}")
+    section = getattr(getattr(cfg, "evolve", None), "propose", None)
+    return section if isinstance(section, ProposeConfig) else ProposeConfig()
 
 
-@evolve_command.command("list")
-@config_option
-def list_command(config_path: Path | None) -> None:
-    """Every proposal in the ledger with its scope, surface and status."""
-    from pipeline.evolve.ledger_state import proposal_states, read_ledger
+def _with_model(pcfg: Any, base_url: str | None, model: str | None, api_key: str | None) -> Any:
+    from pipeline.evolve.config import ModelProposerConfig
 
-    cfg = load_or_exit(config_path)
-    states = proposal_states(read_ledger(cfg.broker, cfg.topics, cfg.evolve.ack_timeout_s))
-    if not states:
-        click.echo("no proposals in the ledger")
-    for pid, st in sorted(states.items(), key=lambda kv: kv[1].proposal.created_at):
-        last = st.entries[-1]
-        click.echo(
-            f"{pid}  {st.scope:24s} {st.proposal.surface:11s} {st.status:11s} "
-            f"{last.created_at.isoformat()[:19]}  {last.summary[:70]}"
+    if not base_url and not model:
+        return pcfg
+    if not (base_url and model):
+        raise click.UsageError("--model-base-url and --model go together")
+    current = pcfg.proposers
+    enabled = [*current.enabled, *([] if "model" in current.enabled else ["model"])]
+    given = {"base_url": base_url, "model": model, **({"api_key": api_key} if api_key else {})}
+    mcfg = ModelProposerConfig(**{**(current.model.model_dump() if current.model else {}), **given})
+    return pcfg.model_copy(
+        update={"proposers": current.model_copy(update={"enabled": enabled, "model": mcfg})}
+    )
+
+
+def _fmt(value: Any) -> str:
+    return json.dumps(value, separators=(", ", ": "), default=str)
+
+
+def print_cluster(c: FailureCluster, proposals: list[Proposal], show_sql: bool) -> None:
+    scope = f"tenant={c.tenant or '*'} task={c.task_id or '-'}" + (f" tool={c.tool}" if c.tool else "")
+    click.echo(f"cluster {c.cluster_id}  surface={c.surface}  {scope}")
+    if c.error:
+        click.echo(f"  error: {c.error}")
+    reward = (
+        f"; mean reward {c.mean_reward} vs {c.baseline_reward} in the rest"
+        if c.mean_reward is not None
+        else ""
+    )
+    click.echo(f"  signal: {c.signal}; {c.failures} of {c.trajectories} failed{reward}")
+    click.echo(f"  why: {c.reason}")
+    if c.sample_trajectory_ids:
+        click.echo(f"  samples: {', '.join(c.sample_trajectory_ids)}")
+    for ev in c.evidence:
+        nums = dict(ev.numbers)
+        test = (
+            f"{nums.pop('test')} stat={nums.pop('statistic')} p={nums.pop('p_value'):.3g}; "
+            if "test" in nums
+            else ""
         )
+        click.echo(f"  evidence: {test}{_fmt(nums)}")
+        if show_sql:
+            click.echo("    " + ev.query.replace("\n", "\n    "))
+    for p in proposals:
+        click.echo(
+            f"  proposal {p.proposal_id} by {p.proposer}: {p.surface} -> overlay {p.candidate.overlay_id if p.candidate else '-'}"
+        )
+        click.echo(f"    rationale: {p.rationale}")
+        if p.candidate:
+            for m in p.candidate.memory:
+                click.echo(f"    + memory: {m.text}")
+            for h in p.candidate.harness_add:
+                click.echo(f"    + harness [{h.item_id}]: {h.text}")
+            for t in p.candidate.tools:
+                click.echo(f"    + tool {t.tool}: {_fmt(t.model_dump(exclude_none=True, exclude={'tool'}))}")
 
 
-@evolve_command.command("explain")
+def ledger_entry(p: Proposal) -> LedgerEntry:
+    """The ledger's record of a proposal: its cluster and evidence, and the overlay it would apply."""
+    return LedgerEntry(
+        proposal_id=p.proposal_id,
+        kind="proposal",
+        surface=p.surface,
+        tenant=p.tenant,
+        task_id=p.task_id,
+        summary=p.rationale,
+        evidence={"proposer": p.proposer, "cluster": p.cluster.model_dump(mode="json") if p.cluster else None},
+        diff={"candidate": p.candidate.model_dump(mode="json") if p.candidate else None,
+              "base_overlay_id": p.base_overlay_id, "policy_version": p.policy_version},
+        overlay_id=p.candidate.overlay_id if p.candidate else None,
+        previous_overlay_id=p.base_overlay_id,
+        policy_version=p.policy_version,
+    )  # fmt: skip
+
+
+@evolve_group.command("propose")
+@click.option(
+    "--record", is_flag=True, help="Publish each proposal to the ledger (waits for the broker's ack)."
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--sql", "show_sql", is_flag=True, help="Print the SQL under each piece of evidence.")
+@click.option("--show-dismissed", is_flag=True, help="Also print candidates without enough evidence.")
+@click.option("--overlays/--no-overlays", default=None,
+              help="Read the active overlays so candidates edit them (default: with --record).")  # fmt: skip
+@click.option("--model-base-url", default=None, help="Ask this OpenAI-compatible backend too.")
+@click.option("--model", default=None, help="The model name at --model-base-url.")
+@click.option("--model-api-key", envvar="SLUICE_EVOLVE_MODEL_API_KEY", default=None,
+              help="Bearer key of --model-base-url (never printed).")  # fmt: skip
+@api_key_option
 @config_option
-@click.argument("proposal_id")
-@click.option("--json", "as_json", is_flag=True, help="The ledger rows as JSON lines.")
-def explain_command(config_path: Path | None, proposal_id: str, as_json: bool) -> None:
-    """What a proposal changed, why, on what evidence, each gate's result and what happened after."""
-    from pipeline.evolve.explain import explain, ledger_rows
+def propose_command(record: bool, fmt: str, show_sql: bool, show_dismissed: bool, overlays: bool | None,
+                    model_base_url: str | None, model: str | None, model_api_key: str | None, api_key: str | None,
+                    config_path: Path | None) -> None:  # fmt: skip
+    """Diagnose the store's failures and draft an update for each cluster."""
+    from pipeline.evolve.diagnose import run_diagnosis
+    from pipeline.evolve.proposers.base import ProposerContext
+    from pipeline.evolve.proposers.registry import build_proposers, draft_proposals
+    from pipeline.evolve.publish import EvolutionPublisher, PublishError
     from sinks.clients import connect_client
 
     cfg = load_or_exit(config_path)
-    client = connect_client(cfg, None)
+    pcfg = _with_model(propose_config(cfg), model_base_url, model, model_api_key)
     try:
-        got = ledger_rows(client, proposal_id)
-    finally:
-        client.close()
-    if not got:
-        raise click.ClickException(f"no ledger entries for {proposal_id} in evolution_ledger")
-    if as_json:
-        for row in got:
-            click.echo(json.dumps(row, default=str))
-        return
-    click.echo(explain(got))
-
-
-@evolve_command.command("rollback")
-@config_option
-@click.argument("proposal_id")
-@click.option("--reason", default="rolled back by an operator", show_default=True)
-def rollback_command(config_path: Path | None, proposal_id: str, reason: str) -> None:
-    """Restore the assignment the proposal replaced, in one publish (recorded in the ledger first)."""
-    from pipeline.evolve.wiring import open_runner
-
-    cfg = load_or_exit(config_path)
-    with open_runner(cfg, actor="operator") as runner:
+        client = connect_client(cfg, api_key)
         try:
-            after = runner.rollback(proposal_id, reason)
-        except LookupError as err:
-            raise click.ClickException(str(err)) from None
-    active = after.active.overlay_id if after.active else "the bare agent"
-    click.echo(f"rolled back {proposal_id}: {after.key} serves {active}")
-
-
-@evolve_command.command("serve")
-@config_option
-def serve_command(config_path: Path | None) -> None:
-    """Run passes every evolve.interval_s until stopped (SIGTERM or Ctrl-C)."""
-    import logging
-
-    from pipeline.evolve.scheduler import serve
-
-    cfg = load_or_exit(config_path)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        serve(cfg, stop)
-    except KeyboardInterrupt:
-        stop.set()
+            diagnosis, rows = run_diagnosis(client, pcfg.diagnosis)
+        finally:
+            client.close()
+    except SinkError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    publisher = EvolutionPublisher(cfg.broker, cfg.topics)
+    assignments = {}
+    if overlays if overlays is not None else record:
+        try:
+            assignments = publisher.read_assignments()
+        except Exception as err:  # noqa: BLE001 - the broker's errors vary; the message says what failed
+            click.echo(f"error: cannot read the overlays topic: {err}", err=True)
+            sys.exit(1)
+    context = ProposerContext(
+        rows=rows, success_reward=pcfg.diagnosis.failure_reward_below, assignments=assignments
+    )
+    proposals = draft_proposals(diagnosis.clusters, context, build_proposers(pcfg.proposers))
+    by_cluster: dict[str, list[Proposal]] = {}
+    for p in proposals:
+        by_cluster.setdefault(p.cluster.cluster_id if p.cluster else "", []).append(p)
+    if fmt == "json":
+        out = {
+            "diagnosis": diagnosis.model_dump(
+                mode="json", exclude=set() if show_dismissed else {"dismissed"}
+            ),
+            "proposals": [p.model_dump(mode="json") for p in proposals],
+            "notes": context.notes,
+            "queries": rows.queries,
+        }
+        click.echo(json.dumps(out, indent=2))
+    else:
+        click.echo(
+            f"diagnosis of {diagnosis.trajectories} trajectories ({diagnosis.judged} with an outcome, "
+            f"{diagnosis.failed} failed): {len(diagnosis.clusters)} clusters, {len(proposals)} proposals"
+        )
+        for c in diagnosis.clusters:
+            print_cluster(c, by_cluster.get(c.cluster_id, []), show_sql)
+        if not diagnosis.clusters:
+            click.echo("nothing significant: no-op")
+        if show_dismissed:
+            for c in diagnosis.dismissed:
+                click.echo(f"dismissed {c.cluster_id} tenant={c.tenant} task={c.task_id or '-'}"
+                           f"{' tool=' + c.tool if c.tool else ''}: {c.reason}")  # fmt: skip
+        for note in context.notes:
+            click.echo(f"note: {note}")
+    if record:
+        try:
+            for p in proposals:
+                entry = ledger_entry(p)
+                publisher.record(entry)
+                click.echo(f"recorded {p.proposal_id} as ledger entry {entry.entry_id}", err=fmt == "json")
+        except PublishError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(1)
+        finally:
+            publisher.close()

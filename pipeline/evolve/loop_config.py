@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from governance.evolve.probes import DEFAULT_PROBES, SafetyProbe
 from governance.evolve.sequential import SequentialConfig
+from pipeline.evolve.config import ProposeConfig
 from trainers.config import TaskConfig
 
 
@@ -87,3 +88,6 @@ class EvolveConfig(_Frozen):
     canary: CanaryConfig = Field(default_factory=CanaryConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     ack_timeout_s: float = Field(30.0, gt=0, description="Wait for the broker's ack of a ledger entry.")
+    propose: ProposeConfig = Field(
+        default_factory=ProposeConfig, description="Diagnosis and proposers (`sluice evolve propose`)."
+    )

@@ -31,17 +31,17 @@ class EvolutionPublisher:
     """Produces to the ledger and overlays topics and waits for each acknowledgement."""
 
     def __init__(
-        self, broker: BrokerConfig, topics: TopicsConfig, ack_timeout_s: float = DEFAULT_ACK_TIMEOUT_S
+        self, broker: BrokerConfig, topics: TopicsConfig, timeout_s: float = DEFAULT_ACK_TIMEOUT_S
     ) -> None:
-        self.broker = broker
+        self.broker, self.topics = broker, topics
         self.ledger_topic = topics.name("ledger")
         self.overlays_topic = topics.name("overlays")
-        self.ack_timeout_s = ack_timeout_s
+        self.timeout_s = timeout_s
         self._producer: Producer | None = None
 
     def _produce(self, topic: str, key: str, event: BaseModel, what: str) -> None:
         if self._producer is None:
-            timeout_ms = int(self.ack_timeout_s * 1000)
+            timeout_ms = int(self.timeout_s * 1000)
             self._producer = Producer(
                 self.broker.producer_config(**{"message.timeout.ms": timeout_ms, "linger.ms": 0})
             )
@@ -55,13 +55,13 @@ class EvolutionPublisher:
             )
         except (KafkaException, BufferError) as err:
             raise PublishError(f"{what} could not be queued for {topic}: {err}") from None
-        deadline = time.monotonic() + self.ack_timeout_s
+        deadline = time.monotonic() + self.timeout_s
         while not outcome and time.monotonic() < deadline:
             self._producer.poll(min(0.1, max(0.0, deadline - time.monotonic())))
         if not outcome:
             raise PublishError(
                 f"{what} was not acknowledged by {self.broker.bootstrap_servers} within "
-                f"{self.ack_timeout_s:g}s: the change is not recorded"
+                f"{self.timeout_s:g}s: the change is not recorded"
             )
         if outcome[0] is not None:
             raise PublishError(f"{what} was refused by the broker ({topic}): {outcome[0].str()}")
@@ -88,7 +88,7 @@ class EvolutionPublisher:
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.flush(self.ack_timeout_s)
+            self._producer.flush(self.timeout_s)
             self._producer = None
 
     def __enter__(self) -> EvolutionPublisher:

@@ -19,7 +19,7 @@ from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.recorder import record_step
-from pipeline.proxy.sse import SseSplitter, event_data
+from pipeline.proxy.sse import SseSplitter, encode_data, event_data
 from pipeline.proxy.step_event import StepRecord
 from pipeline.proxy.upstream import read_error
 from sluice.events import POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER, TASK_ID_METADATA_KEY
@@ -73,6 +73,10 @@ class BackendCall:
         return False
 
     def strip_chunk(self, chunk: dict[str, Any]) -> bool:
+        return False
+
+    def prepare_chunk(self, chunk: dict[str, Any]) -> bool:
+        """Fix up a streamed chunk before it is assembled, recorded and relayed; True if changed."""
         return False
 
     def new_assembler(self) -> StreamAssembler:
@@ -194,10 +198,12 @@ class BackendCall:
                         if "error" in chunk and "choices" not in chunk:
                             err = chunk["error"]
                             error = str(err.get("message") if isinstance(err, dict) else err)
-                        else:
-                            asm.feed(chunk, time.perf_counter())
-                            self._note_extension(chunk)
-                        batch.append((ev + b"\n\n", chunk))
+                            batch.append((ev + b"\n\n", chunk))
+                            continue
+                        changed = self.prepare_chunk(chunk)
+                        asm.feed(chunk, time.perf_counter())
+                        self._note_extension(chunk)
+                        batch.append((encode_data(chunk) if changed else ev + b"\n\n", chunk))
                     if batch:
                         yield batch
             except (aiohttp.ClientError, TimeoutError) as err:
@@ -235,7 +241,7 @@ class BackendCall:
         rec = self.record
         rec.status, rec.error = status, error
         rec.latency_ms = (time.perf_counter() - self.ctx.t0) * 1000
-        rec.task_id = self.ctx.task_id or _metadata_task_id(self.request)
+        rec.task_id = rec.task_id or self.ctx.task_id or metadata_task_id(self.request)
         if resp is not None:
             rec.response_id, rec.response_model = resp.get("id"), resp.get("model")
             rec.system_fingerprint = resp.get("system_fingerprint")
@@ -245,7 +251,8 @@ class BackendCall:
         record_step(self.state, rec)
 
 
-def _metadata_task_id(request: dict[str, Any]) -> str | None:
+def metadata_task_id(request: dict[str, Any]) -> str | None:
+    """The task id an agent names in the request body's ``metadata`` (when no header names one)."""
     meta = request.get("metadata")
     value = meta.get(TASK_ID_METADATA_KEY) if isinstance(meta, dict) else None
     return str(value)[:256] if value not in (None, "") else None

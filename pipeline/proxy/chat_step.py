@@ -6,6 +6,15 @@ the call, adds what recording needs to the upstream request (token ids and logpr
 returns them, ``stream_options.include_usage`` when streaming), and strips those additions from what the
 agent receives, so the agent sees a normal response. The plumbing (post, stream, finish) is
 ``backend_call.BackendCall``.
+
+When a control-plane assignment covers the request's scope (``overlay_routing``), the arm's overlay is
+applied to what the backend receives (``apply_to_chat``: every chat-like surface reaches the backend as
+chat, so one place covers them all), and calls to tools it renamed get the agent's names back before
+anything is recorded or relayed, streamed chunks included. The step records the overlay's id and arm.
+Its observation stays what the agent sent, not what the backend received: history linking compares
+the next request with the messages recorded here, the harness and tools fingerprints stay the agent's
+own, and the overlay's edits are reconstructable from the ledger by ``overlay_id``. What the model
+actually read is kept where the backend reports it: ``prompt_token_ids`` are the overlaid prompt's.
 """
 
 from __future__ import annotations
@@ -13,13 +22,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from pipeline.proxy.backend_call import BackendCall
+from governance.evolve.overlay_apply import apply_to_chat, restore_chunk, restore_completion
+from pipeline.proxy.backend_call import BackendCall, metadata_task_id
 from pipeline.proxy.canonical import event_message, fingerprint, harness_fingerprint, link_chain, link_extend
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.openai_chat.assembler import ChatStreamAssembler, tool_call_id
+from pipeline.proxy.overlay_routing import choose_overlay
 from pipeline.proxy.step_event import RawChoice, StepRecord, chat_logprobs
+from sluice.evolution import Overlay
 
 if TYPE_CHECKING:
     from pipeline.proxy.state import ProxyState
@@ -50,6 +62,7 @@ class ChatStep(BackendCall):
         backend: BackendConfig,
         operation: str = "chat",
         provider: str = "openai",
+        task_id: str | None = None,
     ) -> None:
         super().__init__(state, ctx, chat, raw, backend)
         self.chat = chat
@@ -87,7 +100,20 @@ class ChatStep(BackendCall):
             tools=tools if plan.tools_changed else None,
             tools_fp=tools_fp,
             harness_fp=harness_fingerprint(messages),
+            task_id=ctx.task_id or task_id or metadata_task_id(chat),
         )
+        self.overlay: Overlay | None = None
+        overlays = state.overlays
+        choice = (
+            choose_overlay(overlays, plan.tenant, self.record.task_id, plan.trajectory_id)
+            if overlays
+            else None
+        )
+        if choice is not None:
+            self.record.overlay_id, self.record.overlay_arm = choice.overlay_id, choice.arm
+            self.overlay = choice.overlay
+            if self.overlay is not None and not self.overlay.is_empty():
+                self.request, self.raw = apply_to_chat(chat, self.overlay), None
         self.asked_ids = bool(chat.get("return_token_ids"))
         self.asked_logprobs = bool(chat.get("logprobs"))
         self.want_tokens = backend.return_token_ids
@@ -103,7 +129,11 @@ class ChatStep(BackendCall):
         return changes
 
     def prepare_response(self, resp: dict[str, Any]) -> bool:
-        return fill_tool_call_ids(resp)
+        renamed = restore_completion(resp, self.overlay)
+        return fill_tool_call_ids(resp) or renamed
+
+    def prepare_chunk(self, chunk: dict[str, Any]) -> bool:
+        return restore_chunk(chunk, self.overlay)
 
     def strip_response(self, resp: dict[str, Any]) -> bool:
         if not self.must_strip:

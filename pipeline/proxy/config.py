@@ -118,6 +118,11 @@ class ProxyConfig(_Frozen):
         "a crash of the proxy; costs the disk's flush latency).",
     )
     publish: bool = Field(True, description="Publish step events (off only for benchmarks).")
+    overlays: bool = Field(
+        True,
+        description="Apply the control plane's overlay assignments, read from the overlays topic (needs "
+        "publish: a proxy that reaches no broker serves the bare agent).",
+    )
     publish_timeout_ms: int = Field(
         10_000,
         ge=500,

@@ -7,6 +7,7 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.headers import HeaderRecorder
 from pipeline.proxy.linking import HistoryLinker
 from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.overlay_listener import OverlayListener
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
@@ -24,8 +26,11 @@ from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.upstream import Upstreams
 from sluice.config import SluiceConfig
 from sluice.events import ErasureEvent
+from sluice.evolution import OverlayAssignment
 
 log = logging.getLogger(__name__)
+
+_NO_OVERLAYS: Mapping[str, OverlayAssignment] = {}
 
 LINK_STATE_FILE = "links.json"
 STEP_JOURNAL_FILE = "steps.journal"
@@ -55,6 +60,7 @@ class ProxyState:
         )
         self.erasure_offsets: dict[int, int] = {}
         self.erasure_listener: ErasureListener | None = None
+        self.overlay_listener: OverlayListener | None = None
         self.upstreams = Upstreams(proxy.backends)
         self.metrics = ProxyMetrics()
         self.topics = Topics(
@@ -135,7 +141,18 @@ class ProxyState:
                 self.apply_erasure,
             )
             self.erasure_listener.start()
+            if self.config.proxy.overlays:
+                self.overlay_listener = OverlayListener(
+                    self.config.broker, self.config.topics.name("overlays")
+                )
+                self.overlay_listener.start()
         self.started = True
+
+    @property
+    def overlays(self) -> Mapping[str, OverlayAssignment]:
+        """The latest overlay assignment per scope (empty when overlays are off or none was read yet)."""
+        listener = self.overlay_listener
+        return listener.assignments if listener is not None else _NO_OVERLAYS
 
     def apply_erasure(self, event: ErasureEvent, partition: int, next_offset: int) -> None:
         """Purge the linking state an erasure covers and write ``links.json`` without it right away."""
@@ -147,6 +164,8 @@ class ProxyState:
     async def stop(self) -> None:
         if self.erasure_listener is not None:
             self.erasure_listener.stop()
+        if self.overlay_listener is not None:
+            self.overlay_listener.stop()
         await self.upstreams.close()
         await self.publisher.close()
         self._save_links()

@@ -78,6 +78,8 @@ class StepRecord:
     policy_versions: list[str] = field(default_factory=list)  # from the extension field, in order of use
     policy_header: str | None = None  # the version header (used when there is no extension field)
     task_id: str | None = None
+    overlay_id: str | None = None  # the control-plane overlay applied to what the backend received
+    overlay_arm: str | None = None  # control | candidate, when an assignment covered the request
 
     def note_policy_version(self, version: object) -> None:
         if isinstance(version, str) and version and version not in self.policy_versions:
@@ -174,6 +176,8 @@ def build_step_event(rec: StepRecord) -> StepEvent:
             model_version=versions[-1] if versions else rec.backend.model_version,
             policy_versions=versions,
             task_id=rec.task_id,
+            overlay_id=rec.overlay_id,
+            overlay_arm=rec.overlay_arm,  # type: ignore[arg-type]
             harness_fingerprint=rec.harness_fp,
             stream=rec.stream,
             latency_ms=rec.latency_ms,

@@ -25,3 +25,13 @@ def test_produce_consume_round_trip(config: SluiceConfig) -> None:
     assert producer.flush(10) == 0
     got = read_topic(config.broker, topic, expect=20)
     assert sorted(v for _, v in got) == sorted(f"v{i}".encode() for i in range(20))
+
+
+def test_the_control_plane_topics_are_created_and_overlays_compacted(config: SluiceConfig) -> None:
+    have = existing_topics(config.broker)
+    assert config.topics.name("overlays") in have and config.topics.name("ledger") in have
+    # the compaction config is sent to Kafka-profile brokers (Tansu takes no topic configs)
+    assert config.topics.topic_configs("overlays") == {"cleanup.policy": "compact"}
+    assert "cleanup.policy" not in config.topics.topic_configs(
+        "ledger"
+    )  # entries share their proposal id key: none may be compacted away

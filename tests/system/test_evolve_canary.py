@@ -22,23 +22,19 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-pytest.importorskip(
-    "pipeline.proxy.overlay_listener", reason="needs the proxy that applies overlay assignments"
-)
-
-from governance.evolve.overlay_apply import MEMORY_HEADER  # noqa: E402
-from pipeline.demo.summary import id_list, landed, rows, wait_until  # noqa: E402
-from pipeline.evolve.ledger_state import proposal_states, read_ledger  # noqa: E402
-from pipeline.evolve.publish import EvolutionPublisher  # noqa: E402
-from pipeline.evolve.wiring import open_runner  # noqa: E402
-from pipeline.up import running_stack  # noqa: E402
-from sinks.clients import connect_client  # noqa: E402
-from sluice.cli import cli as sluice_cli  # noqa: E402
-from sluice.config import SluiceConfig, load_config  # noqa: E402
-from sluice.events import scoped_trajectory_id  # noqa: E402
-from sluice.evolution import FailureCluster, LedgerEntry, MemoryEntry, Overlay, Proposal, scope_key  # noqa: E402
-from tests.pipeline.evolve.scripted_backend import ScriptedBackend  # noqa: E402
-from tests.system.conftest import stack_config  # noqa: E402
+from governance.evolve.overlay_apply import MEMORY_HEADER
+from pipeline.demo.summary import id_list, landed, rows, wait_until
+from pipeline.evolve.ledger_state import proposal_states, read_ledger
+from pipeline.evolve.publish import EvolutionPublisher
+from pipeline.evolve.wiring import open_runner
+from pipeline.up import running_stack
+from sinks.clients import connect_client
+from sluice.cli import cli as sluice_cli
+from sluice.config import SluiceConfig, load_config
+from sluice.events import scoped_trajectory_id
+from sluice.evolution import FailureCluster, LedgerEntry, MemoryEntry, Overlay, Proposal, scope_key
+from tests.pipeline.evolve.scripted_backend import ScriptedBackend
+from tests.system.conftest import stack_config
 
 TENANT, KEY, TASK, MODEL = "acme", "sk-sluice-acme", "promo", "scripted"
 SYSTEM = "You are Acme's support assistant.\nAnswer with the value only."

@@ -13,6 +13,7 @@ from starlette.responses import Response
 from pipeline.proxy.anthropic_messages.protocol import MessagesRequest
 from pipeline.proxy.anthropic_messages.stream import AnthropicStreamWriter
 from pipeline.proxy.anthropic_messages.translate import to_anthropic, to_chat
+from pipeline.proxy.backend_call import metadata_task_id
 from pipeline.proxy.chat_step import ChatStep
 from pipeline.proxy.context import call_context
 from pipeline.proxy.http_io import read_json
@@ -28,7 +29,16 @@ async def create_message(request: Request) -> Response:
     req = validate_request(MessagesRequest, body, "anthropic", state.metrics)
     backend = state.backend_for(req.model)
     chat = to_chat(body)
-    step = ChatStep(state, ctx, chat, None, backend=backend, operation="messages", provider="anthropic")
+    step = ChatStep(
+        state,
+        ctx,
+        chat,
+        None,
+        backend=backend,
+        task_id=metadata_task_id(body),
+        operation="messages",
+        provider="anthropic",
+    )
     headers = step_headers(step.record)
     if not step.stream:
         answer, _ = await step.call()

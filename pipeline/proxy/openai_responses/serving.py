@@ -10,6 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pipeline.proxy.backend_call import metadata_task_id
 from pipeline.proxy.chat_step import ChatStep
 from pipeline.proxy.context import call_context
 from pipeline.proxy.http_io import read_json
@@ -28,7 +29,16 @@ async def create_response(request: Request) -> Response:
     req = validate_request(ResponsesRequest, body, "responses", state.metrics)
     backend = state.backend_for(req.model)
     chat = to_chat(body)
-    step = ChatStep(state, ctx, chat, None, backend=backend, operation="responses", provider="openai")
+    step = ChatStep(
+        state,
+        ctx,
+        chat,
+        None,
+        backend=backend,
+        task_id=metadata_task_id(body),
+        operation="responses",
+        provider="openai",
+    )
     headers = step_headers(step.record)
     if not step.stream:
         answer, _ = await step.call()

@@ -1,8 +1,11 @@
-"""One recorded tenant in a real DuckDB (written by a real sink from the real broker) and a real
-OpenAI-compatible backend, shared by the gate tests of this package."""
+"""Fixtures of the control plane's tests: the echo backend as a process (for the model proposer), and one
+recorded tenant in a real DuckDB (written by a real sink from the real broker) with a real scripted
+OpenAI-compatible backend (for the gates and the loop)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,14 +14,33 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.broker import LocalBroker
+from infra.broker import LocalBroker, free_port
 from pipeline.demo.summary import id_list, scalar
 from sinks.clients import connect_client
 from sluice.config import SluiceConfig, load_config
 from sluice.events import Trajectory
 from tests.pipeline.evolve.scripted_backend import ScriptedBackend
 from tests.pipeline.evolve.world import MODEL, TASK, recorded_traffic
+from tests.pipeline.proxy.conftest import wait_port
 from tests.sinks.helpers import SinkProcess, produce_trajectories, write_config
+
+ECHO_KEY = "sk-echo-backend"
+
+
+@pytest.fixture(scope="session")
+def echo_url() -> Iterator[str]:
+    """The echo backend's base URL; it wants ECHO_KEY as the bearer token."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "infra.echo_backend", "--port", str(port), "--api-key", ECHO_KEY],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 @dataclass

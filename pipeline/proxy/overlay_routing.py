@@ -1,0 +1,66 @@
+"""Which overlay a request gets: the assignment of its scope, and the arm its trajectory falls in (pure).
+
+The scope is the tenant and the task the agent names (``x-sluice-task-id`` or ``metadata.sluice_task_id``):
+the assignment of ``tenant/task`` applies when there is one, else the tenant's ``tenant/*``, else none.
+The arm is sticky per trajectory: a stable hash of the trajectory id, read as a number in [0, 1), below
+the assignment's ``canary_share`` gets the candidate, anything else the control (the active overlay,
+None for the bare agent). Every step of a trajectory therefore lands in the same arm while the
+assignment stands, a larger share keeps every trajectory the smaller one sent to the candidate, and
+every proxy computes the same arm without sharing state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sluice.evolution import Overlay, OverlayArm, OverlayAssignment, scope_key
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayChoice:
+    """What one request gets: the overlay to apply (None: the bare agent) and the arm it was routed to."""
+
+    assignment: OverlayAssignment
+    arm: OverlayArm
+    overlay: Overlay | None
+
+    @property
+    def overlay_id(self) -> str | None:
+        return self.overlay.overlay_id if self.overlay is not None else None
+
+
+def share_point(trajectory_id: str) -> float:
+    """The trajectory's stable position in [0, 1): the first 8 bytes of its SHA-256 over 2**64."""
+    digest = hashlib.sha256(trajectory_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def assignment_for(
+    assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None
+) -> OverlayAssignment | None:
+    """The task's assignment when the agent named a task that has one, else the tenant's."""
+    if task_id:
+        found = assignments.get(scope_key(tenant, task_id))
+        if found is not None:
+            return found
+    return assignments.get(scope_key(tenant, None))
+
+
+def arm_for(assignment: OverlayAssignment, trajectory_id: str) -> OverlayArm:
+    if assignment.candidate is not None and share_point(trajectory_id) < assignment.canary_share:
+        return "candidate"
+    return "control"
+
+
+def choose_overlay(
+    assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None, trajectory_id: str
+) -> OverlayChoice | None:
+    """The overlay and arm of one request; None when no assignment covers its scope."""
+    assignment = assignment_for(assignments, tenant, task_id)
+    if assignment is None:
+        return None
+    arm = arm_for(assignment, trajectory_id)
+    overlay = assignment.candidate if arm == "candidate" else assignment.active
+    return OverlayChoice(assignment, arm, overlay)
