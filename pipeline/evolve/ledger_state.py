@@ -37,7 +37,8 @@ def read_ledger(broker: BrokerConfig, topics: TopicsConfig, timeout_s: float = 3
 
 def proposal_from_entry(entry: LedgerEntry) -> Proposal:
     """The proposal a ``kind=proposal`` entry records: the full proposal in ``diff['proposal']``, else
-    rebuilt from the entry with the candidate overlay in ``diff['candidate']``."""
+    rebuilt from the entry as `sluice evolve propose --record` writes it (the candidate overlay in
+    ``diff['candidate']``, the cluster and the proposer in ``evidence``)."""
     if isinstance(entry.diff.get("proposal"), dict):
         return Proposal.model_validate(entry.diff["proposal"])
     return Proposal.model_validate(
@@ -51,7 +52,8 @@ def proposal_from_entry(entry: LedgerEntry) -> Proposal:
             "base_overlay_id": entry.previous_overlay_id,
             "policy_version": entry.policy_version,
             "rationale": entry.summary,
-            "proposer": entry.actor,
+            "proposer": entry.evidence.get("proposer") or entry.actor,
+            "created_at": entry.created_at,
         }
     )
 

@@ -86,3 +86,12 @@ def test_explain_tells_what_why_evidence_gates_and_outcome() -> None:
     assert "[shadow] passed -> pass" in out and "prompts=6" in out
     assert "-> rollback" in out and "candidate_mean=0.0" in out
     assert explain([]) == "no ledger entries for this proposal"
+
+
+def test_a_proposal_recorded_by_propose_is_read_back() -> None:
+    from pipeline.evolve.cli import ledger_entry
+
+    p = proposal(CANDIDATES["fixes"], ["a", "b"])
+    got = proposal_from_entry(ledger_entry(p))
+    assert got.proposal_id == p.proposal_id and got.candidate == p.candidate
+    assert got.cluster == p.cluster and got.proposer == p.proposer
