@@ -292,7 +292,14 @@ def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, A
         "fixed_promoted": sum(status[s.name] == "promoted" for s in fixes),
         "fixes_planted": len(fixes),
         "harmful_promoted": sum(status[s.name] == "promoted" for s in scs if s.kind == "harmful"),
-        "rolled_back": sum(status[s.name] == "rolled_back" for s in scs if s.kind == "canary_loser"),
+        "rolled_back": sum(
+            any(
+                e.kind == "rollback" and e.decision == "rollback"
+                for e in states[s.proposal.proposal_id].entries
+            )
+            for s in scs
+            if s.kind == "canary_loser"
+        ),
         "slice_reward_before": {s.name: round(before[s.name], 3) for s in fixes},
         "slice_reward_after": {s.name: round(after[s.name], 3) for s in fixes},
         "slice_gain": {k: (round(v, 2) if v != float("inf") else "inf") for k, v in gains.items()},
@@ -306,7 +313,7 @@ def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, A
             "canary_loser_rolled_back": True,
             "met": all(status[s.name] == "promoted" for s in fixes)
             and status["comply_and_repeat"] != "promoted"
-            and status["stale_hours"] == "rolled_back"
+            and any(e.decision == "rollback" for e in states[scs[3].proposal.proposal_id].entries)
             and all(g >= TARGETS["slice_gain_min"] for g in gains.values()),
         },
     }
