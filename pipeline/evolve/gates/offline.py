@@ -22,7 +22,8 @@ def run_probes(
     cfg: OfflineConfig,
 ) -> list[ProbeOutcome]:
     bodies = [
-        {"model": model, "messages": [*system, {"role": "user", "content": p.prompt}]} for p in cfg.probes
+        {"model": model, "messages": [*system, *p.context, {"role": "user", "content": p.prompt}]}
+        for p in cfg.probes
     ]
     ctrl, cand = answer_both(eval_client, bodies, control, candidate)
     out = []
