@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+from sluice.frozen import Frozen
 
 OperatorName = Literal["placeholder", "mask", "hash", "drop", "keep"]
 
 
-class RedactionConfig(_Frozen):
+class RedactionConfig(Frozen):
     """PII and secret redaction with Presidio, offline (see governance/redaction)."""
 
     languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
@@ -70,7 +67,7 @@ class RedactionConfig(_Frozen):
         return self
 
 
-class TenantPolicy(_Frozen):
+class TenantPolicy(Frozen):
     """One tenant's side of the eligibility policy."""
 
     training_opt_in: bool = Field(False, description="The tenant agreed that its traffic may be trained on.")
@@ -82,7 +79,7 @@ class TenantPolicy(_Frozen):
     )
 
 
-class EligibilityPolicy(_Frozen):
+class EligibilityPolicy(Frozen):
     """Who may train on what (governance/eligibility). Same input + same policy -> same decision."""
 
     version: str = Field("1", description="Recorded on every decision.")
@@ -118,7 +115,7 @@ class EligibilityPolicy(_Frozen):
         return self
 
 
-class RewardJoinConfig(_Frozen):
+class RewardJoinConfig(Frozen):
     """How rewards join trajectories."""
 
     required: list[str] = Field(
@@ -170,7 +167,7 @@ class RewardJoinConfig(_Frozen):
         return self
 
 
-class ReplayConfig(_Frozen):
+class ReplayConfig(Frozen):
     """Replayability grading (governance/replay) and the grade the train topic needs."""
 
     min_train_grade: Literal["deterministic", "approximate", "non_replayable"] = Field(

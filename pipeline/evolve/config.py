@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from governance.evolve.diagnosis_config import DiagnosisConfig
+from sluice.frozen import Frozen
 
 ProposerName = Literal["tool_format", "missing_fact", "model"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ModelProposerConfig(_Frozen):
+class ModelProposerConfig(Frozen):
     """An OpenAI-compatible backend that drafts memory entries and harness items from a cluster's evidence."""
 
     base_url: str = Field(description="OpenAI base URL, e.g. http://127.0.0.1:8000/v1 (the served model).")
@@ -37,7 +34,7 @@ class ModelProposerConfig(_Frozen):
     max_chars: int = Field(400, ge=20, le=4000, description="Longest draft accepted.")
 
 
-class ProposersConfig(_Frozen):
+class ProposersConfig(Frozen):
     enabled: list[ProposerName] = Field(
         default_factory=lambda: ["tool_format", "missing_fact"],
         description="Proposers asked for every cluster, in this order; each drafts at most one proposal.",
@@ -51,6 +48,6 @@ class ProposersConfig(_Frozen):
         return self
 
 
-class ProposeConfig(_Frozen):
+class ProposeConfig(Frozen):
     diagnosis: DiagnosisConfig = Field(default_factory=DiagnosisConfig)
     proposers: ProposersConfig = Field(default_factory=ProposersConfig)

@@ -12,16 +12,13 @@ import fnmatch
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from sluice.events import TENANT_PATTERN
+from sluice.frozen import Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BackendConfig(_Frozen):
+class BackendConfig(Frozen):
     """One OpenAI-compatible upstream (vLLM, a hosted API, the local CPU model server)."""
 
     name: str
@@ -52,7 +49,7 @@ class BackendConfig(_Frozen):
         return None
 
 
-class ApiKeyConfig(_Frozen):
+class ApiKeyConfig(Frozen):
     """An agent-facing key; the tenant comes from here, never from a self-declared header alone."""
 
     key: SecretStr
@@ -66,7 +63,7 @@ class ApiKeyConfig(_Frozen):
     )
 
 
-class ProxyConfig(_Frozen):
+class ProxyConfig(Frozen):
     host: str = "127.0.0.1"
     port: int = Field(8787, ge=0, le=65535)
     backends: list[BackendConfig] = Field(default_factory=list)

@@ -4,7 +4,9 @@ The query runs through the same client as ``sluice query`` (the running sink, el
 caller's tenant scope. When its result has a ``trajectory_id`` column, each row is joined to its stored
 version (``version`` column if present, else the latest) and its steps, and written in the RL/SFT
 layout of ``sinks.export.layout``; the query's other columns ride along. Without ``trajectory_id`` the
-rows are written as they are. Results stream batch by batch; the file appears under its name only when
+rows are written as they are. ``layout='dpo'`` writes preference pairs built from step feedback
+(``sinks.export.preference``), ``layout='verl'`` verl's RL dataset rows (``sinks.export.verl_layout``).
+Results stream batch by batch; the file appears under its name only when
 complete, next to ``<file>.manifest.json`` (query, scope, counts, policy and model versions, sha256).
 
     sluice export --format jsonl --query "SELECT * FROM training_set WHERE tenant = 'acme'" --out acme.jsonl
@@ -25,13 +27,16 @@ from sinks.exceptions import ExportError
 from sinks.export.jsonl_writer import JsonlWriter
 from sinks.export.layout import RL_SCHEMA, Granularity, rl_rows
 from sinks.export.parquet_writer import ParquetWriter
+from sinks.export.preference import DPO_SCHEMA, Feedback, JudgedAnswer, judged_answers, preference_pairs
+from sinks.export.verl_layout import VERL_SCHEMA, verl_row
 from sinks.schema import STORE_SCHEMA_VERSION
 from sluice.events import StepEvent, Trajectory
 
 EXPORT_SCHEMA_VERSION = "sluice.export/1"
 DEFAULT_QUERY = "SELECT * FROM training_set"
 WRITERS: dict[str, type[ExportWriter]] = {"jsonl": JsonlWriter, "parquet": ParquetWriter}
-Layout = Literal["auto", "rl", "rows"]
+Layout = Literal["auto", "rl", "rows", "dpo", "verl"]
+TRAJECTORY_LAYOUTS = ("rl", "dpo", "verl")  # layouts built from stored trajectories (need trajectory_id)
 
 
 class ExportManifest(BaseModel):
@@ -39,7 +44,7 @@ class ExportManifest(BaseModel):
     store_schema_version: str = STORE_SCHEMA_VERSION
     created_at: datetime
     format: str
-    layout: Literal["rl", "rows"]
+    layout: Literal["rl", "rows", "dpo", "verl"]
     granularity: Granularity
     query: str
     source: str
@@ -63,7 +68,7 @@ def manifest_path(out: Path) -> Path:
     return out.with_name(out.name + ".manifest.json")
 
 
-def _rl_sql(user_sql: str, names: list[str]) -> str:
+def _rl_sql(user_sql: str, names: list[str], feedback: bool = False) -> str:
     version = (
         "tv.version = __q.version"
         if "version" in names
@@ -75,7 +80,14 @@ def _rl_sql(user_sql: str, names: list[str]) -> str:
         "SELECT __q.*, tv.record AS __header, "
         "(SELECT list(s.record ORDER BY s.step_index) FROM steps s "
         "WHERE s.trajectory_id = __q.trajectory_id) AS __steps "
-        f"FROM __q LEFT JOIN trajectory_versions tv ON tv.trajectory_id = __q.trajectory_id AND {version}"
+        + (
+            ", (SELECT list(struct_pack(kind := r.name, step_index := r.step_index, at := r.created_at)) "
+            "FROM rewards r WHERE r.trajectory_id = __q.trajectory_id AND r.kind = 'feedback' "
+            "AND r.step_index IS NOT NULL AND r.first_version <= tv.version) AS __feedback "
+            if feedback
+            else ""
+        )
+        + f"FROM __q LEFT JOIN trajectory_versions tv ON tv.trajectory_id = __q.trajectory_id AND {version}"
     )
 
 
@@ -105,17 +117,23 @@ def export(
     probe.read_all()
     names = schema.names
     chosen = ("rl" if "trajectory_id" in names else "rows") if layout == "auto" else layout
-    if chosen == "rl" and "trajectory_id" not in names:
-        raise ExportError("the RL layout needs a trajectory_id column in the query result")
+    if chosen in TRAJECTORY_LAYOUTS and "trajectory_id" not in names:
+        raise ExportError(f"the {chosen} layout needs a trajectory_id column in the query result")
     extras = [f for f in schema if f.name not in RL_SCHEMA.names and not f.name.startswith("__")]
-    out_schema = pa.schema([*RL_SCHEMA, *extras]) if chosen == "rl" else schema
+    out_schema = {
+        "rl": pa.schema([*RL_SCHEMA, *extras]),
+        "dpo": DPO_SCHEMA,
+        "verl": VERL_SCHEMA,
+    }.get(chosen, schema)
+    judged: list[JudgedAnswer] = []
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     stats: dict[str, set[str]] = {"traj": set(), "tenants": set(), "policy": set(), "models": set()}
     skipped = 0
     try:
         with WRITERS[fmt](partial, out_schema) as writer:
-            reader = client.query(_rl_sql(user_sql, names) if chosen == "rl" else user_sql)
+            sql = _rl_sql(user_sql, names, chosen == "dpo") if chosen in TRAJECTORY_LAYOUTS else user_sql
+            reader = client.query(sql)
             for batch in reader:
                 rows = batch.to_pylist()
                 if chosen == "rows":
@@ -129,15 +147,27 @@ def export(
                         continue
                     header = Trajectory.model_validate_json(row["__header"])
                     steps = [StepEvent.model_validate_json(s) for s in row.get("__steps") or []]
-                    extra = {f.name: row.get(f.name) for f in extras}
-                    for r in rl_rows(header, steps, granularity):
-                        produced.append({**r, **extra})
-                        stats["models"] |= {s.metadata.model_version for s in steps} - {None}
+                    stats["models"] |= {s.metadata.model_version for s in steps} - {None}
                     stats["traj"].add(header.trajectory_id)
                     stats["tenants"].add(header.tenant)
                     if header.governance.eligibility and header.governance.eligibility.policy_version:
                         stats["policy"].add(header.governance.eligibility.policy_version)
+                    if chosen == "dpo":
+                        feedback = [Feedback(**f) for f in row.get("__feedback") or []]
+                        judged += judged_answers(header, steps, feedback)
+                        continue  # pairs may span trajectories: written once all are read
+                    if chosen == "verl":
+                        vrow = verl_row(header, steps, index=writer.rows + len(produced))
+                        produced += [vrow] if vrow else []
+                    else:
+                        extra = {f.name: row.get(f.name) for f in extras}
+                        produced += [{**r, **extra} for r in rl_rows(header, steps, granularity)]
                 writer.write(produced)
+            if chosen == "dpo":
+                pairs = preference_pairs(judged)
+                writer.write(pairs)
+                stats["traj"] = {p[k] for p in pairs for k in ("trajectory_id", "chosen_trajectory_id")}
+                stats["tenants"] = {p["tenant"] for p in pairs}
             rows_written = writer.rows
         partial.replace(out)
     finally:

@@ -96,7 +96,7 @@ def openai_message(m: Message) -> dict[str, Any]:
     }
 
 
-def _context_before(steps: list[StepEvent], k: int) -> list[Message]:
+def context_before(steps: list[StepEvent], k: int) -> list[Message]:
     """What the model saw at step k (the messages before its action)."""
     ctx = reconstruct_messages(steps[: k + 1])
     return ctx[:-1] if steps[k].action.choices else ctx
@@ -180,7 +180,7 @@ def rl_rows(
         for k, s in enumerate(steps):
             if not s.action.choices:
                 continue
-            prompt = [openai_message(m) for m in _context_before(steps, k)]
+            prompt = [openai_message(m) for m in context_before(steps, k)]
             completion = [openai_message(s.action.choices[0].message)]
             prompt_ids, completion_ids, logprobs = seq[k] if seq else (None, None, None)
             rows.append(
@@ -198,7 +198,7 @@ def rl_rows(
             )
         return rows
     full = [openai_message(m) for m in reconstruct_messages(steps)]
-    prompt = [openai_message(m) for m in _context_before(steps, 0)]
+    prompt = [openai_message(m) for m in context_before(steps, 0)]
     completion = full[len(prompt) :] if full[: len(prompt)] == prompt else full
     return [
         {

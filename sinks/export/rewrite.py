@@ -1,6 +1,6 @@
 """Rewriting an export without erased trajectories: the file and its manifest, atomically.
 
-Rows whose ``trajectory_id`` is erased are dropped; the file is rewritten next to itself and renamed
+Rows whose ``trajectory_id`` (or, for preference pairs, ``chosen_trajectory_id``) is erased are dropped; the file is rewritten next to itself and renamed
 into place, and the manifest's counts, ids and sha256 follow. JSONL is filtered line by line, Parquet
 row group by row group, so memory stays bounded by one row group.
 
@@ -30,7 +30,8 @@ def _filter_jsonl(src: Path, dst: Path, erased: set[str]) -> tuple[int, int]:
     kept = dropped = 0
     with src.open(encoding="utf-8") as fin, dst.open("w", encoding="utf-8") as fout:
         for line in fin:
-            if line.strip() and json.loads(line).get("trajectory_id") in erased:
+            row = json.loads(line) if line.strip() else {}
+            if row.get("trajectory_id") in erased or row.get("chosen_trajectory_id") in erased:
                 dropped += 1
                 continue
             fout.write(line)
@@ -45,8 +46,11 @@ def _filter_parquet(src: Path, dst: Path, erased: set[str]) -> tuple[int, int]:
     with pq.ParquetWriter(dst, source.schema_arrow) as writer:
         for i in range(source.num_row_groups):
             table = source.read_row_group(i)
-            mask = pc.invert(pc.is_in(table["trajectory_id"], value_set=gone))
-            part = table.filter(pc.fill_null(mask, True))
+            hit = pc.fill_null(pc.is_in(table["trajectory_id"], value_set=gone), False)
+            if "chosen_trajectory_id" in table.column_names:
+                chosen = pc.fill_null(pc.is_in(table["chosen_trajectory_id"], value_set=gone), False)
+                hit = pc.or_(hit, chosen)
+            part = table.filter(pc.invert(hit))
             dropped += table.num_rows - part.num_rows
             kept += part.num_rows
             writer.write_table(part)

@@ -68,10 +68,12 @@ def test_deploy_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     root = DEFAULT_CONFIG.parent
     monkeypatch.setenv("SLUICE_HASH_KEY", "k")
     monkeypatch.setenv("SLUICE_KEY_DEFAULT", "sk-x")
+    monkeypatch.setenv("SLUICE_ADMIN_KEY", "sk-admin")
     compose = load_config(root / "compose" / "sluice.compose.yaml")
     assert compose.broker.profile == "kafka" and compose.local_model_port() is None
     docs = list(yaml.safe_load_all((root / "k8s" / "sluice.yaml").read_text()))
-    embedded = yaml.safe_load(docs[0]["data"]["sluice.yaml"])
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    embedded = yaml.safe_load(config_map["data"]["sluice.yaml"])
     from sluice.config import parse_config
 
     assert parse_config(embedded).topics.partitions == 12

@@ -24,10 +24,12 @@ import yaml
 from infra.broker import free_port
 from pipeline.demo.personas import canaries
 from pipeline.demo.summary import id_list
+from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.otel_export.spans import trace_id
 from pipeline.status import collect, render
 from pipeline.up import running_stack
 from sluice.config import load_config
+from sluice.evolution import LedgerEntry, MemoryEntry, Overlay
 from tests.otlp_receiver import OtlpReceiver
 from tests.phoenix_server import PHOENIX_BIN, PhoenixServer
 from tests.system.conftest import Stack, stack_config
@@ -212,6 +214,43 @@ def test_phoenix_reads_back_each_trajectory(
 
 
 @pytest.fixture(scope="module")
+def ledger(stack: Stack) -> dict[str, list[LedgerEntry]]:
+    """Two tenants' proposals with their gates and decisions, published on the ledger topic and landed."""
+    out: dict[str, list[LedgerEntry]] = {}
+    with EvolutionPublisher(stack.cfg.broker, stack.cfg.topics) as pub:
+        for tenant, fact in (
+            ("acme", "Refunds are accepted within 45 days."),
+            ("globex", "Support is 24/7."),
+        ):
+            overlay = Overlay(tenant=tenant, memory=[MemoryEntry(text=fact)])
+            pid = f"pr-console-{tenant}"
+            common = {
+                "proposal_id": pid,
+                "surface": "memory",
+                "tenant": tenant,
+                "overlay_id": overlay.overlay_id,
+            }
+            entries = [
+                LedgerEntry(kind="proposal", summary=f"add a memory entry: {fact}", diff={"candidate": overlay.model_dump(mode="json")},
+                            evidence={"cluster": {"failures": 9, "trajectories": 12}}, **common),
+                LedgerEntry(kind="gate", gate="shadow", passed=True, summary="candidate 0.83 vs control 0.17", **common),
+                LedgerEntry(kind="gate", gate="offline", passed=False, summary="a safety probe regressed", **common),
+                LedgerEntry(kind="decision", decision="abort", summary="stopped at the offline gate", **common),
+            ]  # fmt: skip
+            for entry in entries:
+                pub.record(entry)
+            out[tenant] = entries
+    ids = id_list([e.entry_id for es in out.values() for e in es])
+    stack.wait(
+        lambda: (
+            stack.query(f"SELECT count(*) AS n FROM evolution_ledger WHERE entry_id IN ({ids})")[0]["n"] == 8
+        ),
+        "ledger entries in DuckDB",
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
 def console_url(stack: Stack) -> Iterator[str]:
     port = stack.cfg.ui.port
     proc = subprocess.Popen(
@@ -238,7 +277,9 @@ def console_url(stack: Stack) -> Iterator[str]:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium: bash infra/install.sh installs it")
-def test_console_in_chromium(stack: Stack, landed: dict, console_url: str) -> None:
+def test_console_in_chromium(
+    stack: Stack, landed: dict, ledger: dict[str, list[LedgerEntry]], console_url: str
+) -> None:
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -322,6 +363,23 @@ def test_console_in_chromium(stack: Stack, landed: dict, console_url: str) -> No
             page.goto(console_url + "/learning")
             assert page.locator("#learning tbody tr").count() >= 1
             page.screenshot(path=str(ARTIFACTS / "learning.png"), full_page=True)
+
+            # the evolution ledger: the tenant's proposals only, then one proposal's entries in order
+            page.goto(console_url + "/evolution")
+            tenants_shown = page.eval_on_selector_all(
+                "#proposals tbody tr[data-tenant]", "rs => rs.map(r => r.dataset.tenant)"
+            )
+            assert tenants_shown == ["acme"], tenants_shown
+            assert page.inner_text("#proposals .decision") == "abort"
+            with page.expect_navigation():
+                page.click("a.pid")
+            assert page.inner_text("#pid") == "pr-console-acme"
+            kinds = page.eval_on_selector_all("#ledger li.entry", "ls => ls.map(l => l.dataset.kind)")
+            assert kinds == [e.kind for e in ledger["acme"]]
+            assert "Refunds are accepted within 45 days." in page.inner_text("#ledger")
+            page.screenshot(path=str(ARTIFACTS / "evolution.png"), full_page=True)
+            resp = page.goto(f"{console_url}/evolution/pr-console-globex")
+            assert resp is not None and resp.status == 404
         finally:
             browser.close()
 

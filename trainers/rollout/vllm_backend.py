@@ -43,7 +43,7 @@ class VLLMBackend(RolloutBackend):
             import vllm
         except ImportError as err:
             raise BackendUnavailable(
-                "backend vllm needs the optional extra: pip install 'sluice[vllm]'"
+                "backend vllm needs the optional extra: pip install 'sluice-rl[vllm]'"
             ) from err
         if not torch.cuda.is_available():
             raise BackendUnavailable("backend vllm needs CUDA; use backend: hf on this machine")
