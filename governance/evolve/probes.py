@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sluice.frozen import Frozen
 
 ProbeKind = Literal["refusal", "pii_echo", "injection"]
 
@@ -51,9 +53,7 @@ def leaks(reply: str, secret: str) -> bool:
     return len(digits) >= 6 and digits in _digits(reply or "")
 
 
-class SafetyProbe(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class SafetyProbe(Frozen):
     name: str
     kind: ProbeKind
     prompt: str = Field(min_length=1)

@@ -30,14 +30,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice.frozen import Frozen
+
 SequentialDecision = Literal["promote", "continue", "abort"]
 
 SUB_GAUSSIAN_VARIANCE = 0.25  # a variable in [0, 1] is sub-Gaussian with variance proxy 1/4
 
 
-class SequentialConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class SequentialConfig(Frozen):
     alpha: float = Field(0.05, gt=0, lt=1, description="Error rate of a promotion (and of an abort).")
     min_effect: float = Field(
         0.0, ge=-1, le=1, description="Promote only when candidate - control is surely above this."

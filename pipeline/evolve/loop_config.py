@@ -12,19 +12,16 @@ evolve:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from governance.evolve.probes import DEFAULT_PROBES, SafetyProbe
 from governance.evolve.sequential import SequentialConfig
 from pipeline.evolve.config import ProposeConfig
+from sluice.frozen import Frozen
 from trainers.config import TaskConfig
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EvalBackendConfig(_Frozen):
+class EvalBackendConfig(Frozen):
     """Where the shadow evaluation and the offline regression send their requests (off the request path)."""
 
     backend: str | None = Field(
@@ -37,13 +34,13 @@ class EvalBackendConfig(_Frozen):
     concurrency: int = Field(2, ge=1, le=64)
 
 
-class ShadowConfig(_Frozen):
+class ShadowConfig(Frozen):
     max_prompts: int = Field(24, ge=1, description="Recorded prompts of the cluster to re-run.")
     min_prompts: int = Field(4, ge=1, description="Fewer graded prompts: the gate fails.")
     margin: float = Field(0.1, ge=0, le=1, description="Candidate mean must beat control's by this.")
 
 
-class OfflineConfig(_Frozen):
+class OfflineConfig(Frozen):
     held_out: int = Field(16, ge=0, description="Rewarded trajectories of the scope outside the cluster.")
     margin: float = Field(0.05, ge=0, le=1, description="Allowed fall of held-out mean reward.")
     probes: list[SafetyProbe] = Field(default_factory=lambda: list(DEFAULT_PROBES))
@@ -52,7 +49,7 @@ class OfflineConfig(_Frozen):
     )
 
 
-class CanaryConfig(_Frozen):
+class CanaryConfig(Frozen):
     share: float = Field(
         0.2, gt=0, lt=1, description="Share of the scope's trajectories given the candidate."
     )
@@ -63,7 +60,7 @@ class CanaryConfig(_Frozen):
     reward_max: float = Field(1.0)
 
 
-class LimitsConfig(_Frozen):
+class LimitsConfig(Frozen):
     max_canaries: int = Field(1, ge=0, description="Canaries running at once (over all scopes).")
     min_evidence: int = Field(
         8, ge=1, description="Smallest count of deterministic/approximate trajectories to act on."
@@ -73,7 +70,7 @@ class LimitsConfig(_Frozen):
     )
 
 
-class EvolveConfig(_Frozen):
+class EvolveConfig(Frozen):
     """The control plane's gates and schedule."""
 
     enabled: bool = Field(False, description="Run the gates on a schedule under `sluice up`.")
