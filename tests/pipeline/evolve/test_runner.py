@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner
 
+from pipeline.demo.summary import scalar, wait_until
 from pipeline.evolve.backend import EvalClient
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
@@ -112,6 +113,19 @@ def test_the_loop_gates_canaries_rolls_back_and_promotes(world: World, runner: E
     assert proposal_states(entries_of(world, winner.proposal_id))[winner.proposal_id].status == "rolled_back"
     with pytest.raises(LookupError):
         runner.rollback(harmful.proposal_id, "nothing to undo")
+
+    # explain reads the sink's copy of the ledger
+    n = len(entries_of(world, loser.proposal_id))
+    sql = f"SELECT count(*) FROM evolution_ledger WHERE proposal_id = '{loser.proposal_id}'"
+    wait_until(lambda: scalar(runner.client, sql) == n, 60, "the ledger in DuckDB")
+    out = CliRunner().invoke(
+        sluice_cli, ["evolve", "explain", loser.proposal_id, "--config", str(world.path)]
+    )
+    assert out.exit_code == 0, out.output
+    print(out.output)
+    for needle in ("[replay] passed", "[shadow] passed", "[offline] passed", "canary -> start",
+                   "[canary] failed -> rollback", "+ memory: The promo code is SUNNY24."):  # fmt: skip
+        assert needle in out.output, out.output
 
 
 def test_the_cli_lists_and_runs(world: World) -> None:
