@@ -25,7 +25,7 @@ from pipeline.evolve.loop_config import EvolveConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
-from sluice.errors import ConfigError
+from sluice.errors import ConfigError, validation_problems
 from sluice.frozen import Frozen
 from trainers.config import TrainerConfig
 
@@ -84,8 +84,9 @@ class BrokerConfig(Frozen):
 
     def faust_settings(self) -> dict[str, Any]:
         """Settings for ``faust.App`` that keep tables correct on this broker."""
-        # tansu: the stock transport with a short fetch wait (pipeline/stages/transport.py)
-        scheme = "sluice-tansu" if self.profile == "tansu" else "kafka"
+        # Both profiles run the stages' own transport (pipeline/stages/transport.py): its rebalance and
+        # commit fixes are in the client, whatever the broker; the tansu profile adds the short fetch wait.
+        scheme = f"sluice-{self.profile}"
         settings: dict[str, Any] = {
             "broker": ",".join(f"{scheme}://{s}" for s in self.bootstrap_servers.split(",")),
             "broker_session_timeout": self.session_timeout_ms / 1000,
@@ -255,11 +256,7 @@ class SluiceConfig(Frozen):
 
 def format_validation_error(err: ValidationError) -> list[str]:
     """One line per bad field: ``dotted.path: reason``."""
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
-        lines.append(f"{loc}: {e['msg']}")
-    return lines
+    return [f"{loc or '<root>'}: {msg}" for loc, msg in validation_problems(err)]
 
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class SluiceError(Exception):
     """Root of every error Sluice raises on purpose."""
@@ -17,3 +19,12 @@ class ConfigError(SluiceError):
     def __str__(self) -> str:
         head = super().__str__()
         return "\n".join([head, *("  " + p for p in self.problems)]) if self.problems else head
+
+
+def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
+    """``(dotted.path, reason)`` per bad field of a pydantic error ("" for the root), in pydantic's order,
+    with pydantic's "Value error, " prefix dropped from reasons our validators wrote."""
+    return [
+        (".".join(str(x) for x in e["loc"]), str(e["msg"]).removeprefix("Value error, "))
+        for e in err.errors()
+    ]

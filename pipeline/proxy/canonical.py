@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.proxy.exceptions import ApiError
+from sluice.errors import validation_problems
 from sluice.events import Message
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
@@ -49,9 +50,8 @@ def event_message(raw: Any, where: str) -> Message:
     try:
         return Message.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise _bad(f"{where}.{loc}" if loc else where, first["msg"]) from None
+        loc, msg = validation_problems(err)[0]
+        raise _bad(f"{where}.{loc}" if loc else where, msg) from None
 
 
 def flat_tool_call(raw: Any, where: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.proxy.exceptions import ApiError
+from sluice.errors import validation_problems
 
 log = logging.getLogger(__name__)
 _seen_unknown: set[tuple[str, str]] = set()
@@ -32,10 +33,9 @@ def validate_request(model: type[M], body: dict[str, Any], surface: str, metrics
     try:
         req = model.model_validate(body)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
+        loc, msg = validation_problems(err)[0]
         more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
-        raise ApiError(400, f"{loc}: {first['msg']}{more}", param=loc or None) from None
+        raise ApiError(400, f"{loc}: {msg}{more}", param=loc or None) from None
     unknown = req.unknown_fields()
     if unknown:
         if metrics is not None:

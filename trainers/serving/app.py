@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from sluice.errors import validation_problems
 from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
 from trainers.serving.chat import ChatServing
@@ -116,10 +117,9 @@ async def _request_error(request: Request, exc: Exception) -> Response:
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValidationError)
-    first = exc.errors()[0]
-    param = ".".join(str(x) for x in first["loc"])
-    msgs = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-    return error_response(400, msgs, param=param)
+    problems = validation_problems(exc)
+    msgs = "; ".join(f"{loc}: {msg}" for loc, msg in problems)
+    return error_response(400, msgs, param=problems[0][0])
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

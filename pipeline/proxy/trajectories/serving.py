@@ -21,6 +21,7 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.http_io import parse_json_object, read_body
 from pipeline.proxy.responses import json_response
 from pipeline.proxy.trajectories.protocol import EndRequest, FeedbackRequest, RewardRequest
+from sluice.errors import validation_problems
 from sluice.events import Consent, Governance, Reward, RewardEvent, TrajectoryEndEvent, encode, new_id
 
 
@@ -30,9 +31,7 @@ async def _parse(request: Request, model: type[BaseModel], allow_empty: bool = F
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        msg = first["msg"].removeprefix("Value error, ")
+        loc, msg = validation_problems(err)[0]
         raise ApiError(400, f"{loc}: {msg}" if loc else msg, param=loc or None) from None
 
 
