@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
+from pipeline.evolve.loop_config import EvolveConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
@@ -83,8 +84,9 @@ class BrokerConfig(Frozen):
 
     def faust_settings(self) -> dict[str, Any]:
         """Settings for ``faust.App`` that keep tables correct on this broker."""
-        # tansu: the stock transport with a short fetch wait (pipeline/stages/transport.py)
-        scheme = "sluice-tansu" if self.profile == "tansu" else "kafka"
+        # Both profiles run the stages' own transport (pipeline/stages/transport.py): its rebalance and
+        # commit fixes are in the client, whatever the broker; the tansu profile adds the short fetch wait.
+        scheme = f"sluice-{self.profile}"
         settings: dict[str, Any] = {
             "broker": ",".join(f"{scheme}://{s}" for s in self.bootstrap_servers.split(",")),
             "broker_session_timeout": self.session_timeout_ms / 1000,
@@ -218,6 +220,7 @@ class SluiceConfig(Frozen):
     up: UpConfig = Field(default_factory=UpConfig)
     otel: OtelExportConfig = Field(default_factory=OtelExportConfig)
     ui: ConsoleConfig = Field(default_factory=ConsoleConfig)
+    evolve: EvolveConfig = Field(default_factory=EvolveConfig)
     base_dir: Path = Field(Path("."), description="Relative paths in this file resolve against it.")
 
     @field_validator("base_dir")

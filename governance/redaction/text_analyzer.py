@@ -2,8 +2,9 @@
 
 Where it departs from calling ``AnalyzerEngine.analyze`` per text: each recognizer's ``may_match``
 decides first whether it could find anything (most agent text skips most recognizers, many texts skip
-Presidio entirely); only the entity types that pass are handed to Presidio, with empty NLP artifacts;
-the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
+Presidio entirely); only the recognizers of the entity types that pass run, with empty NLP artifacts,
+through ``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call
+overhead); the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
 salutation before one) that no cue or key recognizer has already explained, never a whole tool output,
 so NER costs what the unexplained names in a text cost; overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.
@@ -21,6 +22,7 @@ from governance.config import RedactionConfig
 from governance.redaction.analysis_cache import AnalysisCache, Finding, cache_key
 from governance.redaction.engine_provider import Engines
 from governance.redaction.key_context import keyed_spans
+from governance.redaction.recognizer_runner import RecognizerRunner
 from governance.redaction.recognizers import SECRET_ENTITIES
 from governance.redaction.recognizers.base import Prefiltered
 from governance.redaction.recognizers.person_location_recognizer import NAME_CANDIDATE
@@ -72,6 +74,14 @@ class TextAnalyzer:
         self._by_language = {
             lang: [r for r in engines.recognizers if r.supported_language == lang] for lang in self.languages
         }
+        self._runners = {
+            lang: RecognizerRunner(
+                self._by_language[lang],
+                engines.analyzer.context_aware_enhancer,
+                engines.empty_artifacts[lang],
+            )
+            for lang in self.languages
+        }
 
     def analyze(self, text: str, context: list[str] | None = None) -> tuple[tuple[Finding, ...], bool]:
         """Findings of ``text`` (scored at least the residual floor) and whether they came from the cache."""
@@ -102,14 +112,7 @@ class TextAnalyzer:
                 else:
                     entities.extend(e for e in r.supported_entities if e not in entities)
             if entities:
-                results = self.engines.analyzer.analyze(
-                    text,
-                    language=lang,
-                    entities=entities,
-                    context=context,
-                    score_threshold=self.floor,
-                    nlp_artifacts=self.engines.empty_artifacts[lang],
-                )
+                results = self._runners[lang].run(text, entities, context, self.floor)
                 for r in results:
                     if (
                         r.entity_type in self._ner

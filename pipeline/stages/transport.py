@@ -30,24 +30,44 @@ delivered, no connection waited on for minutes.
    (15 s), so the dead connection is closed and the request retried on a new one; the producer's batches
    keep Faust's long lifetime, so a retried record is delivered, not failed.
 
-It is registered under the URL scheme ``sluice-tansu`` through the ``faust.transports`` entry point, and
-``BrokerConfig.faust_settings()`` selects it for the tansu profile.
+5. **Offsets committed past records that were never processed.** Faust counts a record as processed
+   (acknowledged, so its offset may be committed) in three cases where the stage never saw it: a record
+   its stream skips because a rebalance began or the generation changed (the stream acknowledges what
+   it skips), a jump in the delivered offsets (taken for a compacted range), and — its commit check
+   being one off — a record missing right at the committed offset while later ones were processed. A
+   record dropped by the client in a rebalance (the worker kept the partition, its fetch was cut short)
+   was thus committed unprocessed: after a SIGKILLed peer or a broker freeze, rewards posted just before
+   a trajectory's end never reached the join. Here an acknowledgement counts only when it comes from
+   the generation that is live and while records flow; a jump in offsets is not counted; and an offset
+   is committed only when every record from the committed offset up to it was processed: a missing one
+   is read again (seek back), unless the broker no longer has it (below the partition's first offset,
+   removed by retention). The stage topics are never compacted, so a hole inside them is always a
+   record the client lost, never one the broker removed.
+
+It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` through the
+``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
+points 2, 3 and 5 are flaws of the client, not of Tansu, so a real Kafka cluster needs them too
+(its fetch wait is ``broker.fetch_max_wait_ms`` like Tansu's; raise it there to poll an idle broker less).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from aiokafka.errors import IllegalStateError
 from faust.transport.drivers import aiokafka as stock
 from faust.types import TP, Message
+from mode.utils.futures import notify
 
 log = logging.getLogger(__name__)
 
 
 REQUEST_TIMEOUT_MS = 15_000  # per request on a connection; a batch still lives as long as Faust says
+REREAD_AFTER_S = 10.0  # a missing record is sought again at most this often (a backlog may delay it)
 
 
 class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
@@ -100,9 +120,88 @@ def undelivered(records: Mapping[TP, Sequence[Any]], delivered: Mapping[TP, int]
     return out
 
 
+def first_unprocessed(acked: Sequence[int], committed: int | None) -> int | None:
+    """The committed offset when its record is not among the processed ones but later records are (a
+    hole at the head: nothing may be committed until it is processed); None when the head is whole."""
+    if not acked:
+        return None
+    start = committed or 0
+    return start if min(acked) > start else None
+
+
 class ShortFetchConsumer(stock.Consumer):
     def _new_consumer_thread(self) -> ShortFetchConsumerThread:
         return ShortFetchConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    @property
+    def _seeks(self) -> dict[TP, int]:
+        """Seeks back per partition (``_seek_back``), so that ``getmany`` can tell a batch fetched before."""
+        return self.__dict__.setdefault("_sluice_seeks", {})
+
+    def _is_live(self, message: Message) -> bool:
+        """Whether an acknowledgement of ``message`` may count: its generation is the live one and records
+        flow. Faust's streams also acknowledge the records they skip in a rebalance (flow stopped,
+        generation changed); those were never processed, and records finished during a rebalance are
+        read again by whoever owns the partition next (the stages are idempotent)."""
+        return self.app.flow_control.is_active() and message.generation_id == self.app.consumer_generation_id
+
+    def ack(self, message: Message) -> bool:
+        if message.acked or self._is_live(message):
+            return super().ack(message)
+        message.acked = True  # done with, so a rebalance does not wait for it; not committable
+        self._unacked_messages.discard(message)
+        notify(self._waiting_for_ack)
+        return False
+
+    async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
+        """Faust's drain loop calls this when a delivered offset jumps, and counts the jumped records as
+        processed (a compacted range). The stage topics are never compacted: the jumped records were
+        lost by the client, so they are left uncounted and ``_new_offset`` has them read again."""
+        log.warning(
+            "records of %s from offset %d to %d were not delivered: they are not counted as processed",
+            tp,
+            offset_from,
+            offset_to - 1,
+        )
+
+    def _new_offset(self, tp: TP) -> int | None:
+        """Faust's next offset to commit, but only when the records from the committed offset on were
+        processed without a hole; a missing head record is read again first."""
+        missing = first_unprocessed(self._acked[tp], self._committed_offset[tp])
+        if missing is not None:
+            self._read_again(tp, missing)
+            return None
+        return super()._new_offset(tp)
+
+    def _read_again(self, tp: TP, offset: int) -> None:
+        rereads: dict[tuple[TP, int], float] = self.__dict__.setdefault("_sluice_rereads", {})
+        now = time.monotonic()
+        if now - rereads.get((tp, offset), -REREAD_AFTER_S) < REREAD_AFTER_S or self.app.rebalancing:
+            return
+        rereads[(tp, offset)] = now
+        asyncio.ensure_future(self._seek_back(tp, offset))
+
+    async def _seek_back(self, tp: TP, offset: int) -> None:
+        """Read ``tp`` again from ``offset``, the first record not processed; or, when the broker no longer
+        has it (retention removed it), count the records below the partition's first offset as absent."""
+        if tp not in self.assignment():
+            return  # revoked: its next owner reads it from the committed offset
+        try:
+            earliest = (await self.earliest_offsets(tp)).get(tp, 0) or 0
+            if offset < earliest:
+                log.warning(
+                    "records of %s below offset %d are gone from the broker: skipping them", tp, earliest
+                )
+                absent = range(offset, earliest)
+                self._acked[tp].extend(absent)
+                self._acked_index[tp].update(absent)
+                return
+            log.warning("record of %s at offset %d was not processed: reading again from it", tp, offset)
+            self._seeks[tp] = self._seeks.get(tp, 0) + 1  # a batch fetched before is not delivered
+            await self._seek(tp, offset)
+        except IllegalStateError:  # revoked meanwhile: its next owner reads it from the committed offset
+            return
+        self._read_offset[tp] = offset if offset > 0 else None  # the drain loop delivers offsets >= it
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
         """Faust's ``getmany`` (round-robin over partitions, generation and flow checks), except that
@@ -115,10 +214,13 @@ class ShortFetchConsumer(stock.Consumer):
             await self.perform_seek()  # Faust's own rule: back to the committed offsets
             return
         delivered: dict[TP, int] = {}
+        seeks = dict(self._seeks)
         try:
             for tp, record in self.scheduler.iterate(records):
                 if not self.flow_active or self.app.consumer_generation_id != generation_id:
                     break
+                if self._seeks.get(tp, 0) != seeks.get(tp, 0):
+                    continue  # sought back meanwhile: these come again, after the record it seeks
                 if active_partitions is None or tp in active_partitions or tp in self._buffered_partitions:
                     self.app.monitor.track_tp_end_offset(tp, self.highwater(tp))
                     delivered[tp] = record.offset

@@ -60,6 +60,30 @@ def key_shaped(value: str) -> bool:
     return entropy(value) >= 3.5
 
 
+# The start of each run of 20+ characters a key-shaped value is written with (each run found once).
+_TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9_\-+/=.~]{20}")
+# What a line must hold for each pattern below: a vendor prefix as written; the lower-cased letters of
+# one of the pattern's words (``api key``, ``auth token``, ``passwd`` hold ``key``, ``token``, ``passw``).
+_VENDOR_PREFIXES = (
+    "hf_",
+    "glpat-",
+    "npm_",
+    "pypi-AgEI",
+    "SG.",
+    "SK",
+    "key-",
+    "shp",
+    "dapi",
+    "dop_v1_",
+    "ATATT",
+)
+_PATTERN_NEEDS = (
+    _VENDOR_PREFIXES,
+    ("bearer", "basic", "token"),
+    ("key", "token", "secret", "passw", "credential", "bearer", "rotate", "clave", "chiave", "senha", "jeton"),
+)  # fmt: skip
+
+
 class ApiTokenRecognizer(SluicePatternRecognizer):
     ENTITY = "API_TOKEN"
     PATTERNS = [
@@ -78,17 +102,36 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
     LOWER_TRIGGERS = ("key", "token", "secret", "pass", "credential", "bearer", "basic", "api", "auth", "clé",
                       "clave", "chiave", "senha", "schlüssel", "jeton", "contraseña", "rotate", "hf_", "glpat-",
                       "npm_", "pypi-", "sg.", "sk", "dapi", "dop_v1", "atatt", "shp")  # fmt: skip
-    PREFILTER = re.compile(r"[A-Za-z0-9_\-+/=.~]{20}")
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
-        if len(text) < 20 or self.PREFILTER.search(text) is None:
+        """Whether a pattern finds a key-shaped value. Every match lies within one line and its value is a
+        run of 20+ token characters, so the patterns run only on the lines holding such a run, and each
+        only where its words can occur: a vendor prefix (as written), or on ASCII lines a secret word
+        (any case; a line with other letters keeps every pattern, as case folding there is wider)."""
+        if len(text) < 20:
             return False
         low = text.lower()
         if not any(t in low for t in self.LOWER_TRIGGERS):
             return False
-        return any(
-            key_shaped(text[m.start("v") : m.end("v")]) for _, rx in self._compiled for m in rx.finditer(text)
-        )
+        done = -1
+        for run in _TOKEN_RUN.finditer(text):
+            start = text.rfind("\n", 0, run.start()) + 1
+            if start == done:
+                continue
+            done = start
+            end = text.find("\n", run.end())
+            end = len(text) if end < 0 else end
+            line = text[start:end]
+            words = line.lower() if line.isascii() else None
+            for (_, rx), needs in zip(self._compiled, _PATTERN_NEEDS, strict=True):
+                if needs is _VENDOR_PREFIXES:
+                    if not any(p in line for p in needs):
+                        continue
+                elif words is not None and not any(w in words for w in needs):
+                    continue
+                if any(key_shaped(text[m.start("v") : m.end("v")]) for m in rx.finditer(text, start, end)):
+                    return True
+        return False
 
     def validate_result(self, pattern_text: str) -> bool:
         return key_shaped(pattern_text)

@@ -53,6 +53,17 @@ def has_any_word(text: str, words: frozenset[str]) -> bool:
     return not words.isdisjoint(letter_words(text))
 
 
+_NUMBER_RUN = re.compile(r"\d[\d \t().\-/]{6}")
+
+
+@lru_cache(maxsize=16)
+def has_number_run(text: str) -> bool:
+    """Whether ``text`` holds a digit followed by six more digits or number separators (space, tab,
+    ``( ) . - /``). Card, SSN, phone and IPv4 prefilters match only such characters, from a digit, over at
+    least seven of them: one scan shared by the four decides first whether any can match."""
+    return _NUMBER_RUN.search(text) is not None
+
+
 def context_words(context: list[str] | None) -> set[str]:
     """Lower-cased words of the context strings: ``["aws_secret_access_key"]`` -> {aws, secret, ...}."""
     words: set[str] = set()
@@ -67,15 +78,24 @@ class Prefiltered:
     """Mixin: ``may_match`` says whether a recognizer could find anything in a text (cheaply).
 
     ``TRIGGERS``: substrings of which at least one must occur (a plain ``in`` test, far cheaper than
-    any regex); then ``PREFILTER``, a small regex, must match. Either may be left empty.
+    any regex); then ``PREFILTER``, a small regex, must match. Either may be left empty. A number
+    recognizer sets ``NEEDS_NUMBER_RUN`` when its ``PREFILTER`` can only match where ``has_number_run``
+    does, so texts without such a run skip it after one shared scan.
     """
 
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     PREFILTER: ClassVar[re.Pattern[str] | None] = None
+    NEEDS_NUMBER_RUN: ClassVar[bool] = False  # PREFILTER matches only within a run ``has_number_run`` finds
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
-        if self.TRIGGERS and not any(t in text for t in self.TRIGGERS):
+        if self.NEEDS_NUMBER_RUN and not has_number_run(text):
             return False
+        if self.TRIGGERS:
+            for t in self.TRIGGERS:
+                if t in text:
+                    break
+            else:
+                return False
         return self.PREFILTER is None or self.PREFILTER.search(text) is not None
 
 

@@ -12,7 +12,7 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import IpRecognizer
 
-from governance.redaction.recognizers.base import Prefiltered
+from governance.redaction.recognizers.base import Prefiltered, has_number_run
 
 _VERSION_BEFORE = re.compile(r"(?i)(?:\bv|\bversion\s*|\bbuild\s*|\brelease\s*|\bver\.?\s*)$")
 
@@ -22,7 +22,7 @@ class IpAddressRecognizer(Prefiltered, IpRecognizer):
     PREFILTER_V6 = re.compile(r"::|:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")  # ::, or three colon groups
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
-        return self.PREFILTER.search(text) is not None or (
+        return (has_number_run(text) and self.PREFILTER.search(text) is not None) or (
             ":" in text and self.PREFILTER_V6.search(text) is not None
         )
 

@@ -69,6 +69,7 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
     ]
     CONTEXT = ["credit", "card", "visa", "mastercard", "amex", "payment"]
     PREFILTER = re.compile(r"\d{4}(?:[ -]?\d){8}")
+    NEEDS_NUMBER_RUN = True
     VERSION = "2"
 
     def validate_result(self, pattern_text: str) -> bool | None:

@@ -88,6 +88,7 @@ class PhoneNumberRecognizer(Prefiltered, LocalRecognizer):
     SCORE: ClassVar[float] = 0.75
     BARE_SCORE: ClassVar[float] = 0.4
     PREFILTER = re.compile(r"\d[\d \t().\-/]{5,}\d")
+    NEEDS_NUMBER_RUN = True
     VERSION: ClassVar[str] = "2"
 
     def __init__(self, regions: list[str] | None = None, supported_language: str = "en") -> None:

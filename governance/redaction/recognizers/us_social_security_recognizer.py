@@ -27,6 +27,7 @@ _TEXT_BEFORE = re.compile(
 
 class UsSocialSecurityRecognizer(Prefiltered, PresidioUsSsnRecognizer):
     PREFILTER = re.compile(r"\d{3}[- .]?\d{2}[- .]?\d{4}")
+    NEEDS_NUMBER_RUN = True
     KEY_CONTEXT_SCORE = 0.85
 
     def __init__(self, supported_language: str = "en") -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from faust.types import TP
 
-from pipeline.stages.transport import undelivered
+from pipeline.stages.transport import first_unprocessed, undelivered
 
 
 @dataclass
@@ -20,3 +20,12 @@ def test_undelivered_names_the_first_skipped_offset_per_partition() -> None:
     # a: delivered up to 6 (the generation changed before 7); b: none delivered (paused); c: all delivered
     assert undelivered(records, {a: 6, c: 3}) == {a: 7, b: 0}
     assert undelivered(records, {a: 7, b: 1, c: 3}) == {}
+
+
+def test_a_hole_at_the_committed_offset_blocks_the_commit() -> None:
+    # committed 28 (record 28 is next), 29.. processed: 28 was lost by the client, read it again
+    assert first_unprocessed([29, 30, 31], 28) == 28
+    assert first_unprocessed([28, 29], 28) is None  # whole from the committed offset
+    assert first_unprocessed([1, 2], None) == 0  # never committed: the partition starts at 0
+    assert first_unprocessed([0, 1], None) is None
+    assert first_unprocessed([], 5) is None  # nothing processed: nothing to commit
