@@ -1,22 +1,29 @@
-"""Proxy overhead benchmark: direct to the echo backend vs through the proxy, publishing off and on.
+"""Proxy overhead benchmark: direct to the echo backend vs through the proxy, publishing off and on, and
+side by side with LiteLLM's proxy and TensorZero's gateway.
 
-    python -m bench.proxy                     # ~2 min on 2 cores
-    python -m bench.proxy --rounds 1          # quicker, noisier
+    infra/install_peers.sh                    # once: the peers, each in its own environment
+    python -m bench.proxy                     # ~5 min on 2 cores
+    python -m bench.proxy --peers none        # Sluice alone (~2 min)
 
-One run starts a LocalBroker (Tansu), the echo backend (``infra.echo_backend``) and three ``sluice proxy``
+One run starts a LocalBroker (Tansu), the echo backend (``infra.echo_backend``), four ``sluice proxy``
 processes: publishing off, publishing on (the config's broker profile, ``tansu``: one record per produce
-request), and publishing on with ``broker.profile: kafka`` (batching allowed, as on a real cluster; a
-what-if, not a target). Each is driven by a load generator in its own process (aiohttp, loopback,
-64 concurrent clients, non-streaming chat completions, a new trajectory per call):
+request), publishing on with ``broker.profile: kafka`` (batching allowed, as on a real cluster; a
+what-if, not a target), publishing with ``proxy.wal_fsync``; and the peers (``bench.peers``), all
+against the same backend. Each run is driven by a load generator in its own process (``bench.loadgen``,
+aiohttp on loopback, 64 concurrent clients, non-streaming chat completions, a new trajectory per call):
 
 - latency at a fixed offered load (``--rate`` requests/s spread over the 64 clients): p50/p99 direct and
   through the proxy; the difference is the latency the proxy adds (targets: p50 <= 2 ms, p99 <= 10 ms,
   and p99 <= 2 ms with every response waiting for the write-ahead log's group commit, which the
-  publishing proxy always does). A fourth proxy also ``fdatasync``s each group commit (``proxy.wal_fsync``,
-  survives a machine crash): its added latency is reported, not a target (it is the disk's);
+  publishing proxy always does). The fsync proxy's added latency is reported, not a target (it is the
+  disk's);
+- latency at ``--peer-rate`` (20 requests/s: LiteLLM queues at far less than ``--rate``) direct, through
+  Sluice (publishing off and on) and through each peer: ``added_p50_vs_<peer>`` = Sluice's added p50
+  with publishing / the peer's (target vs LiteLLM: <= 1/3);
 - throughput with the 64 clients closed-loop (each sends its next request when the last one returns):
-  requests/s through the proxy with publishing on vs off (target: >= 90%), and the CPU each request
-  costs the proxy process (all its threads, librdkafka's included) and the broker.
+  requests/s direct, through the proxy with publishing on vs off (target: >= 90%) and through each peer
+  (``throughput_vs_<peer>`` = Sluice with publishing / the peer; target vs LiteLLM: >= 2), and the CPU
+  each request costs the target process (all threads and children; librdkafka's included) and the broker.
 
 Rounds interleave the targets so that noise from other processes hits all of them alike; medians over the
 rounds are reported. Everything shares the same cores (load generator, backend, proxy, broker), so
@@ -27,7 +34,6 @@ The final line is one JSON object with the figures and the targets.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import subprocess
@@ -41,92 +47,20 @@ from typing import Any
 
 import yaml
 
+from bench.loadgen import KEY, MODEL, run_load
+
 ROOT = Path(__file__).resolve().parent.parent
-KEY = "sk-bench-0000"
 PACED = ("direct", "nopub", "pub", "pub_fsync")
-CLOSED = ("nopub", "pub", "pub_batched")
+CLOSED = ("direct", "nopub", "pub", "pub_batched")
+PEER_PACED = ("direct", "nopub", "pub")  # at --peer-rate, with the peers
 TARGETS = {
     "added_p50_ms_max": 2.0,
     "added_p99_ms_max": 10.0,
     "added_p99_ms_max_with_wal": 2.0,
     "publish_throughput_ratio_min": 0.9,
+    "added_p50_vs_litellm_max": 1 / 3,
+    "throughput_vs_litellm_min": 2.0,
 }
-
-
-# ----------------------------------------------------------------------------- load generator (own process)
-
-
-async def _load(
-    url: str, mode: str, concurrency: int, duration: float, rate: float, warmup: float
-) -> dict[str, Any]:
-    import aiohttp
-
-    headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
-    lat: list[float] = []
-    errors = 0
-    counter = 0
-    t_start = time.perf_counter()
-    t_measure = t_start + warmup
-    t_end = t_measure + duration
-    interval = concurrency / rate if mode == "paced" else 0.0
-
-    async def worker(w: int, session: aiohttp.ClientSession) -> None:
-        nonlocal errors, counter
-        next_at = t_start + (w / concurrency) * interval
-        while True:
-            now = time.perf_counter()
-            if now >= t_end:
-                return
-            if interval:
-                if next_at > now:
-                    await asyncio.sleep(next_at - now)
-                next_at += interval
-            counter += 1
-            body = {
-                "model": "bench-model",
-                "messages": [
-                    {"role": "system", "content": "You are a benchmark agent. Answer briefly."},
-                    {"role": "user", "content": f"request {w}-{counter}: what is the weather like today?"},
-                ],
-                "max_tokens": 64,
-            }
-            data = json.dumps(body).encode()
-            t0 = time.perf_counter()
-            try:
-                async with session.post(url, data=data, headers=headers) as resp:
-                    await resp.read()
-                    ok = resp.status == 200
-            except aiohttp.ClientError:
-                ok = False
-            t1 = time.perf_counter()
-            if t0 >= t_measure and t1 <= t_end:
-                if ok:
-                    lat.append(t1 - t0)
-                else:
-                    errors += 1
-
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        await asyncio.gather(*(worker(w, session) for w in range(concurrency)))
-    lat.sort()
-    n = len(lat)
-    return {
-        "requests": n,
-        "errors": errors,
-        "rps": n / duration,
-        "p50_ms": 1000 * statistics.median(lat) if n else None,
-        "p99_ms": 1000 * lat[min(n - 1, int(0.99 * n))] if n else None,
-    }
-
-
-def run_load(
-    url: str, mode: str, concurrency: int, duration: float, rate: float, warmup: float
-) -> dict[str, Any]:
-    """The load generator in a separate process (never the proxy's)."""
-    args = [sys.executable, "-m", "bench.proxy", "--loadgen", url, "--mode", mode, "--concurrency", str(concurrency),
-            "--duration", str(duration), "--rate", str(rate), "--warmup", str(warmup)]  # fmt: skip
-    out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # ----------------------------------------------------------------------------- services
@@ -183,6 +117,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _rotate(names: tuple[str, ...], r: int) -> tuple[str, ...]:
+    """The round's order: rotated each round, so a noisy neighbour hits every target alike."""
+    k = r % len(names)
+    return names[k:] + names[:k]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b is not None and b > 0 else None
+
+
+def _round(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(x, digits)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=4.0, help="Seconds measured per run.")
@@ -192,27 +140,36 @@ def main() -> None:
     ap.add_argument(
         "--rate", type=float, default=300.0, help="Offered load of the latency runs (requests/s)."
     )
-    ap.add_argument("--loadgen", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--mode", default="closed", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--peers",
+        default="litellm,tensorzero",
+        help="Peers run side by side (comma-separated, or 'none'); install them with infra/install_peers.sh.",
+    )
+    ap.add_argument(
+        "--peer-rate", type=float, default=20.0, help="Offered load of the latency runs against the peers."
+    )
     args = ap.parse_args()
-    if args.loadgen:
-        import uvloop
 
-        result = uvloop.run(
-            _load(args.loadgen, args.mode, args.concurrency, args.duration, args.rate, args.warmup)
-        )
-        print(json.dumps(result))
-        return
-
+    from bench import peers as peer_procs
     from infra.broker import LocalBroker, free_port
     from pipeline.topics import create_topics
     from sluice.config import BrokerConfig, TopicsConfig
 
+    peer_names = [] if args.peers == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
+    unknown = [p for p in peer_names if p not in peer_procs.ENVS]
+    if unknown:
+        ap.error(f"unknown peers {unknown}: choose from {sorted(peer_procs.ENVS)} or 'none'")
+    absent = peer_procs.missing(peer_names)
+    if absent:
+        ap.error(f"peers {absent} are not installed: run infra/install_peers.sh (or pass --peers none)")
+
     tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
     procs: list[subprocess.Popen[bytes]] = []
+    peers: dict[str, peer_procs.Peer] = {}
     broker = LocalBroker(log_path=tmp / "tansu.log").start()
     paced: dict[str, list[dict[str, Any]]] = {k: [] for k in PACED}
-    closed: dict[str, list[dict[str, Any]]] = {k: [] for k in CLOSED}
+    peer_paced: dict[str, list[dict[str, Any]]] = {k: [] for k in (*PEER_PACED, *peer_names)}
+    closed: dict[str, list[dict[str, Any]]] = {k: [] for k in (*CLOSED, *peer_names)}
     publisher: dict[str, Any] = {}
     try:
         create_topics(
@@ -224,6 +181,7 @@ def main() -> None:
                                       cwd=ROOT, stdout=subprocess.DEVNULL))  # fmt: skip
         wait_http(f"http://127.0.0.1:{echo_port}/health")
         urls = {"direct": f"http://127.0.0.1:{echo_port}/v1/chat/completions"}
+        models = dict.fromkeys(closed, MODEL)
         ports: dict[str, int] = {}
         pids = {"direct": procs[0].pid}
         for name, publish, profile, fsync in (
@@ -235,34 +193,69 @@ def main() -> None:
             proc, ports[name] = start_proxy(tmp, broker.bootstrap_servers, echo_port, publish, profile, fsync)
             procs.append(proc)
             urls[name], pids[name] = f"http://127.0.0.1:{ports[name]}/v1/chat/completions", proc.pid
-        # rounds interleave the targets, so a noisy neighbour hits all of them alike; medians are reported
+        for name in peer_names:
+            if name == "litellm":
+                peer = peer_procs.start_litellm(tmp, echo_port, free_port())
+            else:
+                peer = peer_procs.start_tensorzero(tmp, echo_port)
+            peers[name] = peer
+            urls[name], pids[name], models[name] = peer.url, peer.proc.pid, peer.model
+            run_load(
+                peer.url, "closed", 8, 2.0, 0, 0.0, peer.model
+            )  # its first calls are slow: before the rounds
+
+        def closed_run(name: str) -> dict[str, Any]:
+            watched = {"target": pids[name], "broker": broker._proc.pid}  # noqa: SLF001
+            before = {k: peer_procs.tree_cpu_seconds(p) for k, p in watched.items()}
+            res = run_load(
+                urls[name], "closed", args.concurrency, args.duration, 0, args.warmup, models[name]
+            )
+            sent = max(1, res["sent"])  # the CPU window covers every request, warmup and drain included
+            res["cpu_us"] = {
+                k: 1e6 * (peer_procs.tree_cpu_seconds(p) - before[k]) / sent for k, p in watched.items()
+            }
+            return res
+
         for r in range(args.rounds):
-            for name in PACED[r % len(PACED) :] + PACED[: r % len(PACED)]:  # rotate the order too
+            for name in _rotate(PACED, r):
                 paced[name].append(
                     run_load(urls[name], "paced", args.concurrency, args.duration, args.rate, args.warmup)
                 )
-            for name in CLOSED[r % 3 :] + CLOSED[: r % 3]:
-                watched = {"proxy": pids[name], "broker": broker._proc.pid}  # noqa: SLF001
-                before = {k: cpu_seconds(p) for k, p in watched.items()}
-                res = run_load(urls[name], "closed", args.concurrency, args.duration, 0, args.warmup)
-                sent = res["requests"] * (args.duration + args.warmup) / args.duration  # warmup costs CPU too
-                res["cpu_us"] = {k: 1e6 * (cpu_seconds(p) - before[k]) / sent for k, p in watched.items()}
-                closed[name].append(res)
+            for name in _rotate(tuple(peer_paced), r):
+                peer_paced[name].append(
+                    run_load(
+                        urls[name],
+                        "paced",
+                        args.concurrency,
+                        args.duration,
+                        args.peer_rate,
+                        args.warmup,
+                        models[name],
+                    )  # fmt: skip
+                )
+            for name in _rotate(tuple(closed), r):
+                closed[name].append(closed_run(name))
             print(
-                f"round {r + 1}: " + json.dumps({k: round(v[-1]["p99_ms"], 2) for k, v in paced.items()}),
+                f"round {r + 1}: p99 ms "
+                + json.dumps({k: round(v[-1]["p99_ms"], 2) for k, v in paced.items()})
+                + " closed req/s "
+                + json.dumps({k: round(v[-1]["rps"]) for k, v in closed.items()}),
                 flush=True,
             )
         time.sleep(1.0)
         publisher = {k: health(ports[k])["publisher"] for k in ("pub", "pub_batched", "pub_fsync")}
     finally:
+        for peer in peers.values():
+            peer.stop()
         for p in procs:
             if p.poll() is None:
                 p.terminate()
                 p.wait(30)
         broker.stop()
 
-    def med(runs: list[dict[str, Any]], key: str) -> float:
-        return statistics.median(run[key] for run in runs)
+    def med(runs: list[dict[str, Any]], key: str) -> float | None:
+        values = [run[key] for run in runs if run[key] is not None]
+        return statistics.median(values) if values else None
 
     def cpu(name: str, who: str) -> float:
         return round(statistics.median(run["cpu_us"][who] for run in closed[name]), 1)
@@ -272,6 +265,16 @@ def main() -> None:
     rps = {k: med(v, "rps") for k, v in closed.items()}
     added_p50, added_p99 = p50["pub"] - p50["direct"], p99["pub"] - p99["direct"]
     ratio = rps["pub"] / rps["nopub"]
+    slow50 = {k: med(v, "p50_ms") for k, v in peer_paced.items()}
+    slow99 = {k: med(v, "p99_ms") for k, v in peer_paced.items()}
+    slow_added = {
+        k: _round(None if v is None else v - slow50["direct"]) for k, v in slow50.items() if k != "direct"
+    }
+    vs = {}
+    for name in ("litellm", "tensorzero"):
+        if name in peers:
+            vs[f"added_p50_vs_{name}"] = _ratio(slow_added["pub"], slow_added[name])
+            vs[f"throughput_vs_{name}"] = _ratio(rps["pub"], rps[name])
     summary = {
         "bench": "proxy",
         "concurrency": args.concurrency,
@@ -286,15 +289,30 @@ def main() -> None:
         "p50_ms": {k: round(v, 3) for k, v in p50.items()},
         "p99_ms": {k: round(v, 3) for k, v in p99.items()},
         "closed_rps": {k: round(v, 1) for k, v in rps.items()},
-        "closed_p50_ms": {k: round(med(v, "p50_ms"), 2) for k, v in closed.items()},
-        "closed_p99_ms": {k: round(med(v, "p99_ms"), 2) for k, v in closed.items()},
+        "closed_p50_ms": {k: _round(med(v, "p50_ms"), 2) for k, v in closed.items()},
+        "closed_p99_ms": {k: _round(med(v, "p99_ms"), 2) for k, v in closed.items()},
         "publish_throughput_ratio": round(ratio, 3),
         "publish_throughput_ratio_batched": round(rps["pub_batched"] / rps["nopub"], 3),
-        "proxy_cpu_us_per_request": {k: cpu(k, "proxy") for k in ("nopub", "pub", "pub_batched")},
+        "proxy_cpu_us_per_request": {k: cpu(k, "target") for k in ("nopub", "pub", "pub_batched")},
         "broker_cpu_us_per_request": {k: cpu(k, "broker") for k in ("pub", "pub_batched")},
         "events_delivered": {k: v["delivered"] for k, v in publisher.items()},
         "spool_depth_after": {k: v["spool_depth"] for k, v in publisher.items()},
-        "errors": sum(run["errors"] for runs in (*paced.values(), *closed.values()) for run in runs),
+        "peers": peer_names,
+        "peer_rate_rps": args.peer_rate,
+        "peer_rate_p50_ms": {k: _round(v) for k, v in slow50.items()},
+        "peer_rate_p99_ms": {k: _round(v) for k, v in slow99.items()},
+        "peer_rate_added_p50_ms": slow_added,
+        "cpu_us_per_request": {k: cpu(k, "target") for k in closed},
+        **vs,
+        "errors": sum(
+            run["errors"]
+            for runs in (*paced.values(), *peer_paced.values(), *closed.values())
+            for run in runs
+        ),
+        "errors_by_target": {
+            k: sum(run["errors"] for run in (*paced.get(k, []), *peer_paced.get(k, []), *closed.get(k, [])))
+            for k in {*paced, *peer_paced, *closed}
+        },
         "targets": TARGETS,
         "met": {
             "added_p50": added_p50 <= TARGETS["added_p50_ms_max"],
@@ -303,6 +321,10 @@ def main() -> None:
             "publish_throughput_ratio": ratio >= TARGETS["publish_throughput_ratio_min"],
         },
     }
+    if "litellm" in peers:
+        a, t = vs["added_p50_vs_litellm"], vs["throughput_vs_litellm"]
+        summary["met"]["added_p50_vs_litellm"] = a is not None and a <= TARGETS["added_p50_vs_litellm_max"]
+        summary["met"]["throughput_vs_litellm"] = t is not None and t >= TARGETS["throughput_vs_litellm_min"]
     print(json.dumps(summary))
 
 

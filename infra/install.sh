@@ -34,3 +34,6 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
         echo "install.sh: no apt-get here; install Chromium with your package manager for the console tests" >&2
     fi
 fi
+# The peers the proxy benchmark runs side by side (LiteLLM, TensorZero), each in its own environment under
+# var/peers (~900 MB, a few minutes); skipped when present.
+bash infra/install_peers.sh

@@ -51,7 +51,9 @@ def recreate_topics(cfg: SluiceConfig) -> Callable[[], None]:
     return run
 
 
-def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: bool) -> list[ServiceSpec]:
+def service_specs(
+    cfg: SluiceConfig, config_path: Path | None, with_trainer: bool, with_evolve: bool = False
+) -> list[ServiceSpec]:
     """The services `sluice up` runs for this config, in start order."""
     specs: list[ServiceSpec] = []
     if cfg.broker.embedded:
@@ -116,6 +118,8 @@ def service_specs(cfg: SluiceConfig, config_path: Path | None, with_trainer: boo
                 ready_timeout_s=max(300, cfg.up.ready_timeout_s),
             )
         )
+    if with_evolve or cfg.evolve.enabled:
+        specs.append(ServiceSpec("evolve", sluice_argv("evolve", "serve", config=config_path)))
     return specs
 
 
@@ -144,6 +148,7 @@ def running_stack(
     log_path: Path | None = None,
     sink: TextIO | None = None,
     verbose: bool = True,
+    with_evolve: bool = False,
 ) -> Iterator[Supervisor]:
     """Start every service, yield the supervisor, stop everything on exit (also on errors). ``verbose``
     streams every service's log lines to ``sink``; otherwise one status line per service is printed and
@@ -160,7 +165,7 @@ def running_stack(
         log_dir=log_path.parent,
         echo=verbose,
     )
-    specs = service_specs(cfg, config_path, with_trainer)
+    specs = service_specs(cfg, config_path, with_trainer, with_evolve)
     if cfg.broker.embedded and port_open("127.0.0.1", cfg.broker.port):
         raise SupervisorError(
             f"127.0.0.1:{cfg.broker.port} is already in use: is another `sluice up` running? Stop it, or "
@@ -194,14 +199,17 @@ def running_stack(
 @click.command("up")
 @config_option
 @click.option("--with-trainer", is_flag=True, help="Also run the async GRPO trainer.")
+@click.option(
+    "--evolve", "with_evolve", is_flag=True, help="Also run the control plane's gates on a schedule."
+)
 @click.option("--verbose", is_flag=True, help="Stream every service's log lines here (prefixed).")
-def up_command(config_path: Path | None, with_trainer: bool, verbose: bool) -> None:
+def up_command(config_path: Path | None, with_trainer: bool, with_evolve: bool, verbose: bool) -> None:
     """Start the whole pipeline on this machine; Ctrl-C stops it cleanly."""
     cfg = load_or_exit(config_path)
     if not verbose:
         logs = shown_path(cfg.path(cfg.up.log_file).parent)
         click.echo(f"starting sluice; service logs: {logs}/<service>.log (--verbose streams them here)")
-    with running_stack(cfg, config_path, with_trainer, verbose=verbose) as sup:
+    with running_stack(cfg, config_path, with_trainer, verbose=verbose, with_evolve=with_evolve) as sup:
         click.echo(
             f"sluice is up: {', '.join(sup.names())}. Agents: base_url=http://{cfg.proxy.host}:{cfg.proxy.port}/v1 "
             "— Ctrl-C stops everything."

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
+from pipeline.evolve.loop_config import EvolveConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.config import SinkConfig
@@ -219,6 +220,7 @@ class SluiceConfig(Frozen):
     up: UpConfig = Field(default_factory=UpConfig)
     otel: OtelExportConfig = Field(default_factory=OtelExportConfig)
     ui: ConsoleConfig = Field(default_factory=ConsoleConfig)
+    evolve: EvolveConfig = Field(default_factory=EvolveConfig)
     base_dir: Path = Field(Path("."), description="Relative paths in this file resolve against it.")
 
     @field_validator("base_dir")

@@ -4,10 +4,14 @@ ledger (one ``LedgerEntry(kind="proposal")`` per proposal, acked by the broker).
 
     sluice evolve propose
     sluice evolve propose --record --model-base-url http://127.0.0.1:8000/v1 --model SmolLM2-135M-Instruct
+
+The loop's commands (``run``, ``list``, ``explain``, ``rollback``, ``serve``) live in
+``pipeline.evolve.loop_cli`` and join the group lazily through ``SUBCOMMANDS``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -21,8 +25,24 @@ from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
 from sluice.evolution import FailureCluster, LedgerEntry, Proposal
 
+SUBCOMMANDS: dict[str, str] = {
+    name: f"pipeline.evolve.loop_cli:{name}_command"
+    for name in ("run", "list", "explain", "rollback", "serve")
+}
 
-@click.group("evolve")
+
+class EvolveGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *SUBCOMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in SUBCOMMANDS:
+            module, attr = SUBCOMMANDS[name].split(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, name)
+
+
+@click.group("evolve", cls=EvolveGroup)
 def evolve_group() -> None:
     """The control plane: diagnose failures, draft updates, gate, ship and explain them."""
 

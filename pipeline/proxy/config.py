@@ -1,7 +1,8 @@
 """Proxy config: where it listens, which upstream serves which model, which API key is which tenant.
 
-One frozen pydantic model per concern (``BackendConfig``, ``ApiKeyConfig``, ``ProxyConfig``), parsed from the
-``proxy:`` section of the Sluice YAML. Secrets are ``SecretStr`` so that logging the config masks them.
+One frozen pydantic model per concern (``BackendConfig``, ``ApiKeyConfig``, ``ResponseChainConfig``,
+``ProxyConfig``), parsed from the ``proxy:`` section of the Sluice YAML. Secrets are
+``SecretStr`` so that logging the config masks them.
 
     sluice config show          # the config in effect, secrets masked
 """
@@ -61,6 +62,18 @@ class ApiKeyConfig(Frozen):
     consent_training: bool | None = Field(
         None, description="Training consent attached to this key's traffic."
     )
+
+
+class ResponseChainConfig(Frozen):
+    """What the proxy keeps for ``previous_response_id`` on ``/v1/responses`` (in memory only)."""
+
+    max_responses: int = Field(
+        10_000, ge=0, description="Responses kept over all tenants (0: keep none, every id is unknown)."
+    )
+    max_bytes: int = Field(
+        64 * 1024 * 1024, ge=0, description="Message JSON kept over all tenants; least recently used first."
+    )
+    ttl_s: float = Field(3600.0, gt=0, description="A response is forgotten this long after its last use.")
 
 
 class ProxyConfig(Frozen):
@@ -139,6 +152,7 @@ class ProxyConfig(Frozen):
     link_token_budget: int = Field(
         20_000_000, ge=0, description="Token ids kept over all trajectories (4 bytes each); LRU beyond it."
     )
+    response_chains: ResponseChainConfig = Field(default_factory=ResponseChainConfig)
 
     @model_validator(mode="after")
     def _check(self) -> ProxyConfig:

@@ -1,8 +1,8 @@
 """Which trajectory a call belongs to, and which part of its messages is new (pure, no I/O).
 
-A trajectory is named explicitly (header or ``/t/{id}`` URL prefix) or found by its history: after each
-step the proxy remembers, per tenant, the link hash of "input + assistant reply" (one per choice when
-n > 1) for ``link_window_s``. A later call whose messages start with such a history extends that
+A trajectory is named explicitly (header, ``/t/{id}`` URL prefix, or the response a Responses API call
+continues with ``previous_response_id``) or found by its history: after each step the proxy remembers,
+per tenant, the link hash of "input + assistant reply" (one per choice when n > 1) for ``link_window_s``. A later call whose messages start with such a history extends that
 trajectory; anything else starts a new one.
 
 Within a trajectory the proxy keeps the link/exact hashes of the history a consumer rebuilds with
@@ -39,7 +39,7 @@ from sluice.events import ErasureEvent, Message, message_hash, new_id, scoped_tr
 
 ERASED_LIMIT = 1_000_000  # erased trajectory ids remembered (16 bytes each)
 
-LinkedBy = Literal["header", "path", "history", "new"]
+LinkedBy = Literal["header", "path", "history", "response", "new"]
 
 
 class _Pending:
@@ -140,6 +140,11 @@ class HistoryLinker:
         if st is None or now - st.last_seen > self.window_s:
             return None
         return st
+
+    def extendable(self, tenant: str, trajectory_id: str, now: float) -> bool:
+        """Whether a next step would continue this trajectory's numbering (held, in the window, not ended)."""
+        st = self._state(tenant, trajectory_id, now)
+        return st is not None and not st.ended
 
     def _by_history(self, tenant: str, chain: list[bytes], now: float) -> TrajectoryState | None:
         for k in range(len(chain) - 1, 0, -1):

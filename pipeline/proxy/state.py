@@ -18,6 +18,7 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.headers import HeaderRecorder
 from pipeline.proxy.linking import HistoryLinker
 from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.openai_responses.chains import ResponseChains
 from pipeline.proxy.overlay_listener import OverlayListener
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
@@ -58,6 +59,7 @@ class ProxyState:
             proxy.link_token_budget,
             hash_key=self._link_key(),
         )
+        self.response_chains = ResponseChains(proxy.response_chains, digest=self.linker.digest)  # memory only
         self.erasure_offsets: dict[int, int] = {}
         self.erasure_listener: ErasureListener | None = None
         self.overlay_listener: OverlayListener | None = None
@@ -155,11 +157,18 @@ class ProxyState:
         return listener.assignments if listener is not None else _NO_OVERLAYS
 
     def apply_erasure(self, event: ErasureEvent, partition: int, next_offset: int) -> None:
-        """Purge the linking state an erasure covers and write ``links.json`` without it right away."""
+        """Purge the linking state and the response chains an erasure covers; write ``links.json`` without
+        it right away."""
+        chains = self.response_chains.forget(event)
         dropped = self.linker.forget(event)
         self.erasure_offsets[partition] = next_offset
         self._save_links()
-        log.info("erasure %s: %d linked trajectories forgotten", event.erasure_id, dropped)
+        log.info(
+            "erasure %s: %d linked trajectories and %d kept responses forgotten",
+            event.erasure_id,
+            dropped,
+            chains,
+        )
 
     async def stop(self) -> None:
         if self.erasure_listener is not None:

@@ -1,7 +1,7 @@
 """Request model of OpenAI ``POST /v1/responses`` (fields in API-reference order).
 
-The proxy is stateless: ``previous_response_id`` and ``conversation`` are refused (send the full input,
-``store: false``), since answering them would mean keeping agents' traffic outside the governed pipeline.
+``previous_response_id`` continues a response this proxy served to the same tenant (kept in memory
+only, see ``chains``); ``conversation`` objects are not kept and are refused with a 400.
 """
 
 from __future__ import annotations

@@ -17,10 +17,11 @@ from pipeline.proxy.sse import encode_event
 
 
 class ResponsesStreamWriter:
-    def __init__(self, body: dict[str, Any]) -> None:
+    def __init__(self, body: dict[str, Any], rid: str | None = None, stored: bool = False) -> None:
         self.body = body
         self.seq = 0
-        self.rid = ""
+        self.rid = rid or ""
+        self.stored = stored
         self.asm = ChatStreamAssembler()
         self.started = False
         self.text_item: int | None = None  # output_index of the open message item
@@ -34,11 +35,12 @@ class ResponsesStreamWriter:
         return encode_event(kind, data)
 
     def _snapshot(self, status: str) -> dict[str, Any]:
-        return to_response({**self.asm.result(), "id": self.asm.head.get("id")}, self.body, status)
+        resp = {**self.asm.result(), "id": self.asm.head.get("id")}
+        return to_response(resp, self.body, status, self.rid or None, self.stored)
 
     def _start(self, chat_id: Any) -> list[bytes]:
         self.started = True
-        self.rid = response_id(chat_id)
+        self.rid = self.rid or response_id(chat_id)
         snap = self._snapshot("in_progress")
         snap["output"] = []
         return [
@@ -121,6 +123,21 @@ class ResponsesStreamWriter:
                     }
                     out.append(self._ev("response.function_call_arguments.delta", payload))
         return out
+
+    def reply(self) -> dict[str, Any]:
+        """The answer streamed so far as the assistant chat message (ids as the agent saw them)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": "".join(self.text) or None}
+        calls = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": "".join(c["args"])},
+            }
+            for c in self.calls.values()
+        ]
+        if calls:
+            msg["tool_calls"] = calls
+        return msg
 
     def end(self, error: str | None) -> list[bytes]:
         out: list[bytes] = [] if self.started else self._start(None)

@@ -4,6 +4,8 @@ Input items become chat messages: ``message`` items keep their role (text parts 
 ``image_url``), consecutive ``function_call`` items become the ``tool_calls`` of one assistant message,
 ``function_call_output`` items become ``role=tool`` messages, ``reasoning`` items are dropped.
 ``instructions`` becomes the system message. Only function tools translate (built-in tools are a 400).
+With ``previous_response_id`` the conversation kept for it (``chains``) goes between the system message
+and the new input; the previous ``instructions`` are not carried over, as in the Responses API.
 """
 
 from __future__ import annotations
@@ -48,9 +50,14 @@ def _output_text(output: Any) -> str:
 
 
 def input_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """``instructions`` as the system message, then the input items."""
+    system = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
+    return system + item_messages(body)
+
+
+def item_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chat messages of the input items alone (what a response adds to its conversation)."""
     messages: list[dict[str, Any]] = []
-    if body.get("instructions"):
-        messages.append({"role": "system", "content": body["instructions"]})
     items = body["input"]
     if isinstance(items, str):
         messages.append({"role": "user", "content": items})
@@ -100,15 +107,29 @@ def _tools(tools: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def to_chat(body: dict[str, Any]) -> dict[str, Any]:
-    if body.get("previous_response_id") or body.get("conversation"):
+def previous_not_found(response_id: str) -> ApiError:
+    """The Responses API's answer to a ``previous_response_id`` it does not hold."""
+    return ApiError(
+        400,
+        f"Previous response with id '{response_id[:128]}' not found.",
+        param="previous_response_id",
+        code="previous_response_not_found",
+    )
+
+
+def to_chat(body: dict[str, Any], history: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The chat request for a responses request; ``history`` is the conversation ``previous_response_id``
+    names (oldest first)."""
+    if body.get("conversation"):
         raise _bad(
-            "previous_response_id",
-            "this proxy is stateless: send the full input (store=false) instead of a previous id",
+            "conversation",
+            "conversations are not kept by this proxy: use previous_response_id or send the full input",
         )
     if body.get("background"):
         raise _bad("background", "background responses are not supported by this proxy")
-    chat: dict[str, Any] = {"model": body["model"], "messages": input_messages(body)}
+    system = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
+    messages = system + list(history or ()) + item_messages(body)
+    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
     for key in ("temperature", "top_p", "parallel_tool_calls", "stream", "user"):
@@ -134,6 +155,22 @@ def response_id(chat_id: Any) -> str:
     return "resp_" + str(chat_id or "sluice").removeprefix("chatcmpl-")
 
 
+def reply_message(resp: dict[str, Any]) -> dict[str, Any] | None:
+    """Choice 0 of a chat completion as the assistant message a continuation sends back."""
+    choices = [c for c in resp.get("choices") or () if isinstance(c, dict)]
+    if not choices:
+        return None
+    msg = min(choices, key=lambda c: c.get("index", 0)).get("message") or {}
+    out: dict[str, Any] = {"role": "assistant", "content": msg.get("content")}
+    if msg.get("tool_calls"):
+        out["tool_calls"] = [
+            {"id": tc.get("id"), "type": "function", "function": tc.get("function") or {}}
+            for tc in msg["tool_calls"]
+            if isinstance(tc, dict)
+        ]
+    return out
+
+
 def message_item(rid: str, text: str, status: str = "completed") -> dict[str, Any]:
     return {
         "type": "message",
@@ -156,9 +193,15 @@ def call_item(call: dict[str, Any], status: str = "completed") -> dict[str, Any]
     }
 
 
-def to_response(resp: dict[str, Any], body: dict[str, Any], status: str = "completed") -> dict[str, Any]:
-    """A ``response`` object from a chat completion (choice 0)."""
-    rid = response_id(resp.get("id"))
+def to_response(
+    resp: dict[str, Any],
+    body: dict[str, Any],
+    status: str = "completed",
+    rid: str | None = None,
+    stored: bool = False,
+) -> dict[str, Any]:
+    """A ``response`` object from a chat completion (choice 0); ``rid`` is the id it is served under."""
+    rid = rid or response_id(resp.get("id"))
     choices = resp.get("choices") or [{}]
     choice = min(choices, key=lambda c: c.get("index", 0))
     msg = choice.get("message") or {}
@@ -182,8 +225,8 @@ def to_response(resp: dict[str, Any], body: dict[str, Any], status: str = "compl
         "model": body.get("model"),
         "output": output,
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": None,
-        "store": False,
+        "previous_response_id": body.get("previous_response_id"),
+        "store": stored,
         "temperature": body.get("temperature"),
         "text": body.get("text") or {"format": {"type": "text"}},
         "tool_choice": body.get("tool_choice", "auto"),

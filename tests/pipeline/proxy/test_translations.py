@@ -196,7 +196,14 @@ def test_responses_translation_and_stream() -> None:
     assert chat["messages"][2]["content"] == "calling" and chat["messages"][2]["tool_calls"][0]["id"] == "c1"
     assert chat["max_tokens"] == 50 and chat["response_format"] == {"type": "json_object"}
     with pytest.raises(ApiError):
-        responses_to_chat({"model": "m", "input": "x", "previous_response_id": "resp_1"})
+        responses_to_chat({"model": "m", "input": "x", "conversation": "conv_1"})
+    history = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "Echo: first"}]
+    cont = responses_to_chat({"model": "m", "instructions": "Now terse.", "input": "second"}, history)
+    assert cont["messages"] == [
+        {"role": "system", "content": "Now terse."},
+        *history,
+        {"role": "user", "content": "second"},
+    ]
 
     out = to_response(
         {

@@ -1,0 +1,97 @@
+"""Ask the configured OpenAI-compatible backend for chat answers, off the request path.
+
+The shadow evaluation and the offline regression send the same prompts twice (control, candidate) to
+the backend the proxy would have used; nothing here goes through the proxy, so nothing is recorded as
+traffic. The backend's key is read from its config and only ever placed in the Authorization header.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from pipeline.evolve.loop_config import EvalBackendConfig
+from pipeline.proxy.config import BackendConfig, ProxyConfig
+
+
+class EvalBackendError(RuntimeError):
+    """The backend could not be reached or answered with an error."""
+
+
+def pick_backend(proxy: ProxyConfig, cfg: EvalBackendConfig, model: str) -> BackendConfig:
+    if cfg.backend is not None:
+        found = next((b for b in proxy.backends if b.name == cfg.backend), None)
+        if found is None:
+            raise EvalBackendError(f"evolve.eval.backend={cfg.backend!r} names no proxy backend")
+        return found
+    found = proxy.backend_for(model)
+    if found is None:
+        raise EvalBackendError(f"no proxy backend serves model {model!r}")
+    return found
+
+
+def reply_text(message: dict[str, Any]) -> str:
+    """What a grader reads from an assistant message: its text, else its tool calls as name(arguments)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    text = content or ""
+    calls = message.get("tool_calls") or []
+    if not text and calls:
+        text = "\n".join(
+            f"{(c.get('function') or {}).get('name', '')}({(c.get('function') or {}).get('arguments', '')})"
+            for c in calls
+            if isinstance(c, dict)
+        )
+    return text
+
+
+class EvalClient:
+    """Sends chat bodies to one backend; ``answer_all`` runs ``concurrency`` at once."""
+
+    def __init__(self, proxy: ProxyConfig, cfg: EvalBackendConfig) -> None:
+        self._proxy, self._cfg = proxy, cfg
+        self._http = httpx.Client(timeout=cfg.timeout_s)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> EvalClient:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def prepare(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The body as sent: the configured model and sampling, never streaming."""
+        out = {k: v for k, v in body.items() if k not in ("stream", "stream_options", "n")}
+        if self._cfg.model is not None:
+            out["model"] = self._cfg.model
+        out.setdefault("max_tokens", self._cfg.max_tokens)
+        out["temperature"] = self._cfg.temperature
+        return out
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The first choice's assistant message."""
+        sent = self.prepare(body)
+        backend = pick_backend(self._proxy, self._cfg, str(sent.get("model", "")))
+        headers = {"content-type": "application/json"}
+        key = backend.credential()
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        try:
+            resp = self._http.post(f"{backend.base_url}/chat/completions", json=sent, headers=headers)
+        except httpx.HTTPError as err:
+            raise EvalBackendError(f"backend {backend.name}: {type(err).__name__}") from None
+        if resp.status_code >= 400:
+            raise EvalBackendError(f"backend {backend.name} answered {resp.status_code}: {resp.text[:200]}")
+        choices = resp.json().get("choices") or []
+        if not choices:
+            raise EvalBackendError(f"backend {backend.name} answered no choices")
+        return choices[0].get("message") or {}
+
+    def answer_all(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with ThreadPoolExecutor(max_workers=self._cfg.concurrency) as pool:
+            return list(pool.map(self.answer, bodies))

@@ -1,0 +1,100 @@
+"""Where each proposal stands, read from the ledger topic: the ledger is the control plane's state.
+
+A proposal is *pending* until a gate rejects it, its canary starts, or it is put aside; a canary is
+*running* until it is promoted or rolled back. Restarting the loop loses nothing: it reads the ledger
+again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipeline.evolve.topic_read import read_all
+from sluice.config import BrokerConfig, TopicsConfig
+from sluice.evolution import LedgerEntry, Proposal, scope_key
+
+Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "set_aside"]
+
+TERMINAL_DECISIONS = {
+    "reject": "rejected",
+    "promote": "promoted",
+    "rollback": "rolled_back",
+    "abort": "rolled_back",
+    "noop": "set_aside",
+    "hold": "set_aside",
+}
+
+
+def read_ledger(broker: BrokerConfig, topics: TopicsConfig, timeout_s: float = 30.0) -> list[LedgerEntry]:
+    entries = [
+        LedgerEntry.model_validate_json(v) for _k, v in read_all(broker, topics.name("ledger"), timeout_s)
+    ]
+    return sorted(entries, key=lambda e: e.created_at)
+
+
+def proposal_from_entry(entry: LedgerEntry) -> Proposal:
+    """The proposal a ``kind=proposal`` entry records: the full proposal in ``diff['proposal']``, else
+    rebuilt from the entry as `sluice evolve propose --record` writes it (the candidate overlay in
+    ``diff['candidate']``, the cluster and the proposer in ``evidence``)."""
+    if isinstance(entry.diff.get("proposal"), dict):
+        return Proposal.model_validate(entry.diff["proposal"])
+    return Proposal.model_validate(
+        {
+            "proposal_id": entry.proposal_id,
+            "surface": entry.surface,
+            "tenant": entry.tenant,
+            "task_id": entry.task_id,
+            "candidate": entry.diff.get("candidate"),
+            "cluster": entry.evidence.get("cluster"),
+            "base_overlay_id": entry.previous_overlay_id,
+            "policy_version": entry.policy_version,
+            "rationale": entry.summary,
+            "proposer": entry.evidence.get("proposer") or entry.actor,
+            "created_at": entry.created_at,
+        }
+    )
+
+
+class ProposalState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    proposal: Proposal
+    status: Status
+    entries: list[LedgerEntry] = Field(default_factory=list)
+    canary_started_at: datetime | None = None
+
+    @property
+    def scope(self) -> str:
+        return scope_key(self.proposal.tenant, self.proposal.task_id)
+
+
+def proposal_states(entries: list[LedgerEntry]) -> dict[str, ProposalState]:
+    by_id: dict[str, list[LedgerEntry]] = {}
+    for e in entries:
+        by_id.setdefault(e.proposal_id, []).append(e)
+    out: dict[str, ProposalState] = {}
+    for pid, group in by_id.items():
+        first = next((e for e in group if e.kind == "proposal"), None)
+        if first is None:
+            continue
+        status: Status = "pending"
+        started = None
+        for e in group:
+            if e.kind == "canary" and e.decision == "start":
+                status, started = "canary", e.created_at
+            elif e.kind in ("decision", "promotion", "rollback") and e.decision in TERMINAL_DECISIONS:
+                status = TERMINAL_DECISIONS[e.decision]  # type: ignore[assignment]
+        out[pid] = ProposalState(
+            proposal=proposal_from_entry(first), status=status, entries=group, canary_started_at=started
+        )
+    return out
+
+
+def last_rollback_at(entries: list[LedgerEntry], scope: str) -> datetime | None:
+    times = [
+        e.created_at for e in entries if e.kind == "rollback" and scope_key(e.tenant, e.task_id) == scope
+    ]
+    return max(times) if times else None
