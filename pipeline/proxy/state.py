@@ -164,7 +164,7 @@ class ProxyState:
         self.erasure_offsets[partition] = next_offset
         self._save_links()
         log.info(
-            "erasure %s: %d linked trajectories and %d kept responses forgotten",
+            "erasure %s: %d linked trajectories forgotten, %d kept responses dropped",
             event.erasure_id,
             dropped,
             chains,
