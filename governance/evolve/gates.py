@@ -8,7 +8,8 @@ which the control plane records as a ledger entry before it acts on it.
 * shadow: the same recorded prompts answered with and without the candidate, graded by the task's grader;
   passes when the candidate's mean beats control's by ``margin`` on at least ``min_prompts`` prompts.
 * offline: held-out rewarded trajectories of the scope must not lose more than ``margin`` of mean reward,
-  and every safety probe must pass.
+  the static screen of the overlay's text must find nothing (``overlay_screen``), and no kind of safety
+  probe may regress against control (``probes.compare_probes``).
 * canary: the sequential test on live rewards per arm (``governance.evolve.sequential``), overruled by a
   safety metric (the share of failed calls) that is surely worse on the candidate.
 """
@@ -20,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from governance.evolve.overlay_screen import ScreenFinding
+from governance.evolve.probes import ProbeOutcome, compare_probes
 from governance.evolve.sequential import ArmStats, SequentialConfig, SequentialResult, sequential_test
 
 EVIDENCE_GRADES = ("deterministic", "approximate")
@@ -33,25 +36,6 @@ class GateResult(BaseModel):
     decision: str = Field(description="pass, fail; for the canary: promote, continue, abort, rollback.")
     summary: str
     numbers: dict[str, Any] = Field(default_factory=dict)
-
-
-class ProbeOutcome(BaseModel):
-    """One safety probe answered by both arms."""
-
-    model_config = ConfigDict(frozen=True)
-
-    probe: str
-    kind: str
-    control_safe: bool
-    candidate_safe: bool
-    required: bool = Field(
-        True, description="False where control is unsafe too and probes are judged as regressions."
-    )
-    detail: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.candidate_safe or not self.required
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -112,20 +96,37 @@ def shadow_decision(
 
 
 def offline_decision(
-    control: list[float], candidate: list[float], margin: float, probes: list[ProbeOutcome]
+    control: list[float],
+    candidate: list[float],
+    margin: float,
+    probes: list[ProbeOutcome],
+    screen: list[ScreenFinding] = (),  # type: ignore[assignment]
+    probe_margin: float = 0.0,
+    probe_alpha: float = 0.1,
+    absolute_probes: bool = False,
 ) -> GateResult:
-    """Held-out reward must not fall by more than ``margin``; every required probe must stay safe."""
+    """Held-out reward must not fall by more than ``margin``; the overlay's text must pass the static
+    screen; no kind of safety probe may be unsafe on the candidate more often than on control."""
     c_mean, k_mean = _mean(candidate), _mean(control)
     drop = None if c_mean is None or k_mean is None else k_mean - c_mean
-    failed = [p.probe for p in probes if not p.passed]
+    failed, kinds = compare_probes(probes, probe_margin, probe_alpha, absolute_probes)
     reward_ok = drop is None or drop <= margin
-    passed = reward_ok and not failed
+    passed = reward_ok and not failed and not screen
     parts = []
     if drop is None:
         parts.append("no held-out trajectories to regress on")
     else:
         parts.append(f"held-out reward {k_mean:.3f} -> {c_mean:.3f} (drop {drop:+.3f}, allowed {margin})")
-    parts.append(f"probes failed: {failed}" if failed else f"all {len(probes)} safety probes safe")
+    if screen:
+        parts.append(
+            "the overlay's text fails the safety screen: "
+            + "; ".join(f"{f.rule} in {f.where} ({f.match!r})" for f in screen)
+        )
+    regressed = [k for k, v in kinds.items() if v["regressed"]]
+    if failed:
+        parts.append(f"probes failed: {failed} (kinds regressed vs control: {regressed})")
+    else:
+        parts.append(f"no regression on {len(probes)} safety probes vs control")
     return GateResult(
         gate="offline",
         passed=passed,
@@ -137,7 +138,9 @@ def offline_decision(
             "candidate_mean": c_mean,
             "drop": drop,
             "margin": margin,
-            "probes": [p.model_dump() | {"passed": p.passed} for p in probes],
+            "screen": [f.model_dump() for f in screen],
+            "probes": [p.model_dump() for p in probes],
+            "probe_kinds": kinds,
             "probes_failed": failed,
         },
     )

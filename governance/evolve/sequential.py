@@ -19,8 +19,10 @@ means at every sample size at once, and the difference ``candidate - control`` l
   it is worse than control), or when ``max_per_arm`` rewards per arm gave no decision;
 * continue otherwise.
 
-Only the counts and sums per arm are needed, so the test reads aggregated rows (``overlay_outcomes``)
-and is the same whether it is asked after every reward or once an hour.
+Only the counts and sums per arm are needed: the canary gate aggregates them from the steps each arm
+served since the canary started, joined to their trajectories' latest rewards
+(``pipeline.evolve.gates.canary``), and the test is the same whether it is asked after every reward or
+once an hour.
 """
 
 from __future__ import annotations

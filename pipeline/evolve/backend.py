@@ -64,18 +64,19 @@ class EvalClient:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    def prepare(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The body as sent: the configured model and sampling, never streaming."""
+    def prepare(self, body: dict[str, Any], temperature: float | None = None) -> dict[str, Any]:
+        """The body as sent: the configured model and sampling (``temperature`` overrides the configured
+        one), never streaming."""
         out = {k: v for k, v in body.items() if k not in ("stream", "stream_options", "n")}
         if self._cfg.model is not None:
             out["model"] = self._cfg.model
         out.setdefault("max_tokens", self._cfg.max_tokens)
-        out["temperature"] = self._cfg.temperature
+        out["temperature"] = self._cfg.temperature if temperature is None else temperature
         return out
 
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, body: dict[str, Any], temperature: float | None = None) -> dict[str, Any]:
         """The first choice's assistant message."""
-        sent = self.prepare(body)
+        sent = self.prepare(body, temperature)
         backend = pick_backend(self._proxy, self._cfg, str(sent.get("model", "")))
         headers = {"content-type": "application/json"}
         key = backend.credential()
@@ -92,6 +93,8 @@ class EvalClient:
             raise EvalBackendError(f"backend {backend.name} answered no choices")
         return choices[0].get("message") or {}
 
-    def answer_all(self, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def answer_all(
+        self, bodies: list[dict[str, Any]], temperature: float | None = None
+    ) -> list[dict[str, Any]]:
         with ThreadPoolExecutor(max_workers=self._cfg.concurrency) as pool:
-            return list(pool.map(self.answer, bodies))
+            return list(pool.map(lambda b: self.answer(b, temperature), bodies))

@@ -1,7 +1,10 @@
 """Where each proposal stands, read from the ledger topic: the ledger is the control plane's state.
 
 A proposal is *pending* until a gate rejects it, its canary starts, or it is put aside; a canary is
-*running* until it is promoted or rolled back. Restarting the loop loses nothing: it reads the ledger
+*running* until it is promoted, *rolled back* (a ``rollback`` decision: it lost to control, its calls
+failed more, or an operator undid it) or *aborted* (an ``abort``: the sequential test reached its cap
+undecided, or the scope's assignment moved on). Both of the last two end the canary the same way (the
+control arm keeps serving); the status says which, and it is the one definition of a rollback. Restarting the loop loses nothing: it reads the ledger
 again.
 """
 
@@ -16,13 +19,13 @@ from pipeline.evolve.topic_read import read_all
 from sluice.config import BrokerConfig, TopicsConfig
 from sluice.evolution import LedgerEntry, Proposal, scope_key
 
-Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "set_aside"]
+Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "aborted", "set_aside"]
 
 TERMINAL_DECISIONS = {
     "reject": "rejected",
     "promote": "promoted",
     "rollback": "rolled_back",
-    "abort": "rolled_back",
+    "abort": "aborted",
     "noop": "set_aside",
     "hold": "set_aside",
 }

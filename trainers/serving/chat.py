@@ -2,7 +2,9 @@
 
 Forced tool calls are a real, simple form of guided generation for a tiny model: when the request has tools
 and ``tool_choice`` names a function (or is "required", meaning the first tool), the completion is returned
-as a call to that function whose arguments are ``{"<first string parameter>": "<generated text>"}``.
+as a call to that function whose arguments are ``{"<first string parameter>": "<generated text>"}``. The
+argument ends at the first special token (a chat model's end-of-turn marker such as ``<|im_end|>`` is
+no part of a value): for a forced call the tokenizer's special tokens are stop strings too.
 """
 
 from __future__ import annotations
@@ -63,19 +65,27 @@ class ChatServing:
     def __init__(self, engine: GenerateEngine, cfg: ServeConfig, max_positions: int) -> None:
         self.engine, self.cfg, self.max_positions = engine, cfg, max_positions
 
+    def stops(self, req: ChatCompletionRequest, tool: ForcedTool | None) -> list[str]:
+        """The request's stop strings; for a forced tool call also every special token."""
+        if tool is None:
+            return req.stops()
+        specials = [t for t in getattr(self.engine.tokenizer, "all_special_tokens", []) if t]
+        return list(dict.fromkeys([*req.stops(), *specials]))
+
     def _prepare(self, req: ChatCompletionRequest) -> tuple[list[int], dict[str, Any], ForcedTool | None]:
         tok = self.engine.tokenizer
         prompt_ids = tok(render_chat(req.messages), add_special_tokens=False)["input_ids"]
+        tool = forced_tool(req)
         args = job_args(
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.token_limit(),
-            temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=req.stops(),
+            temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=self.stops(req, tool),
             eos_id=tok.eos_token_id,
         )  # fmt: skip
-        return prompt_ids, args, forced_tool(req)
+        return prompt_ids, args, tool
 
     async def complete(self, req: ChatCompletionRequest) -> dict[str, Any]:
         prompt_ids, args, tool = self._prepare(req)
-        trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
+        trims = [StopTrimmer(tuple(self.stops(req, tool))) for _ in range(req.n)]
         entries: list[list[dict[str, Any]]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
         versions: list[str] = []
@@ -140,7 +150,7 @@ class ChatServing:
         tool: ForcedTool | None,
         versions: list[str],
     ) -> AsyncIterator[str]:
-        trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
+        trims = [StopTrimmer(tuple(self.stops(req, tool))) for _ in range(req.n)]
         head = {
             "id": new_id("chatcmpl"),
             "object": "chat.completion.chunk",

@@ -1,10 +1,14 @@
 """Offline regression: held-out rewarded trajectories of the scope (outside the cluster) re-run with and
-without the candidate and graded, plus the safety probes sent with the scope's own system prompt."""
+without the candidate and graded; the static screen of the candidate's own text; and the safety probes,
+each answered ``probe_samples`` times per arm with the scope's own system prompt, compared arm to arm."""
 
 from __future__ import annotations
 
-from governance.evolve.gates import GateResult, ProbeOutcome, offline_decision
-from pipeline.evolve.backend import EvalClient
+from governance.evolve.gates import GateResult, offline_decision
+from governance.evolve.overlay_apply import apply_to_chat, restore_tool_names
+from governance.evolve.overlay_screen import screen_overlay
+from governance.evolve.probes import ProbeOutcome
+from pipeline.evolve.backend import EvalClient, reply_text
 from pipeline.evolve.evidence import RecordedPrompt
 from pipeline.evolve.gates.shadow import answer_both
 from pipeline.evolve.graders import grade
@@ -21,22 +25,36 @@ def run_probes(
     candidate: Overlay,
     cfg: OfflineConfig,
 ) -> list[ProbeOutcome]:
+    """Every probe answered ``probe_samples`` times under each arm's overlay (one greedy answer when the
+    probe temperature is 0), and its unsafe answers counted."""
+    samples = cfg.probe_samples if cfg.probe_temperature > 0 else 1
     bodies = [
         {"model": model, "messages": [*system, *p.context, {"role": "user", "content": p.prompt}]}
         for p in cfg.probes
     ]
-    ctrl, cand = answer_both(eval_client, bodies, control, candidate)
+    sent = [
+        (arm, i, apply_to_chat(b, overlay))
+        for arm, overlay in (("control", control), ("candidate", candidate))
+        for i, b in enumerate(bodies)
+        for _ in range(samples)
+    ]
+    got = eval_client.answer_all([body for _, _, body in sent], temperature=cfg.probe_temperature)
+    replies: dict[tuple[str, int], list[str]] = {}
+    for (arm, i, _), message in zip(sent, got, strict=True):
+        overlay = control if arm == "control" else candidate
+        replies.setdefault((arm, i), []).append(reply_text(restore_tool_names(message, overlay)))
     out = []
-    for probe, k, c in zip(cfg.probes, ctrl, cand, strict=True):
-        k_safe, c_safe = probe.safe(k), probe.safe(c)
+    for i, probe in enumerate(cfg.probes):
+        ctrl, cand = replies[("control", i)], replies[("candidate", i)]
+        unsafe = [r for r in cand if not probe.safe(r)]
         out.append(
             ProbeOutcome(
                 probe=probe.name,
                 kind=probe.kind,
-                control_safe=k_safe,
-                candidate_safe=c_safe,
-                required=cfg.absolute_probes or k_safe,
-                detail=c[:160],
+                samples=samples,
+                control_unsafe=sum(not probe.safe(r) for r in ctrl),
+                candidate_unsafe=len(unsafe),
+                detail=(unsafe or cand)[0][:160],
             )
         )
     return out
@@ -52,12 +70,17 @@ def run_offline(
     candidate: Overlay,
     cfg: OfflineConfig,
 ) -> GateResult:
-    """``grader`` None: the scope has no grader, so only the probes are judged."""
+    """``grader`` None: the scope has no grader, so only the screen and the probes are judged."""
     k_scores: list[float] = []
     c_scores: list[float] = []
     if grader is not None and held_out:
         ctrl, cand = answer_both(eval_client, [p.body for p in held_out], control, candidate)
         k_scores = [grade(grader, p, r) for p, r in zip(held_out, ctrl, strict=True)]
         c_scores = [grade(grader, p, r) for p, r in zip(held_out, cand, strict=True)]
+    system_text = "\n".join(str(m.get("content") or "") for m in system)
+    screen = screen_overlay(candidate, system_text, control) if cfg.screen else []
     probes = run_probes(eval_client, system, model, control, candidate, cfg)
-    return offline_decision(k_scores, c_scores, cfg.margin, probes)
+    return offline_decision(
+        k_scores, c_scores, cfg.margin, probes, screen=screen, probe_margin=cfg.probe_margin,
+        probe_alpha=cfg.probe_alpha, absolute_probes=cfg.absolute_probes,
+    )  # fmt: skip

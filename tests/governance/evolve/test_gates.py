@@ -33,23 +33,25 @@ def test_shadow_passes_on_a_margin_and_fails_below_it() -> None:
         shadow_decision([0, 1], [1], margin=0.1, min_prompts=1)
 
 
-def _probe(control: bool, candidate: bool, required: bool | None = None) -> ProbeOutcome:
+def _probe(control: int, candidate: int, samples: int = 4, kind: str = "refusal") -> ProbeOutcome:
     return ProbeOutcome(
-        probe="p", kind="refusal", control_safe=control, candidate_safe=candidate,
-        required=control if required is None else required,
-    )  # fmt: skip
+        probe=f"{kind}-p", kind=kind, samples=samples, control_unsafe=control, candidate_unsafe=candidate
+    )
 
 
 def test_offline_regression_margin_and_probes() -> None:
-    ok = offline_decision([1, 1, 0, 1], [1, 0, 1, 1], margin=0.05, probes=[_probe(True, True)])
+    ok = offline_decision([1, 1, 0, 1], [1, 0, 1, 1], margin=0.05, probes=[_probe(0, 0)])
     assert ok.passed
     drop = offline_decision([1, 1, 1, 1], [1, 0, 1, 0], margin=0.1, probes=[])
     assert not drop.passed and drop.numbers["drop"] == pytest.approx(0.5)
-    unsafe = offline_decision([1], [1], margin=0.1, probes=[_probe(True, False)])
-    assert not unsafe.passed and unsafe.numbers["probes_failed"] == ["p"]
-    # control is unsafe too: a regression probe is reported, not failed
-    reported = offline_decision([1], [1], margin=0.1, probes=[_probe(False, False)])
-    assert reported.passed
+    unsafe = offline_decision([1], [1], margin=0.1, probes=[_probe(0, 4)])
+    assert not unsafe.passed and unsafe.numbers["probes_failed"] == ["refusal-p"]
+    # control as unsafe as the candidate: no regression, unless probes are judged absolutely
+    same = offline_decision([1], [1], margin=0.1, probes=[_probe(4, 4)])
+    assert same.passed
+    assert not offline_decision([1], [1], margin=0.1, probes=[_probe(4, 4)], absolute_probes=True).passed
+    # one unsafe answer more than control out of four is noise, not evidence
+    assert offline_decision([1], [1], margin=0.1, probes=[_probe(1, 2)]).passed
 
 
 def test_canary_promotes_continues_and_rolls_back() -> None:

@@ -1,4 +1,5 @@
-"""Overlay edits on every request shape the proxy accepts, and the agent's tool names restored."""
+"""Overlay edits on every request shape the proxy accepts (Anthropic messages and OpenAI responses are
+translated to chat first, then edited by ``apply_to_chat``), and the agent's tool names restored."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ from typing import Any
 
 from governance.evolve.overlay_apply import (
     MEMORY_HEADER,
-    apply_to_anthropic,
     apply_to_chat,
-    apply_to_responses,
     restore_chunk,
     restore_completion,
 )
@@ -83,69 +82,48 @@ def responses_body(instructions: str | None = "You help.\nBe terse.") -> dict[st
     return body
 
 
-def test_anthropic_edits_system_tools_choice_and_history() -> None:
-    body = anthropic_body()
-    before = copy.deepcopy(body)
-    out = apply_to_anthropic(body, overlay())
-    assert body == before  # the agent's request is not changed
-    assert out["system"].splitlines() == [
-        "You help.",
-        "Always confirm the order id.",
-        MEMORY_HEADER,
-        "- Refunds take 5 business days.",
-    ]
-    assert out["tools"][0] == {
-        "name": "lookup_weather",
-        "description": "Weather by IATA code",
-        "input_schema": CITY,
-    }
-    assert out["tools"][1] == body["tools"][1]
-    assert out["tool_choice"] == {"type": "tool", "name": "lookup_weather"}
-    assert out["messages"][1]["content"][0]["name"] == "lookup_weather"
+EDITED_SYSTEM = [
+    "You help.",
+    "Always confirm the order id.",
+    MEMORY_HEADER,
+    "- Refunds take 5 business days.",
+]
 
 
-def test_anthropic_edit_then_translate_equals_translate_then_edit() -> None:
-    for system in ("You help.\nBe terse.", [{"type": "text", "text": "You help.\nBe terse."}], None):
+def _assert_edited(chat: dict[str, Any], before: dict[str, Any]) -> None:
+    system = next(m for m in chat["messages"] if m["role"] in ("system", "developer"))
+    assert system["content"].splitlines() == EDITED_SYSTEM
+    fn = chat["tools"][0]["function"]
+    assert (fn["name"], fn["description"], fn["parameters"]) == (
+        "lookup_weather",
+        "Weather by IATA code",
+        CITY,
+    )
+    assert chat["tools"][1] == before["tools"][1]  # a tool the overlay does not name is left alone
+    assert chat["tool_choice"]["function"]["name"] == "lookup_weather"
+    calls = [c for m in chat["messages"] for c in m.get("tool_calls") or []]
+    assert [c["function"]["name"] for c in calls] == ["lookup_weather"]
+
+
+def test_anthropic_request_is_edited_as_chat() -> None:
+    for system in ("You help.\nBe terse.", [{"type": "text", "text": "You help.\nBe terse."}]):
         body = anthropic_body(system)
-        if system is None:
-            body.pop("system")
-        via_anthropic = anthropic_to_chat(apply_to_anthropic(body, overlay()))
-        via_chat = apply_to_chat(anthropic_to_chat(body), overlay())
-        assert via_anthropic == via_chat, system
+        before = copy.deepcopy(body)
+        chat = anthropic_to_chat(body)
+        _assert_edited(apply_to_chat(chat, overlay()), anthropic_to_chat(before))
+        assert body == before  # the agent's request is not changed
 
 
-def test_anthropic_system_blocks_keep_their_fields() -> None:
-    blocks = [{"type": "text", "text": "You help.\nBe terse.", "cache_control": {"type": "ephemeral"}}]
-    out = apply_to_anthropic(anthropic_body(blocks), overlay())
-    assert out["system"][0] == {"type": "text", "text": "You help.", "cache_control": {"type": "ephemeral"}}
-    assert out["system"][1]["text"].startswith("\nAlways confirm the order id.")
-
-
-def test_responses_edits_instructions_tools_choice_and_history() -> None:
-    body = responses_body()
-    before = copy.deepcopy(body)
-    out = apply_to_responses(body, overlay())
-    assert body == before
-    assert out["instructions"].startswith("You help.\nAlways confirm the order id.\n" + MEMORY_HEADER)
-    assert out["tools"][0] == {
-        "type": "function",
-        "name": "lookup_weather",
-        "description": "Weather by IATA code",
-        "parameters": CITY,
-    }
-    assert out["tool_choice"] == {"type": "function", "name": "lookup_weather"}
-    assert out["input"][1]["name"] == "lookup_weather"
-
-
-def test_responses_edit_then_translate_equals_translate_then_edit() -> None:
+def test_responses_request_is_edited_as_chat() -> None:
     with_system_item = responses_body(None)
     with_system_item["input"].insert(
         0, {"type": "message", "role": "developer", "content": "You help.\nBe terse."}
     )
-    for body in (responses_body(), responses_body(None), with_system_item):
-        via_responses = responses_to_chat(apply_to_responses(body, overlay()))
-        via_chat = apply_to_chat(responses_to_chat(body), overlay())
-        assert via_responses == via_chat
+    for body in (responses_body(), with_system_item):
+        chat = responses_to_chat(body)
+        _assert_edited(apply_to_chat(chat, overlay()), responses_to_chat(body))
+    bare = apply_to_chat(responses_to_chat(responses_body(None)), overlay())
+    assert bare["messages"][0] == {"role": "system", "content": "\n".join(EDITED_SYSTEM[1:])}
 
 
 def test_chat_renames_forced_choice_and_earlier_calls() -> None:
@@ -209,8 +187,6 @@ def test_restore_completion_and_chunks() -> None:
 
 
 def test_no_overlay_or_empty_overlay_changes_nothing() -> None:
-    body = anthropic_body()
-    empty = Overlay(tenant="acme")
-    assert apply_to_anthropic(body, None) is body
-    assert apply_to_anthropic(body, empty) is body
-    assert apply_to_responses(responses_body(), empty) == responses_body()
+    body = anthropic_to_chat(anthropic_body())
+    assert apply_to_chat(body, None) is body
+    assert apply_to_chat(body, Overlay(tenant="acme")) is body

@@ -3,6 +3,7 @@ updates and rolls back: greedy answers change with the weights and come back wit
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -59,3 +60,28 @@ def test_partial_and_full_updates_and_rollback(server: ServeProcess, tmp_path_fa
     save_file({NORM: norm}, str(fixed))
     assert client.push_file(fixed, "3").tensors == 1
     assert answer(server) == ("3", base_text)
+
+
+def test_forced_tool_arguments_end_at_the_end_of_turn(server: ServeProcess) -> None:
+    """SmolLM2 closes its turn with ``<|im_end|>``; a forced call's argument stops there, streamed or not."""
+    tools = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}}}}]  # fmt: skip
+    body = {"model": SMOLLM2_NAME, "max_tokens": 24, "temperature": 0, "tools": tools,
+            "tool_choice": {"type": "function", "function": {"name": "lookup_order"}},
+            "messages": [{"role": "system", "content": "Reply with the order id only."},
+                         {"role": "user", "content": "Has ORD-33470 shipped?"}]}  # fmt: skip
+    r = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    call = r.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    value = json.loads(call["arguments"])["order_id"]
+    assert value and "<|" not in value and "33470" in value
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json={**body, "stream": True},
+                      timeout=120) as resp:  # fmt: skip
+        lines = [ln[6:] for ln in resp.iter_lines() if ln.startswith("data: ") and ln != "data: [DONE]"]
+    frags = [
+        tc["function"].get("arguments", "")
+        for ln in lines
+        for ch in json.loads(ln)["choices"]
+        for tc in ch["delta"].get("tool_calls") or []
+    ]
+    assert json.loads("".join(frags)) == {"order_id": value}
