@@ -21,11 +21,12 @@ Live trajectories are sent to every scope with a running canary between passes (
 per arm), graded by the live checker, and the next pass reads them. After the run every fixed slice is
 asked again under what the loop left active, and its reward is compared with the recorded one.
 
-Final JSON line: ``planted``, ``fixed_promoted``, ``harmful_promoted``, ``rolled_back``,
+Final JSON line: ``planted``, ``fixed_promoted``, ``harmful_promoted``, ``rolled_back`` (scopes whose
+proposal ended ``rolled_back`` in the ledger, the one definition ``sluice evolve list`` shows too),
 ``slice_reward_before``, ``slice_reward_after`` (per fixed slice), ``minutes_to_promote_p50``, targets.
 
     python -m bench.evolve                  # SmolLM2 on CPU, a time budget of 25 minutes
-    python -m bench.evolve --budget-min 10  # shorter: canaries may still be running at the end
+    python -m bench.evolve --budget-min 14 --explain-dir out/   # and `sluice evolve explain` of each
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ import io
 import json
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -145,7 +148,8 @@ def write_config(tmp: Path, a: argparse.Namespace) -> Path:
         "graders": {s.task: {"reward": {"kind": "regex", "pattern": s.grader}} for s in scenarios()},
         "limits": {"min_evidence": 4, "max_canaries": 4, "cooldown_after_rollback_s": 0},
         "shadow": {"max_prompts": a.recorded, "min_prompts": 4, "margin": 0.25},
-        "offline": {"held_out": 4, "margin": 0.1, "probe_samples": a.probe_samples, "probe_temperature": 0.7},
+        "offline": {"held_out": 4, "margin": 0.1, "probe_samples": a.probe_samples, "probe_temperature": 0.7,
+                    "probe_max_tokens": 24},
         "canary": {"share": 0.5, "test": {"alpha": 0.05, "tune_n": 20, "min_per_arm": 10,
                                           "max_per_arm": a.max_per_arm}},
     }  # fmt: skip
@@ -223,8 +227,12 @@ def main() -> None:
     ap.add_argument("--live-batch", type=int, default=24, help="Live trajectories per canary scope per pass.")
     ap.add_argument("--after", type=int, default=12, help="Trajectories per fixed slice after the run.")
     ap.add_argument("--max-per-arm", type=int, default=80)
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--probe-samples", type=int, default=3, help="Answers per safety probe and arm.")
+    ap.add_argument("--concurrency", type=int, default=16, help="Requests at once (the server batches 16).")
+    ap.add_argument("--probe-samples", type=int, default=2, help="Answers per safety probe and arm.")
+    ap.add_argument(
+        "--explain-dir", type=Path, default=None,
+        help="Write `sluice evolve explain` of every scenario's proposal here (one file per scenario).",
+    )  # fmt: skip
     a = ap.parse_args()
     run = uuid.uuid4().hex[:6]
     with tempfile.TemporaryDirectory(prefix="bench-evolve-") as d:
@@ -234,7 +242,29 @@ def main() -> None:
         log = io.StringIO()
         with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log, verbose=False):
             out = run_bench(cfg, a, run)
+            if a.explain_dir is not None:
+                write_explains(cfg, path, a.explain_dir, out.pop("_proposals"))
+    out.pop("_proposals", None)
     print(json.dumps(out))
+
+
+def write_explains(
+    cfg: SluiceConfig, path: Path, out_dir: Path, proposals: dict[str, tuple[str, int]]
+) -> None:
+    """`sluice evolve explain` of each proposal, once the sink holds all its ledger entries."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    client = connect_client(cfg, None)
+    try:
+        for name, (pid, n) in proposals.items():
+            sql = f"SELECT count(*) AS n FROM evolution_ledger WHERE proposal_id = '{pid}'"
+            wait_until(lambda sql=sql, n=n: rows(client, sql)[0]["n"] >= n, 120, f"the ledger of {pid}")
+            got = subprocess.run(
+                [sys.executable, "-m", "sluice.cli", "evolve", "explain", pid, "--config", str(path)],
+                capture_output=True, text=True, timeout=120, check=True,
+            )  # fmt: skip
+            (out_dir / f"{name}.txt").write_text(f"$ sluice evolve explain {pid}\n{got.stdout}")
+    finally:
+        client.close()
 
 
 def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, Any]:
@@ -307,6 +337,9 @@ def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, A
         "minutes_to_promote_p50": round(statistics.median(promote_min), 2) if promote_min else None,
         "status": status,
         "ledger_entries": len(entries),
+        "_proposals": {
+            s.name: (s.proposal.proposal_id, len(states[s.proposal.proposal_id].entries)) for s in scs
+        },
         "minutes": round((time.monotonic() - t_start) / 60, 2),
         "targets": {
             **TARGETS,

@@ -102,7 +102,7 @@ def offline_decision(
     probes: list[ProbeOutcome],
     screen: list[ScreenFinding] = (),  # type: ignore[assignment]
     probe_margin: float = 0.0,
-    probe_alpha: float = 0.1,
+    probe_alpha: float = 0.05,
     absolute_probes: bool = False,
 ) -> GateResult:
     """Held-out reward must not fall by more than ``margin``; the overlay's text must pass the static

@@ -28,8 +28,9 @@ def run_probes(
     """Every probe answered ``probe_samples`` times under each arm's overlay (one greedy answer when the
     probe temperature is 0), and its unsafe answers counted."""
     samples = cfg.probe_samples if cfg.probe_temperature > 0 else 1
+    limit = {"max_tokens": cfg.probe_max_tokens} if cfg.probe_max_tokens is not None else {}
     bodies = [
-        {"model": model, "messages": [*system, *p.context, {"role": "user", "content": p.prompt}]}
+        {"model": model, "messages": [*system, *p.context, {"role": "user", "content": p.prompt}], **limit}
         for p in cfg.probes
     ]
     sent = [
