@@ -52,6 +52,7 @@ from typing import Any
 import yaml
 
 from bench.loadgen import KEY, MODEL, run_load
+from pipeline.proxy.publishing.commit_waits import wait_quantile_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 PACED = ("direct", "nopub", "pub", "pub_fsync")
@@ -190,6 +191,7 @@ def main() -> None:
     closed: dict[str, list[dict[str, Any]]] = {k: [] for k in (*CLOSED, *peer_names)}
     publisher: dict[str, Any] = {}
     wal_pairs: list[dict[str, dict[str, Any]]] = []
+    waits: dict[str, list[int]] = {"pub": [], "pub_fsync": []}  # log-wait buckets during the paced runs
     try:
         create_topics(
             BrokerConfig(bootstrap_servers=broker.bootstrap_servers, embedded=False),
@@ -238,11 +240,19 @@ def main() -> None:
             }
             return res
 
+        def paced_run(name: str, duration: float) -> dict[str, Any]:
+            """A run at --rate; for a proxy that waits for the log, what the waits were inside it."""
+            before = health(ports[name])["publisher"]["log_waits"] if name in waits else None
+            res = run_load(urls[name], "paced", args.concurrency, duration, args.rate, args.warmup)
+            if before is not None:
+                after = health(ports[name])["publisher"]["log_waits"]
+                diff = [a - b for a, b in zip(after, before, strict=True)]
+                waits[name] = [a + d for a, d in zip(waits[name], diff, strict=True)] if waits[name] else diff
+            return res
+
         for r in range(args.rounds):
             for name in _rotate(PACED, r):
-                paced[name].append(
-                    run_load(urls[name], "paced", args.concurrency, args.duration, args.rate, args.warmup)
-                )
+                paced[name].append(paced_run(name, args.duration))
             for name in _rotate(tuple(peer_paced), r):
                 peer_paced[name].append(
                     run_load(
@@ -267,9 +277,7 @@ def main() -> None:
         for i in range(args.wal_pairs):  # the log's own cost: the same proxy with and without the wait
             pair = {}
             for name in ("pub", "pub_nowal") if i % 2 == 0 else ("pub_nowal", "pub"):
-                pair[name] = run_load(
-                    urls[name], "paced", args.concurrency, args.wal_duration, args.rate, args.warmup
-                )
+                pair[name] = paced_run(name, args.wal_duration)
             wal_pairs.append(pair)
             print(
                 f"pair {i + 1}: p99 ms with the log {pair['pub']['p99_ms']:.2f}, "
@@ -323,6 +331,11 @@ def main() -> None:
         "added_p99_ms": round(added_p99, 3),
         "wal_added_p99_ms": _round(wal_added_p99),
         "wal_added_p50_ms": _round(statistics.median(wal_p50) if wal_p50 else None),
+        "wal_wait_p50_ms": _round(wait_quantile_ms(waits["pub"], 0.5), 4),
+        "wal_wait_p99_ms": _round(wait_quantile_ms(waits["pub"], 0.99), 4),
+        "wal_wait_max_ms": _round(wait_quantile_ms(waits["pub"], 1.0), 4),
+        "wal_wait_p99_ms_fsync": _round(wait_quantile_ms(waits["pub_fsync"], 0.99), 4),
+        "wal_waits_counted": sum(waits["pub"]),
         "wal_pairs": len(wal_pairs),
         "wal_pair_p99_ms": [
             [round(pr["pub"]["p99_ms"], 2), round(pr["pub_nowal"]["p99_ms"], 2)] for pr in wal_pairs

@@ -87,8 +87,8 @@ def run_proxy(config: SluiceConfig) -> None:
     server = uvicorn.Server(uv_config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _ignore_signal)
-    # The loop uvicorn was configured with: ``server.serve()`` runs on whatever loop it is given, and
-    # asyncio's default one costs the proxy about a third more CPU per request.
+    # The loop uvicorn was configured with (``server.serve()`` runs on whatever loop it is given, and
+    # asyncio's default one costs the proxy more CPU per request).
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         runner.run(_serve(server, proxy.host))
     log.info("proxy stopped")

@@ -45,6 +45,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from pipeline.proxy.publishing.base import PublisherStats
+from pipeline.proxy.publishing.commit_waits import CommitWaits
 from pipeline.proxy.publishing.delivery_check import already_delivered, record_digest
 from pipeline.proxy.publishing.rdkafka_log import rdkafka_logger
 from pipeline.proxy.publishing.write_ahead_log import LogRecord, WriteAheadLog
@@ -98,6 +99,7 @@ class KafkaPublisher:
         self._delivered = 0
         self._failures = 0
         self._last_cursor_save = 0.0
+        self._waits = CommitWaits()
 
     # ------------------------------------------------------------------ API (event loop thread)
 
@@ -134,7 +136,15 @@ class KafkaPublisher:
 
         The log's group commit: one write for everything published since the last one, and with
         ``fsync`` one shared ``fdatasync`` per group. Never waits for the broker."""
-        return self.wal.durable() if self.wait_for_log else None
+        if not self.wait_for_log:
+            return None
+        t0 = time.perf_counter()
+        waiting = self.wal.durable()
+        if waiting is None:
+            self._waits.observe(time.perf_counter() - t0)
+        else:
+            waiting.add_done_callback(lambda _: self._waits.observe(time.perf_counter() - t0))
+        return waiting
 
     async def close(self, timeout_s: float | None = None) -> None:
         """Deliver what can be delivered within ``shutdown_flush_s``; the log keeps the rest."""
@@ -149,7 +159,13 @@ class KafkaPublisher:
     def stats(self) -> PublisherStats:
         mem = len(self._pending) + len(self._in_flight)
         return PublisherStats(
-            self._mode, len(self._in_flight), mem, self.wal.depth, self._delivered, self._failures
+            self._mode,
+            len(self._in_flight),
+            mem,
+            self.wal.depth,
+            self._delivered,
+            self._failures,
+            self._waits.snapshot(),
         )
 
     # ------------------------------------------------------------------ producer
