@@ -156,10 +156,10 @@ class WriteAheadLog:
         self._seg_path, self._seg_size, self._seg_opened = path, 0, time.monotonic()
         self._seg_first.append((first_seq, path))
 
-    def _close_segment(self) -> None:
+    def _close_segment(self, sync: bool = True) -> None:
         if self._fd is None:
             return
-        if self.fsync:
+        if self.fsync and sync:
             os.fdatasync(self._fd)  # everything written to it is synced: the running group's too
             self._synced_seq = self._written_seq
         if self._syncing:
@@ -334,7 +334,7 @@ class WriteAheadLog:
             self._read = (index - removed, offset) if index >= removed else (0, 0)
 
     def _remove_segments(self) -> None:
-        self._close_segment()
+        self._close_segment(sync=False)  # every record in it is acknowledged: nothing left to make durable
         for _, path in self._seg_first:
             path.unlink(missing_ok=True)
         self._seg_first.clear()
