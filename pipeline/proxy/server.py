@@ -60,14 +60,6 @@ async def _serve(server: uvicorn.Server, host: str) -> None:
     await task
 
 
-def _loop_factory() -> Any:
-    try:
-        import uvloop
-    except ImportError:  # no uvloop on this platform: asyncio's own loop
-        return None
-    return uvloop.new_event_loop
-
-
 def run_proxy(config: SluiceConfig) -> None:
     proxy = config.proxy
     log.info("config in effect: %s", masked_config(config))
@@ -87,8 +79,5 @@ def run_proxy(config: SluiceConfig) -> None:
     server = uvicorn.Server(uv_config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _ignore_signal)
-    # The loop uvicorn was configured with (``server.serve()`` runs on whatever loop it is given, and
-    # asyncio's default one costs the proxy more CPU per request).
-    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        runner.run(_serve(server, proxy.host))
+    asyncio.run(_serve(server, proxy.host))
     log.info("proxy stopped")
