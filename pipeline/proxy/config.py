@@ -127,6 +127,12 @@ class ProxyConfig(Frozen):
         description="Also fdatasync each group commit before answering (survives a machine crash, not only "
         "a crash of the proxy; costs the disk's flush latency).",
     )
+    wal_before_response: bool = Field(
+        True,
+        description="Complete a response only once its events are in the write-ahead log (what makes a "
+        "SIGKILL lose nothing). Off only for benchmarks, to measure what the wait costs: the log is then "
+        "written every few milliseconds and a crash can lose the events answered in between.",
+    )
     publish: bool = Field(True, description="Publish step events (off only for benchmarks).")
     overlays: bool = Field(
         True,

@@ -105,6 +105,7 @@ class ProxyState:
             segment_bytes=proxy.spool_segment_bytes,
             segment_max_age_s=proxy.wal_segment_max_age_s,
             fsync=proxy.wal_fsync,
+            wait_for_log=proxy.wal_before_response,
             probe_interval_s=proxy.probe_interval_s,
             shutdown_flush_s=proxy.shutdown_flush_s,
             on_delivered=self.metrics.publish_lag.observe,

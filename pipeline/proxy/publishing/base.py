@@ -15,6 +15,7 @@ class PublisherStats:
     spool_depth: int  # events in the write-ahead log the broker has not acknowledged yet
     delivered: int
     failed_attempts: int  # delivery attempts that failed (the event went to / stayed in the spool)
+    log_waits: tuple[int, ...] = ()  # responses per wait for the log (``commit_waits`` buckets)
 
 
 class EventPublisher(Protocol):

@@ -4,20 +4,22 @@ Every event the proxy accepts is appended here first; it is forgotten only once 
 it. A SIGKILLed proxy therefore loses nothing it answered for: the next start replays the log's
 unacknowledged tail, in order, before anything newer.
 
-- **Group commit.** ``append`` only adds to a buffer; one ``os.write`` per event-loop turn hands every
-  buffered record to the kernel (``commit``), so concurrent requests share a write. A record in the page
-  cache survives the death of the process (SIGKILL, OOM kill). With ``fsync`` the same batch is also
-  ``fdatasync``'d in a worker thread before its waiters are released (survives the machine too, at the
-  disk's flush latency).
-- **Layout.** ``<dir>/<first_seq:020d>.seg`` segment files of records
-  ``[u32 body_len][u32 crc32(body)][body = u64 seq | u16 topic_len | topic | u32 key_len | key | value]``
-  and ``cursor.json`` = the first unacknowledged seq, the seqs acknowledged out of order above it, and the
+- **Group commit.** ``append`` only frames the event (no copy of its bytes, no system call) and buffers
+  it. ``durable`` is what a response waits for: one ``os.write`` hands every buffered record to the
+  kernel, from every request that appended since the last write. Without ``fsync`` the first response
+  that needs it writes at once (a page-cache write takes microseconds; waiting a loop turn for company
+  would cost a busy proxy milliseconds), so no response waits for another. A record in the page cache
+  survives the death of the process (SIGKILL, OOM kill). With ``fsync`` the write is followed by one
+  ``fdatasync`` in a worker thread; responses that arrive while it runs form the next group: one write
+  and one sync for all of them, started the moment the previous sync returns.
+- **Layout.** ``<dir>/<first_seq:020d>.seg`` segment files of records (``wal_format``) and
+  ``cursor.json`` = the first unacknowledged seq, the seqs acknowledged out of order above it, and the
   last acknowledged offset per topic partition (where a check for already-delivered records starts).
   Seqs are dense: every appended record takes the next one. A torn tail (crash mid-write of the machine)
   fails its length/CRC check and is cut off at open, with a warning.
-- **Trimming.** A segment is deleted once every record in it is acknowledged; segments rotate at
-  ``segment_bytes`` or ``segment_max_age_s``, so acknowledged raw traffic stays on disk at most about that
-  long. With everything acknowledged the files are removed at once.
+- **Trimming** (``save_cursor`` -> ``_trim``). A segment is deleted once every record in it is
+  acknowledged; segments rotate at ``segment_bytes`` or ``segment_max_age_s``, so acknowledged raw
+  traffic stays on disk at most about that long. With everything acknowledged the files are removed.
 
 Single-threaded: only the publisher, on the proxy's event loop, touches it (the fsync thread only syncs a
 file descriptor).
@@ -29,62 +31,18 @@ import asyncio
 import json
 import logging
 import os
-import struct
 import time
-import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.proxy.exceptions import SpoolError
+from pipeline.proxy.publishing.wal_format import LogRecord, frame, read_records, scan
 
 log = logging.getLogger(__name__)
 
-_HEAD = struct.Struct(">II")
-_SEQ_TOPIC = struct.Struct(">QH")
-_KEYLEN = struct.Struct(">I")
 _CURSOR = "cursor.json"
 
-
-@dataclass(slots=True)
-class LogRecord:
-    seq: int
-    topic: str
-    key: bytes
-    value: bytes
-    t: float = 0.0  # monotonic time it was published (memory only, for the lag metric)
-
-
-def encode_record(rec: LogRecord) -> bytes:
-    topic = rec.topic.encode()
-    body = b"".join(
-        (_SEQ_TOPIC.pack(rec.seq, len(topic)), topic, _KEYLEN.pack(len(rec.key)), rec.key, rec.value)
-    )
-    return _HEAD.pack(len(body), zlib.crc32(body)) + body
-
-
-def _decode(body: bytes) -> LogRecord:
-    seq, tlen = _SEQ_TOPIC.unpack_from(body, 0)
-    pos = _SEQ_TOPIC.size
-    topic = body[pos : pos + tlen].decode()
-    pos += tlen
-    (klen,) = _KEYLEN.unpack_from(body, pos)
-    pos += _KEYLEN.size
-    return LogRecord(seq, topic, body[pos : pos + klen], body[pos + klen :])
-
-
-def scan(data: bytes) -> tuple[list[LogRecord], int, bool]:
-    """Intact records of a segment's bytes: (records, end of the last intact one, torn tail found)."""
-    out: list[LogRecord] = []
-    pos = 0
-    while pos + _HEAD.size <= len(data):
-        blen, crc = _HEAD.unpack_from(data, pos)
-        body = data[pos + _HEAD.size : pos + _HEAD.size + blen]
-        if len(body) != blen or zlib.crc32(body) != crc:
-            break
-        pos += _HEAD.size + blen
-        out.append(_decode(body))
-    return out, pos, pos < len(data)
+__all__ = ["LogRecord", "WriteAheadLog"]
 
 
 class WriteAheadLog:
@@ -113,10 +71,12 @@ class WriteAheadLog:
         self._seg_size = 0
         self._seg_opened = 0.0
         self._seg_first: list[tuple[int, Path]] = []  # (first seq, path), oldest first
-        self._buffer: list[bytes] = []
-        self._waiters: list[asyncio.Future[None]] = []
-        self._commit_scheduled = False
+        self._buffer: list[bytes] = []  # frames and values waiting for the group's write
+        self._written_seq = -1  # every record up to it is in the kernel
+        self._synced_seq = -1  # every record up to it is synced (``fsync`` only)
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # (seq to be synced, its response)
         self._syncing = False
+        self._closing_fds: list[int] = []
         self._read: tuple[int, int] | None = None  # (segment index, byte offset) of the replay reader
         self._dirty = False
         self.next_seq = 0
@@ -156,6 +116,7 @@ class WriteAheadLog:
                 if self.live(rec.seq):
                     self.depth += 1
         self.next_seq = max(max_seq + 1, self.first_unacked)
+        self._written_seq = self._synced_seq = self.next_seq - 1  # what a past run left is on disk
         if self.depth == 0:
             self._remove_segments()
         log.debug("write-ahead log %s: %d unacknowledged records", self.dir, self.depth)
@@ -166,15 +127,17 @@ class WriteAheadLog:
     # ------------------------------------------------------------------ appending and group commit
 
     def append(self, topic: str, key: bytes, value: bytes, t: float = 0.0) -> LogRecord:
-        """Give the event the next seq and buffer it; ``commit``/``wait_durable`` makes it durable."""
+        """Give the event the next seq and buffer its frame (no copy of ``value``, no system call);
+        ``durable`` makes it durable."""
         rec = LogRecord(self.next_seq, topic, key, value, t)
         self.next_seq += 1
         if self._fd is None or self._rotate_due():
             self._flush_buffer()
             self._open_segment(rec.seq)
-        data = encode_record(rec)
-        self._buffer.append(data)
-        self._seg_size += len(data)
+        head, size = frame(rec)
+        self._buffer.append(head)
+        self._buffer.append(value)
+        self._seg_size += size
         self.depth += 1
         return rec
 
@@ -193,14 +156,20 @@ class WriteAheadLog:
         self._seg_path, self._seg_size, self._seg_opened = path, 0, time.monotonic()
         self._seg_first.append((first_seq, path))
 
-    def _close_segment(self) -> None:
-        if self._fd is not None:
-            if self.fsync:
-                os.fdatasync(self._fd)
+    def _close_segment(self, sync: bool = True) -> None:
+        if self._fd is None:
+            return
+        if self.fsync and sync:
+            os.fdatasync(self._fd)  # everything written to it is synced: the running group's too
+            self._synced_seq = self._written_seq
+        if self._syncing:
+            self._closing_fds.append(self._fd)  # the sync thread still holds it: closed once it returns
+        else:
             os.close(self._fd)
-            self._fd = None
+        self._fd = None
 
     def _flush_buffer(self) -> None:
+        """One ``os.write`` of every buffered record (the group's write)."""
         if not self._buffer:
             return
         data = b"".join(self._buffer)
@@ -211,51 +180,63 @@ class WriteAheadLog:
                 view = view[os.write(self._fd, view) :]
         except OSError as err:
             raise SpoolError(f"cannot write the write-ahead log {self._seg_path}: {err}") from None
-
-    @property
-    def uncommitted(self) -> bool:
-        return bool(self._buffer) or bool(self._waiters)
-
-    def wait_durable(self) -> asyncio.Future[None]:
-        """A future done once everything appended so far is durable (written; with ``fsync``, synced)."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        if not self.uncommitted:
-            fut.set_result(None)
-            return fut
-        self._waiters.append(fut)
-        if not self._commit_scheduled:
-            self._commit_scheduled = True
-            loop.call_soon(self._commit_soon)
-        return fut
-
-    def _commit_soon(self) -> None:
-        self._commit_scheduled = False
-        if self._syncing:
-            return  # the running sync releases its waiters, then commits the rest
-        self.commit()
+        self._written_seq = self.next_seq - 1
 
     def commit(self) -> None:
-        """Write the buffer (one write for every record appended since the last commit) and release its
-        waiters; with ``fsync`` they are released after a ``fdatasync`` in a worker thread."""
+        """Hand every buffered record to the kernel now (one write); with ``fsync`` it is synced by the
+        next group's ``fdatasync``."""
         self._flush_buffer()
-        waiters, self._waiters = self._waiters, []
-        if not self.fsync or self._fd is None:
-            _release(waiters)
+
+    def durable(self) -> asyncio.Future[None] | None:
+        """What a response waits for: None when everything appended so far is durable now, else a future
+        done once it is. Without ``fsync``: the buffer is written now, in one write, and the answer is
+        None. With ``fsync``: the caller joins the running group's successor (or starts a group: one
+        write, one ``fdatasync`` in a worker thread) and the future is done after that sync."""
+        if not self.fsync:
+            self._flush_buffer()
+            return None
+        target = self.next_seq - 1
+        if self._synced_seq >= target:
+            return None
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append((target, fut))
+        if not self._syncing:
+            self._start_sync()
+        return fut
+
+    def _start_sync(self) -> None:
+        self._flush_buffer()
+        if self._fd is None:  # nothing open: every record written was synced when its segment closed
+            self._synced_seq = self._written_seq
+            self._release_synced()
             return
         self._syncing = True
-        fd = self._fd
-        fut = asyncio.get_running_loop().run_in_executor(None, os.fdatasync, fd)
-        fut.add_done_callback(lambda f: self._synced(f, waiters))
+        target = self._written_seq
+        fut = asyncio.get_running_loop().run_in_executor(None, os.fdatasync, self._fd)
+        fut.add_done_callback(lambda f: self._synced(f, target))
 
-    def _synced(self, fut: asyncio.Future[None], waiters: list[asyncio.Future[None]]) -> None:
+    def _synced(self, fut: asyncio.Future[None], target: int) -> None:
         self._syncing = False
+        for fd in self._closing_fds:
+            os.close(fd)
+        self._closing_fds.clear()
         err = fut.exception()
         if err is not None:
             log.error("write-ahead log fdatasync failed: %s", err)
-        _release(waiters)
+        self._synced_seq = max(self._synced_seq, target)
+        self._release_synced()
         if self._waiters:
-            self.commit()
+            self._start_sync()  # the next group: everything appended while this sync ran
+
+    def _release_synced(self) -> None:
+        waiting = []
+        for target, fut in self._waiters:
+            if target <= self._synced_seq:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                waiting.append((target, fut))
+        self._waiters = waiting
 
     # ------------------------------------------------------------------ replay
 
@@ -273,7 +254,7 @@ class WriteAheadLog:
         index, offset = self._read
         out: list[LogRecord] = []
         while index < len(self._seg_first) and len(out) < limit:
-            records, offset, at_eof = _read_records(self._seg_first[index][1], offset, limit - len(out))
+            records, offset, at_eof = read_records(self._seg_first[index][1], offset, limit - len(out))
             out.extend(r for r in records if self.live(r.seq))
             if not at_eof:
                 continue
@@ -289,7 +270,7 @@ class WriteAheadLog:
         for _, path in list(self._seg_first):
             offset, at_eof = 0, False
             while not at_eof:
-                records, offset, at_eof = _read_records(path, offset, 1000)
+                records, offset, at_eof = read_records(path, offset, 1000)
                 yield from (r for r in records if self.live(r.seq))
 
     @property
@@ -353,7 +334,7 @@ class WriteAheadLog:
             self._read = (index - removed, offset) if index >= removed else (0, 0)
 
     def _remove_segments(self) -> None:
-        self._close_segment()
+        self._close_segment(sync=False)  # every record in it is acknowledged: nothing left to make durable
         for _, path in self._seg_first:
             path.unlink(missing_ok=True)
         self._seg_first.clear()
@@ -365,36 +346,8 @@ class WriteAheadLog:
         self._flush_buffer()
         if self._fd is not None:
             os.fdatasync(self._fd)
-        _release(self._waiters)
-        self._waiters = []
+        self._synced_seq = self._written_seq
+        self._release_synced()
         self._dirty = True
         self.save_cursor()
         self._close_segment()
-
-
-def _read_records(path: Path, offset: int, limit: int) -> tuple[list[LogRecord], int, bool]:
-    """Up to ``limit`` intact records of one segment from ``offset``: (records, next offset, end reached)."""
-    out: list[LogRecord] = []
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        return out, offset, True
-    with f:
-        f.seek(offset)
-        while len(out) < limit:
-            head = f.read(_HEAD.size)
-            if len(head) < _HEAD.size:
-                return out, offset, True
-            blen, crc = _HEAD.unpack(head)
-            body = f.read(blen)
-            if len(body) != blen or zlib.crc32(body) != crc:
-                return out, offset, True  # cut off at open, so only a record not yet written
-            offset += _HEAD.size + blen
-            out.append(_decode(body))
-    return out, offset, False
-
-
-def _release(waiters: list[asyncio.Future[None]]) -> None:
-    for fut in waiters:
-        if not fut.done():
-            fut.set_result(None)

@@ -81,35 +81,59 @@ def test_torn_tail_is_cut_off_and_appends_continue(tmp_path: Path) -> None:
     assert [r.value for r in WriteAheadLog(tmp_path).next_batch(10)] == [b"v0", b"v1", b"after"]
 
 
-@pytest.mark.parametrize("fsync", [False, True])
-def test_group_commit_releases_waiters_after_one_write(tmp_path: Path, fsync: bool) -> None:
-    wal = WriteAheadLog(tmp_path, fsync=fsync)
-    writes = 0
-    real_write = os.write
+class _Counting:
+    """Counts the log's ``os.write`` and ``os.fdatasync`` calls (the real ones still run)."""
 
-    def counting_write(fd: int, data: bytes) -> int:
-        nonlocal writes
-        writes += 1
-        return real_write(fd, data)
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.writes = self.syncs = 0
+        real_write, real_sync = os.write, os.fdatasync
+
+        def write(fd: int, data: bytes) -> int:
+            self.writes += 1
+            return real_write(fd, data)
+
+        def sync(fd: int) -> None:
+            time.sleep(0.02)  # a disk's flush: responses arriving meanwhile form the next group
+            self.syncs += 1
+            real_sync(fd)
+
+        monkeypatch.setattr(os, "write", write)
+        monkeypatch.setattr(os, "fdatasync", sync)
+
+
+def test_one_write_serves_every_event_appended_before_it(tmp_path: Path, monkeypatch) -> None:
+    wal = WriteAheadLog(tmp_path)
+    count = _Counting(monkeypatch)
+    _fill(wal, 20)  # twenty events waiting (no system call yet)
+    assert count.writes == 0
+    assert wal.durable() is None  # written now, in one write: nothing to wait for
+    assert count.writes == 1 and wal.durable() is None and count.writes == 1
+    assert [r.seq for r in WriteAheadLog(tmp_path).next_batch(100)] == list(range(20))
+
+
+def test_fsync_group_commit_shares_one_sync_per_group(tmp_path: Path, monkeypatch) -> None:
+    """Responses arriving while a sync runs wait together for one write and one fdatasync."""
+    wal = WriteAheadLog(tmp_path, fsync=True)
+    count = _Counting(monkeypatch)
+
+    async def request(i: int) -> int:
+        await asyncio.sleep(0.001 * (i % 5))  # concurrent requests, arriving over a few milliseconds
+        wal.append("topic", b"k", f"v{i}".encode())
+        waiting = wal.durable()
+        assert waiting is not None
+        await waiting
+        return i
 
     async def scenario() -> None:
-        waiters = []
-        for i in range(20):  # twenty requests in one loop turn
-            wal.append("topic", b"k", f"v{i}".encode())
-            waiters.append(wal.wait_durable())
-        assert not any(w.done() for w in waiters)
-        await asyncio.gather(*waiters)
-        assert not wal.uncommitted
-        done = wal.wait_durable()  # nothing new: durable at once
-        assert done.done()
+        done = await asyncio.gather(*(request(i) for i in range(40)))
+        assert done == list(range(40))
+        assert wal.durable() is None  # nothing new: durable at once
 
-    os.write = counting_write  # type: ignore[assignment]
-    try:
-        asyncio.run(scenario())
-    finally:
-        os.write = real_write  # type: ignore[assignment]
-    assert writes == 1
-    assert [r.seq for r in WriteAheadLog(tmp_path).next_batch(100)] == list(range(20))
+    asyncio.run(scenario())
+    assert 1 < count.syncs <= 3 and count.writes == count.syncs  # 40 responses, a handful of groups
+    assert sorted(r.value for r in WriteAheadLog(tmp_path).next_batch(100)) == sorted(
+        f"v{i}".encode() for i in range(40)
+    )
 
 
 def test_acknowledged_segments_are_trimmed_by_age(tmp_path: Path) -> None:
