@@ -56,6 +56,9 @@ class ServiceSpec:
     stop_grace_s: float = 15.0
     endpoint: str = ""  # shown on its status line (e.g. the proxy's URL)
     after_restart: Callable[[], None] | None = None  # e.g. the broker: create the topics again
+    # services (names or name prefixes) stopped before this one restarts and started again after its
+    # ``after_restart`` step: e.g. the broker's consumers, whose local state is carried into a new broker
+    dependents: tuple[str, ...] = ()
 
 
 def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[str]:
@@ -332,6 +335,8 @@ class Supervisor:
                 elif now >= child.restart_at:
                     self._respawn(index, child)
                     changed = True
+                    if child.spec.dependents:
+                        break  # its dependents were replaced: the next check sees the new list
         if changed:
             self.write_state()
 
@@ -355,6 +360,7 @@ class Supervisor:
                  f"(restart {child.restarts + 1}). Last lines: {tail or '-'}")  # fmt: skip
 
     def _respawn(self, index: int, old: _Child) -> None:
+        held = self._hold(old.spec.dependents)
         child = self._spawn(old.spec, index)
         child.restarts, child.fast_failures, child.last_exit = (
             old.restarts + 1,
@@ -368,6 +374,41 @@ class Supervisor:
                 old.spec.after_restart()
             except Exception as err:  # noqa: BLE001 - reported; the service itself keeps being watched
                 self.say(f"{old.spec.name}: after-restart step failed: {err}")
+        if held:
+            self._release(held)
+
+    def _hold(self, dependents: tuple[str, ...]) -> list[_Child]:
+        """Stop every service named by ``dependents`` (all at once: SIGTERM to each, then the waits)."""
+        if not dependents:
+            return []
+        held = [c for c in self._children if c.spec.name.startswith(dependents)]
+        for child in held:
+            if child.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    child.proc.send_signal(signal.SIGTERM)
+        for child in held:
+            child.stop()
+        if held:
+            self.say("stopped " + ", ".join(c.spec.name for c in held) + " until the restart is done")
+        return held
+
+    def _release(self, held: list[_Child]) -> None:
+        """Start held services again, in their places, together (stage workers join one group), and wait
+        until each is ready. Being held is not a crash: restart counts stay as they were."""
+        fresh: list[_Child] = []
+        for old in held:
+            index = self._children.index(old)
+            child = self._spawn(old.spec, index)
+            child.restarts, child.last_exit = old.restarts, old.last_exit
+            self._children[index] = child
+            fresh.append(child)
+        self.write_state()
+        for child in fresh:
+            try:
+                self._wait_ready(child)
+            except SupervisorError as err:  # it is watched like any service: a death restarts it
+                self.say(f"{child.spec.name} did not come back ready: {err}")
+        self.say("started again: " + ", ".join(c.spec.name for c in fresh))
 
     def supervise(self, stop: threading.Event, poll_s: float = 0.25) -> None:
         """Restart crashed services until ``stop`` is set (raises ``SupervisorError`` on giving up)."""

@@ -37,24 +37,48 @@ def http_ok(url: str) -> Callable[[], bool]:
     return probe
 
 
-def recreate_topics(cfg: SluiceConfig) -> Callable[[], None]:
-    """After a restart of the embedded broker: wait for its port, then create missing topics."""
+# What consumes the embedded broker's topics and keeps state or offsets of its own: stopped while the
+# broker restarts, so that their state is carried into the new broker before they read from it.
+BROKER_DEPENDENTS = ("stages", "sink", "otel-export", "trainer", "evolve")
+
+
+def prepare_new_broker(cfg: SluiceConfig, say: Callable[[str], None]) -> None:
+    """A new embedded broker (every start is an empty cluster): create the topics, then carry what the
+    stage tables held into its changelogs (``pipeline/stages/table_carry.py``) before any worker starts."""
+    from pipeline.stages.table_carry import carry_tables
+    from pipeline.topics import create_topics
+
+    create_topics(cfg.broker, cfg.topics)
+    carried = carry_tables(cfg)
+    if any(carried.records.values()):
+        say(
+            "carried pending stage state into the broker: "
+            + ", ".join(f"{n} {t}" for t, n in carried.records.items() if n)
+            + (f"; {carried.reemit} versions the store never got are sent again" if carried.reemit else "")
+        )
+
+
+def after_broker_restart(cfg: SluiceConfig, say: Callable[[str], None]) -> Callable[[], None]:
+    """After a restart of the embedded broker (its consumers are stopped): wait for its port, then
+    prepare it as at start. The proxy, still running, sends again whatever had not landed."""
 
     def run() -> None:
-        from pipeline.topics import create_topics
-
         deadline = time.monotonic() + 30
         while not port_open("127.0.0.1", cfg.broker.port) and time.monotonic() < deadline:
             time.sleep(0.1)
-        create_topics(cfg.broker, cfg.topics)
+        prepare_new_broker(cfg, say)
 
     return run
 
 
 def service_specs(
-    cfg: SluiceConfig, config_path: Path | None, with_trainer: bool, with_evolve: bool = False
+    cfg: SluiceConfig,
+    config_path: Path | None,
+    with_trainer: bool,
+    with_evolve: bool = False,
+    say: Callable[[str], None] = print,
 ) -> list[ServiceSpec]:
-    """The services `sluice up` runs for this config, in start order."""
+    """The services `sluice up` runs for this config, in start order (``say``: the supervisor's voice)."""
     specs: list[ServiceSpec] = []
     if cfg.broker.embedded:
         specs.append(
@@ -64,7 +88,8 @@ def service_specs(
                 ready_probe=lambda: port_open("127.0.0.1", cfg.broker.port),
                 ready_timeout_s=30,
                 endpoint=cfg.broker.bootstrap_servers,
-                after_restart=recreate_topics(cfg),
+                after_restart=after_broker_restart(cfg, say),
+                dependents=BROKER_DEPENDENTS,
             )
         )
     model_port = cfg.local_model_port()
@@ -153,7 +178,6 @@ def running_stack(
     """Start every service, yield the supervisor, stop everything on exit (also on errors). ``verbose``
     streams every service's log lines to ``sink``; otherwise one status line per service is printed and
     the logs go to ``<log dir>/<service>.log`` only."""
-    from pipeline.stages.table_carry import carry_tables
     from pipeline.topics import create_topics
 
     log_path = log_path or cfg.path(cfg.up.log_file)
@@ -165,7 +189,7 @@ def running_stack(
         log_dir=log_path.parent,
         echo=verbose,
     )
-    specs = service_specs(cfg, config_path, with_trainer, with_evolve)
+    specs = service_specs(cfg, config_path, with_trainer, with_evolve, say=sup.say)
     if cfg.broker.embedded and port_open("127.0.0.1", cfg.broker.port):
         raise SupervisorError(
             f"127.0.0.1:{cfg.broker.port} is already in use: is another `sluice up` running? Stop it, or "
@@ -182,15 +206,7 @@ def running_stack(
                 continue
             sup.start(spec)
             if spec.name == "broker":
-                create_topics(cfg.broker, cfg.topics)
-                # the embedded broker starts empty: what the stage tables held at the last stop goes
-                # into its changelogs before any worker starts (pipeline/stages/table_carry.py)
-                carried = carry_tables(cfg)
-                if any(carried.values()):
-                    sup.say(
-                        "carried pending stage state into the broker: "
-                        + ", ".join(f"{n} {t}" for t, n in carried.items() if n)
-                    )
+                prepare_new_broker(cfg, sup.say)
         yield sup
     finally:
         stop_draining(sup, cfg)

@@ -23,6 +23,7 @@ from governance.reward_join.transitions import (
     apply_reward,
     apply_step,
     mark_emitted,
+    reopen_unstored,
 )
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "mark_emitted",
     "next_due_at",
     "plan_emission",
+    "reopen_unstored",
     "trajectory_event_id",
     "trajectory_reward",
 ]

@@ -188,3 +188,14 @@ def mark_emitted(state: JoinState, version: int, decision: EligibilityDecision, 
     if decision.decision == "drop":
         update.update({"drop_reasons": state.drop_reasons or decision.reasons, "rewards": []})
     return Transition(state=state.model_copy(update=update), changed=True, purge_steps=purge)
+
+
+def reopen_unstored(state: JoinState, stored_version: int) -> JoinState | None:
+    """The state that emits its last version again, when the store holds only up to ``stored_version``
+    (the version was sent, then lost with a broker that kept it in memory); None when nothing is missing.
+
+    Only the newest version can be built again (the state has moved past older ones): it keeps its
+    number, so the store's history has no gap at the top and no version twice."""
+    if state.erased or state.emitted_version == 0 or stored_version >= state.emitted_version:
+        return None
+    return state.model_copy(update={"emitted_version": state.emitted_version - 1, "dirty": True})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -132,6 +133,16 @@ class ProxyConfig(Frozen):
         description="Complete a response only once its events are in the write-ahead log (what makes a "
         "SIGKILL lose nothing). Off only for benchmarks, to measure what the wait costs: the log is then "
         "written every few milliseconds and a crash can lose the events answered in between.",
+    )
+    wal_keep_until: Literal["auto", "landed", "delivered"] = Field(
+        "auto",
+        description="How long the write-ahead log keeps an event: until the broker acknowledged it "
+        "(delivered), or until the stages processed it into state that outlives the broker (landed: "
+        "a restart of a broker that keeps topics in memory loses nothing). auto: landed on the embedded "
+        "broker, delivered on a real cluster.",
+    )
+    land_interval_s: float = Field(
+        1.0, gt=0, description="How often the proxy checks which of its events have landed (landed only)."
     )
     publish: bool = Field(True, description="Publish step events (off only for benchmarks).")
     overlays: bool = Field(

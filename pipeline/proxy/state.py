@@ -23,8 +23,10 @@ from pipeline.proxy.overlay_listener import OverlayListener
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
+from pipeline.proxy.publishing.landing import LandingTracker
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.upstream import Upstreams
+from pipeline.stages.names import app_id as stage_group
 from sluice.config import SluiceConfig
 from sluice.events import ErasureEvent
 from sluice.evolution import OverlayAssignment
@@ -109,6 +111,21 @@ class ProxyState:
             probe_interval_s=proxy.probe_interval_s,
             shutdown_flush_s=proxy.shutdown_flush_s,
             on_delivered=self.metrics.publish_lag.observe,
+            landing=self._landing_tracker(),
+            land_interval_s=proxy.land_interval_s,
+        )
+
+    def _landing_tracker(self) -> LandingTracker | None:
+        """Keep events until the stages landed them where the broker keeps topics in memory."""
+        keep = self.config.proxy.wal_keep_until
+        if keep == "delivered" or (keep == "auto" and not self.config.broker.embedded):
+            return None
+        topics = self.config.topics
+        return LandingTracker(
+            self.config.broker,
+            stage_group(self.config),
+            [topics.name("steps_raw"), topics.name("rewards_raw")],
+            topics.name("steps_redacted"),
         )
 
     def backend_for(self, model: object) -> BackendConfig:

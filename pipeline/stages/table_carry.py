@@ -14,6 +14,9 @@ worker that took it over. Each file records the last changelog offset it applied
 offsets only grow within one broker's life, and every carry removes the files, so the highest offset is
 the newest copy.
 
+A join state whose last emitted version never reached the store (lost with the old broker's audited
+topic) is carried rewritten to emit that version again (``reemit.py``).
+
 Only redacted text and keyed digests are in these tables, as in the changelogs they came from.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +33,7 @@ from confluent_kafka import Producer
 from pipeline.stages.exceptions import StagesError
 from pipeline.stages.internal_topics import ensure_stage_topics
 from pipeline.stages.names import TABLES, app_id
+from pipeline.stages.reemit import reopened_states
 from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
@@ -79,12 +84,28 @@ def newest_copies(cfg: SluiceConfig) -> dict[tuple[str, int], TableCopy]:
     return best
 
 
-def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> dict[str, int]:
+def _records(copies: list[TableCopy]) -> Iterator[tuple[bytes, bytes]]:
+    for copy in copies:
+        db = _open_read_only(copy.path)
+        try:
+            yield from ((k, v) for k, v in db.items() if k != OFFSET_KEY)
+        finally:
+            db.close()
+
+
+@dataclass(frozen=True)
+class Carried:
+    records: dict[str, int]  # per table
+    reemit: int  # join states rewritten to emit a version the store never got
+
+
+def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> Carried:
     """Write every table's newest local copy into the (new, empty) broker's changelogs, then remove the
-    local files. Returns the records carried per table. Call before any stage worker starts."""
+    local files. Call before any stage worker starts."""
     data_dir = cfg.path(cfg.stages.data_dir)
     copies = newest_copies(cfg) if data_dir.exists() else {}
     carried = dict.fromkeys(TABLES, 0)
+    reopened: dict[bytes, bytes] = {}
     if copies:
         ensure_stage_topics(cfg, timeout_s)
         failures: list[str] = []
@@ -93,6 +114,7 @@ def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> dict[str, int]:
             if err is not None:
                 failures.append(str(err))
 
+        reopened = reopened_states(cfg, _records([c for (t, _), c in copies.items() if t == "join_state"]))
         producer = Producer(cfg.broker.producer_config(**{"client.id": "sluice-table-carry"}))
         for (table, partition), copy in sorted(copies.items()):
             if partition >= cfg.topics.partitions:
@@ -107,6 +129,8 @@ def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> dict[str, int]:
                 for key, value in db.items():
                     if key == OFFSET_KEY:
                         continue
+                    if table == "join_state":
+                        value = reopened.get(key, value)
                     while True:
                         try:
                             producer.produce(
@@ -136,4 +160,4 @@ def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> dict[str, int]:
     if data_dir.exists():
         # no copy is kept: an erasure reaches the carried records through the stages, not a stale file
         shutil.rmtree(data_dir)
-    return carried
+    return Carried(carried, len(reopened))

@@ -23,6 +23,12 @@ Modes (per-trajectory order holds in each: records are keyed by trajectory id an
   More than ``spool_max_memory_events`` waiting in memory also switches to replaying from the log (with
   the broker still reachable), so memory stays bounded when the broker is slower than the traffic.
 
+On the embedded broker (topics in memory) an acknowledged record is kept in the log until it has
+*landed* (``landing.py``: the stages processed it into state that outlives the broker); the landing
+check runs every ``land_interval_s`` in an executor thread and also reads the cluster id. A new id is a
+new, empty broker: every delivered, unlanded record is sent again, in log order, through the same
+draining -> spooling -> replay path as an outage (the stages drop what they already hold by event id).
+
 At start, an unacknowledged tail left by the last run is replayed first; if the broker acknowledged some
 of it just before a crash (the cursor had not recorded it yet), ``delivery_check`` finds those on the
 broker and they are not sent twice. Departure from the Kafka defaults: ``message.timeout.ms`` is finite
@@ -47,6 +53,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from pipeline.proxy.publishing.base import PublisherStats
 from pipeline.proxy.publishing.commit_waits import CommitWaits
 from pipeline.proxy.publishing.delivery_check import already_delivered, record_digest
+from pipeline.proxy.publishing.landing import LandingReport, LandingTracker
 from pipeline.proxy.publishing.rdkafka_log import rdkafka_logger
 from pipeline.proxy.publishing.write_ahead_log import LogRecord, WriteAheadLog
 from sluice.config import BrokerConfig
@@ -73,6 +80,8 @@ class KafkaPublisher:
         shutdown_flush_s: float = 5.0,
         on_delivered: Any = None,
         wait_for_log: bool = True,
+        landing: LandingTracker | None = None,
+        land_interval_s: float = 1.0,
     ) -> None:
         self.broker = broker
         self.timeout_ms = timeout_ms
@@ -82,7 +91,14 @@ class KafkaPublisher:
         self.shutdown_flush_s = shutdown_flush_s
         self.on_delivered = on_delivered  # callable(lag_seconds)
         self.wait_for_log = wait_for_log  # False only to measure what the wait costs (benchmarks)
-        self.wal = WriteAheadLog(wal_dir, segment_bytes, segment_max_age_s, fsync)
+        self.wal = WriteAheadLog(
+            wal_dir, segment_bytes, segment_max_age_s, fsync, keep_until_landed=landing is not None
+        )
+        self.landing = landing  # None: a record is safe once the broker holds it (a durable cluster)
+        self._tracked = set(landing.raw_topics) if landing is not None else set()
+        self.land_interval_s = land_interval_s
+        self._landing_task: asyncio.Future[LandingReport] | None = None
+        self._next_landing = 0.0
         self._pending: deque[LogRecord] = deque()  # direct mode: waiting for room in flight
         self._in_flight: dict[int, LogRecord] = {}  # seq -> record handed to the producer
         self._mode = DIRECT
@@ -209,7 +225,9 @@ class KafkaPublisher:
             self._delivered += 1
             if rec.t and self.on_delivered is not None:
                 self.on_delivered(time.monotonic() - rec.t)
-            self.wal.ack(rec.seq, rec.topic, msg.partition(), msg.offset())
+            self.wal.ack(
+                rec.seq, rec.topic, msg.partition(), msg.offset(), landed=rec.topic not in self._tracked
+            )
             return
         self._failures += 1
         if self._mode != DRAINING:
@@ -259,12 +277,15 @@ class KafkaPublisher:
             if missing:
                 log.info("broker is back but topics %s are missing: waiting", missing)
                 return
+            if self.landing is not None and md.cluster_id and md.cluster_id != self.wal.cluster:
+                self._new_cluster(md.cluster_id)
+                self.wal.rewind()
             if self._tail_to_check:
                 found = await loop.run_in_executor(
                     None, already_delivered, self.broker, self._tail_to_check, dict(self.wal.positions)
                 )
                 for seq, (topic, partition, offset) in found.items():
-                    self.wal.ack(seq, topic, partition, offset)
+                    self.wal.ack(seq, topic, partition, offset, landed=topic not in self._tracked)
                 self._tail_to_check = []
                 self.wal.rewind()
         except KafkaException as err:
@@ -302,6 +323,7 @@ class KafkaPublisher:
             if self._connected:
                 self._replay()
         self._producer.poll(0)  # delivery reports and errors, on this thread
+        self._follow_landing()
         self.wal.commit()  # events published outside a response (or not waited for) reach the disk too
         if self._mode == DRAINING and not self._in_flight:
             self._finish_draining()
@@ -309,6 +331,51 @@ class KafkaPublisher:
         if now - self._last_cursor_save > CURSOR_SAVE_S:
             self.wal.save_cursor()
             self._last_cursor_save = now
+
+    # ------------------------------------------------------------------ landing (embedded broker)
+
+    def _follow_landing(self) -> None:
+        """Start a landing check when one is due; apply the last one's report when it is done."""
+        if self.landing is None:
+            return
+        task = self._landing_task
+        if task is not None:
+            if not task.done():
+                return
+            self._landing_task = None
+            if task.exception() is None:
+                self._apply_landing(task.result())
+            else:
+                log.debug("landing check failed: %s", task.exception())
+        now = time.monotonic()
+        if now >= self._next_landing:
+            self._next_landing = now + self.land_interval_s
+            self._landing_task = asyncio.get_running_loop().run_in_executor(None, self.landing.poll)
+
+    def _apply_landing(self, report: LandingReport) -> None:
+        if report.cluster is None:
+            return
+        if self.wal.cluster is None:
+            self.wal.cluster = report.cluster  # first contact: what was delivered went to this one
+        elif report.cluster != self.wal.cluster:
+            if self._mode == DIRECT:  # a restart nobody noticed: in-flight records report first
+                self._new_cluster(report.cluster)
+                self._start_draining()  # then the log is replayed in order
+            return  # otherwise the probe before the replay takes it
+        for (topic, partition), below in report.landed.items():
+            self.wal.land(topic, partition, below)
+
+    def _new_cluster(self, cluster: str) -> None:
+        known = self.wal.cluster
+        again = self.wal.forget_deliveries(cluster)
+        if known is not None:
+            log.warning(
+                "the broker is a new cluster (%s, was %s): sending again the %d events it lost before "
+                "they landed",
+                cluster,
+                known,
+                again,
+            )
 
     # ------------------------------------------------------------------ the pump task
 
@@ -339,8 +406,14 @@ class KafkaPublisher:
             with contextlib.suppress(KafkaException):
                 self._producer.purge(in_queue=True, in_flight=True)
                 self._producer.poll(0)
+        if self._landing_task is not None:  # its consumer is closed below: let the check end first
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._landing_task, 10)
         self._in_flight.clear()
         self._pending.clear()
+        if self.landing is not None:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self.landing.close()
         self.wal.close()
         self._producer = None  # breaks the producer <-> error_cb cycle: librdkafka is destroyed now
         if self.wal.depth:

@@ -17,9 +17,17 @@ unacknowledged tail, in order, before anything newer.
   last acknowledged offset per topic partition (where a check for already-delivered records starts).
   Seqs are dense: every appended record takes the next one. A torn tail (crash mid-write of the machine)
   fails its length/CRC check and is cut off at open, with a warning.
+- **Delivered, then landed.** ``ack`` says the broker holds a record. With ``keep_until_landed`` (the
+  embedded broker, whose topics live in memory) that is not enough to forget it: the record is
+  *delivered* (not sent again to this cluster) and is kept until ``land`` says its stage group processed
+  it into state that survives a broker restart (``landing.py``). ``forget_deliveries`` (a new, empty
+  cluster) makes every delivered, unlanded record due for sending again, in log order. Deliveries live in
+  memory only: after a crash of the proxy its unlanded tail is checked against the broker
+  (``delivery_check``) from ``positions``, the last landed offset per partition.
 - **Trimming** (``save_cursor`` -> ``_trim``). A segment is deleted once every record in it is
-  acknowledged; segments rotate at ``segment_bytes`` or ``segment_max_age_s``, so acknowledged raw
-  traffic stays on disk at most about that long. With everything acknowledged the files are removed.
+  acknowledged (landed, with ``keep_until_landed``); segments rotate at ``segment_bytes`` or
+  ``segment_max_age_s``, so acknowledged raw traffic stays on disk at most about that long after it
+  landed. With everything acknowledged the files are removed.
 
 Single-threaded: only the publisher, on the proxy's event loop, touches it (the fsync thread only syncs a
 file descriptor).
@@ -36,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.proxy.exceptions import SpoolError
+from pipeline.proxy.publishing.deliveries import Deliveries
 from pipeline.proxy.publishing.wal_format import LogRecord, frame, read_records, scan
 
 log = logging.getLogger(__name__)
@@ -54,8 +63,10 @@ class WriteAheadLog:
         segment_bytes: int = 16 * 1024 * 1024,
         segment_max_age_s: float = 30.0,
         fsync: bool = False,
+        keep_until_landed: bool = False,
     ) -> None:
         self.dir = Path(directory)
+        self.keep_until_landed = keep_until_landed
         self.segment_bytes = segment_bytes
         self.segment_max_age_s = segment_max_age_s
         self.fsync = fsync
@@ -65,7 +76,9 @@ class WriteAheadLog:
             raise SpoolError(f"cannot create the write-ahead log directory {self.dir}: {err}") from None
         self.first_unacked = 0  # every record with seq below it is acknowledged
         self._acked: set[int] = set()  # acknowledged at or above first_unacked
-        self.positions: dict[str, int] = {}  # "topic|partition" -> last acknowledged offset
+        self.positions: dict[str, int] = {}  # "topic|partition" -> last acknowledged (landed) offset
+        self.cluster: str | None = None  # the cluster the deliveries went to
+        self._delivered = Deliveries()  # on the broker, not landed yet (``keep_until_landed``)
         self._fd: int | None = None
         self._seg_path: Path | None = None
         self._seg_size = 0
@@ -93,6 +106,7 @@ class WriteAheadLog:
                 self.first_unacked = int(data["first_unacked"])
                 self._acked = {int(s) for s in data.get("acked", [])}
                 self.positions = {str(k): int(v) for k, v in data.get("positions", {}).items()}
+                self.cluster = data.get("cluster")
             except (ValueError, KeyError, TypeError, AttributeError) as err:
                 raise SpoolError(f"write-ahead log cursor {cursor} is unreadable: {err}") from None
         max_seq = -1
@@ -122,7 +136,13 @@ class WriteAheadLog:
         log.debug("write-ahead log %s: %d unacknowledged records", self.dir, self.depth)
 
     def live(self, seq: int) -> bool:
-        return seq >= self.first_unacked and seq not in self._acked
+        """Still to be sent: not acknowledged and not delivered to the current cluster."""
+        return seq >= self.first_unacked and seq not in self._acked and seq not in self._delivered
+
+    @property
+    def unlanded(self) -> int:
+        """Records delivered to the broker and kept until they land."""
+        return len(self._delivered)
 
     # ------------------------------------------------------------------ appending and group commit
 
@@ -290,20 +310,62 @@ class WriteAheadLog:
 
     # ------------------------------------------------------------------ acknowledging and trimming
 
-    def ack(self, seq: int, topic: str | None = None, partition: int | None = None, offset: int = -1) -> None:
-        """The broker holds record ``seq`` (at ``topic``/``partition``/``offset`` when known)."""
+    def ack(
+        self,
+        seq: int,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int = -1,
+        landed: bool = False,
+    ) -> None:
+        """The broker holds record ``seq`` (at ``topic``/``partition``/``offset`` when known). With
+        ``keep_until_landed`` the record is kept until ``land`` covers it, unless ``landed`` says that
+        being on the broker is all this record needs."""
+        if not self.live(seq):
+            return
+        self.depth -= 1
+        if (
+            self.keep_until_landed
+            and not landed
+            and topic is not None
+            and partition is not None
+            and offset >= 0
+        ):
+            self._delivered.add(seq, f"{topic}|{partition}", offset)
+            return
         if topic is not None and partition is not None and offset >= 0:
             tp = f"{topic}|{partition}"
             if offset > self.positions.get(tp, -1):
                 self.positions[tp] = offset
-        if not self.live(seq):
-            return
+        self._acknowledge(seq)
+
+    def _acknowledge(self, seq: int) -> None:
         self._acked.add(seq)
-        self.depth -= 1
         self._dirty = True
         while self.first_unacked in self._acked:
             self._acked.discard(self.first_unacked)
             self.first_unacked += 1
+
+    def land(self, topic: str, partition: int, below: int) -> int:
+        """Every record delivered to ``topic``/``partition`` at an offset below ``below`` has landed: it
+        is acknowledged (and trimmed in time). Returns how many landed."""
+        tp = f"{topic}|{partition}"
+        landed = self._delivered.land(tp, below)
+        for seq, offset in landed:
+            if offset > self.positions.get(tp, -1):
+                self.positions[tp] = offset
+            self._acknowledge(seq)
+        return len(landed)
+
+    def forget_deliveries(self, cluster: str | None) -> int:
+        """The broker is a new cluster (``cluster``): every record delivered to the old one and not landed
+        is to be sent again, in log order. Returns how many."""
+        n = self._delivered.forget()
+        self.depth += n
+        self.positions.clear()  # offsets of the old cluster say nothing about the new one
+        self.cluster = cluster
+        self._dirty = True
+        return n
 
     def save_cursor(self) -> None:
         """Persist the acknowledgement state (atomic rename) and delete fully acknowledged segments."""
@@ -318,6 +380,7 @@ class WriteAheadLog:
             "first_unacked": self.first_unacked,
             "acked": sorted(self._acked),
             "positions": self.positions,
+            "cluster": self.cluster,
         }
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self.dir / _CURSOR)

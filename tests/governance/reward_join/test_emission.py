@@ -126,3 +126,26 @@ def test_drop_decided_at_emission_purges_content() -> None:
     assert done.purge_steps
     assert done.state.stored_step_ids == [] and done.state.rewards == []
     assert done.state.drop_reasons == ["retention_expired:x"]
+
+
+def test_a_version_sent_but_never_stored_is_planned_again_with_its_number() -> None:
+    from governance.reward_join import reopen_unstored
+    from sluice.events import EligibilityDecision
+
+    s = apply_step(None, step(), 0.0, CFG, POLICY).state
+    s = apply_reward(s, reward_event(), 1.0, CFG).state
+    s = apply_end(s, end(), 2.0, POLICY).state
+    first = plan_emission(s, CFG, 3.0)
+    assert first is not None and first.version == 1
+    s = mark_emitted(s, 1, EligibilityDecision(decision="train"), 3.0).state
+    assert plan_emission(s, CFG, 4.0) is None
+    assert reopen_unstored(s, stored_version=1) is None  # the store has it
+    again = reopen_unstored(s, stored_version=0)
+    assert again is not None
+    plan = plan_emission(again, CFG, 4.0)
+    assert plan is not None and plan.version == 1 and plan.cause == first.cause
+    # a state never emitted, or erased, has nothing to send again
+    fresh = apply_step(None, step(), 0.0, CFG, POLICY).state
+    assert reopen_unstored(fresh, 0) is None
+    marker = JoinState.erased_marker("t", "acme", 5.0, 60.0)
+    assert reopen_unstored(marker.model_copy(update={"emitted_version": 2}), 0) is None

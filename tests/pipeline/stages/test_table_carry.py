@@ -61,7 +61,8 @@ def test_newest_copy_of_each_partition_is_carried_and_the_files_removed(config: 
     assert best[("join_state", 1)].offset == 9 and "worker-1" in str(best[("join_state", 1)].path)
 
     carried = carry_tables(cfg)
-    assert carried == {"placeholders": 0, "join_state": 3, "join_steps": 1, "erasure_rules": 0}
+    assert carried.records == {"placeholders": 0, "join_state": 3, "join_steps": 1, "erasure_rules": 0}
+    assert carried.reemit == 0
     assert _changelog(cfg, "join_state", 1) == {b"acme~t1": b"new", b"acme~t3": b"pending"}
     assert _changelog(cfg, "join_state", 0) == {b"acme~t2": b"p0"}
     assert _changelog(cfg, "join_steps", 0) == {b"acme~t2\x1fe1": b"\x00step"}
@@ -69,4 +70,44 @@ def test_newest_copy_of_each_partition_is_carried_and_the_files_removed(config: 
 
 
 def test_nothing_to_carry_is_a_no_op(config: SluiceConfig) -> None:
-    assert carry_tables(config) == {"placeholders": 0, "join_state": 0, "join_steps": 0, "erasure_rules": 0}
+    assert carry_tables(config).records == dict.fromkeys(
+        ("placeholders", "join_state", "join_steps", "erasure_rules"), 0
+    )
+
+
+def test_a_version_the_store_never_got_is_carried_to_be_emitted_again(config: SluiceConfig) -> None:
+    """Join states that say "emitted version 2" are checked against the DuckDB store: where the store
+    holds version 2 the state is carried byte for byte; where it holds only version 1 (version 2 was lost
+    with the old broker's audited topic) the state is carried to emit version 2 again at once."""
+    from governance.reward_join import next_due_at, plan_emission
+    from governance.reward_join.state import JoinState
+    from pipeline.stages.storage import decode_state, encode_state, peek_due
+    from sinks.store import DuckDBStore
+
+    cfg = config
+
+    def emitted(tid: str) -> bytes:
+        state = JoinState.new(tid, "acme", 10.0).model_copy(
+            update={"emitted_version": 2, "emitted_at": 20.0, "end_seen_at": 15.0, "dirty": False}
+        )
+        return encode_state(state, 0, next_due_at(state, cfg.rewards))
+
+    stored, lost = emitted("acme~stored"), emitted("acme~lost")
+    _table_file(cfg, 0, "join_state", 0, {b"acme~stored": stored, b"acme~lost": lost}, offset=3)
+    store = DuckDBStore(cfg.path(cfg.sink.database))
+    for tid, version in [("acme~stored", 1), ("acme~stored", 2), ("acme~lost", 1)]:
+        store.con.execute(
+            "INSERT INTO store.trajectory_versions (event_id, trajectory_id, version, tenant) VALUES (?, ?, ?, ?)",
+            [f"{tid}#{version}", tid, version, "acme"],
+        )
+    store.con.close()
+
+    carried = carry_tables(cfg)
+    assert carried.reemit == 1
+    changelog = _changelog(cfg, "join_state", 0)
+    assert changelog[b"acme~stored"] == stored
+    again = decode_state(changelog[b"acme~lost"])
+    assert (again.emitted_version, again.dirty) == (1, True)
+    assert peek_due(changelog[b"acme~lost"]) == (0, again.end_seen_at)  # due at once
+    plan = plan_emission(again, cfg.rewards, 1e9)
+    assert plan is not None and plan.version == 2

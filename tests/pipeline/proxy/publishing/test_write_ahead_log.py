@@ -148,3 +148,47 @@ def test_acknowledged_segments_are_trimmed_by_age(tmp_path: Path) -> None:
     wal.save_cursor()
     assert len(list(tmp_path.glob("*.seg"))) == 1  # the acknowledged raw records are gone from disk
     assert [r.seq for r in wal.next_batch(10)] == [3]
+
+
+def test_kept_until_landed_and_sent_again_to_a_new_cluster(tmp_path: Path) -> None:
+    """With ``keep_until_landed`` a delivered record is not sent again to the same cluster, but it stays in
+    the log until ``land`` covers its offset; a new cluster makes every unlanded record due again, in
+    order; a restart of the proxy checks the unlanded tail again (deliveries live in memory)."""
+    wal = WriteAheadLog(tmp_path, segment_bytes=4096, keep_until_landed=True)
+    _fill(wal, 10)
+    batch = wal.next_batch(100)
+    for r in batch:  # partition by parity, offsets dense per partition
+        wal.ack(r.seq, "topic", r.seq % 2, r.seq // 2)
+    assert wal.depth == 0 and wal.unlanded == 10
+    assert wal.next_batch(100) == []
+    assert wal.land("topic", 0, 2) == 2  # offsets 0 and 1 of partition 0: seqs 0 and 2
+    assert wal.land("topic", 0, 2) == 0  # idempotent
+    assert wal.land("other", 0, 99) == 0
+    assert wal.unlanded == 8 and wal.first_unacked == 1
+    assert wal.positions == {"topic|0": 1}
+    wal.cluster = "old"
+
+    assert wal.forget_deliveries("new") == 8
+    assert wal.depth == 8 and wal.cluster == "new" and wal.positions == {}
+    wal.rewind()
+    assert [r.seq for r in wal.next_batch(100)] == [1, 3, 4, 5, 6, 7, 8, 9]
+    wal.ack(1, "topic", 1, 0)
+    wal.land("topic", 1, 1)
+    wal.ack(9, "topic", 1, 1)  # delivered, not landed
+    wal.close()
+
+    again = WriteAheadLog(tmp_path, segment_bytes=4096, keep_until_landed=True)
+    assert again.cluster == "new"
+    assert [r.seq for r in again.unacked()] == [3, 4, 5, 6, 7, 8, 9]  # 9 is checked against the broker
+
+
+def test_records_that_need_no_landing_are_acknowledged_at_delivery(tmp_path: Path) -> None:
+    wal = WriteAheadLog(tmp_path, keep_until_landed=True)
+    _fill(wal, 3)
+    for r in wal.next_batch(10):
+        wal.ack(r.seq, "topic", 0, r.seq, landed=r.seq != 1)
+    assert wal.unlanded == 1 and wal.first_unacked == 1
+    wal.land("topic", 0, 2)
+    assert wal.unlanded == 0 and wal.first_unacked == 3
+    wal.save_cursor()
+    assert list(tmp_path.glob("*.seg")) == []
