@@ -11,10 +11,14 @@ fault at random:
 
 - ``proxy`` / ``stages`` (a random worker) / ``sink`` / ``model``: SIGKILL of that service's process;
 - ``broker_pause``: the broker is frozen (SIGSTOP) for 2-8 s, then resumed (SIGCONT);
+- ``broker_kill``: SIGKILL of the embedded broker, which comes back as a new, empty cluster: the
+  supervisor holds its consumers, carries the stage tables in, and the proxy sends what had not landed;
 - ``stack_restart``: the whole stack stops cleanly (as Ctrl-C on `sluice up` does: proxy first, then a
   drain of the broker's topics) and a new one starts on the same files with a new, empty embedded broker,
   while the agents keep calling (their calls wait while nothing listens). Late rewards of trajectories
-  from before the restart must still join them.
+  from before the restart must still join them;
+- ``stack_kill``: every service of the stack dies by SIGKILL at once (no drain, the broker's topics are
+  gone) and a new stack starts on the same files.
 
 After each fault a probe trajectory is sent; the round's recovery time is from the fault (the resume, for
 a pause) until that probe is queryable in DuckDB. After the rounds the traffic stops and everything is
@@ -63,7 +67,8 @@ from sinks.clients import connect_client
 from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from sluice.events import scoped_trajectory_id
 
-FAULTS = ("proxy", "stages", "sink", "model", "broker_pause", "stack_restart")
+FAULTS = ("proxy", "stages", "sink", "model", "broker_pause", "broker_kill", "stack_restart", "stack_kill")
+STACK_FAULTS = ("stack_restart", "stack_kill")  # end this `sluice up`; the next pass starts a new one
 TARGETS = {"lost": 0, "duplicated": 0, "rewards_lost": 0, "canary_leaks": 0, "rounds_min": 20}
 MODEL = "sluice-tiny"
 
@@ -278,7 +283,10 @@ def inject(sup: Any, kind: str, rng: random.Random) -> float:
         time.sleep(rng.uniform(2, 8))
         sup.signal("broker", signal.SIGCONT)
         return time.monotonic()
-    name = rng.choice([n for n in sup.names() if n.startswith("stages")]) if kind == "stages" else kind
+    if kind == "stages":
+        name = rng.choice([n for n in sup.names() if n.startswith("stages")])
+    else:
+        name = {"broker_kill": "broker"}.get(kind, kind)
     os.kill(sup.pid(name), signal.SIGKILL)
     return time.monotonic()
 
@@ -353,9 +361,15 @@ def main() -> None:
                     kind = rng.choice(args.faults)
                     faults[kind] += 1
                     done_rounds += 1
-                    if kind == "stack_restart":
+                    if kind in STACK_FAULTS:
+                        if kind == "stack_kill":  # the supervisor must not restart what is killed
+                            stop.set()
+                            watcher.join(10)
+                            for name in sup.names():
+                                sup.kill(name)
                         restart_since = time.monotonic()
-                        print(f"round {done_rounds}: stack_restart (clean stop, new stack)", flush=True)
+                        how = "clean stop" if kind == "stack_restart" else "every service SIGKILLed"
+                        print(f"round {done_rounds}: {kind} ({how}, new stack)", flush=True)
                         break
                     record_recovery(inject(sup, kind, rng), f"round {done_rounds}: {kind}")
                 else:

@@ -11,6 +11,7 @@ signal, the service's last lines) and gives up, stopping everything, after ``res
 fast failures in a row. A service that stayed up longer starts over from the first backoff. The services,
 their pids, states and restart counts go to ``up.state_file`` (``sluice status`` shows them).
 
+Each service's process (its start, log pump and stop) is a ``ServiceProcess`` (``service_process.py``).
 Logs: every line goes to the combined log file (``up.log``) and, with ``log_dir``, to ``<service>.log``;
 with ``echo`` (``--verbose``) also to the terminal, prefixed. Quiet (``echo=False``), the terminal gets one
 status line per service once it is ready, and the supervisor's own lines (restarts and why).
@@ -21,44 +22,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from pipeline.service_process import COLORS, ServiceProcess, ServiceSpec
 from sluice.config import UpConfig
 from sluice.errors import SluiceError
 
-COLORS = ["36", "35", "33", "32", "34", "31", "96", "95"]
-READY_LINE = re.compile(r"\bready\b", re.IGNORECASE)
+__all__ = ["ServiceSpec", "Supervisor", "SupervisorError", "describe_exit", "shown_path", "sluice_argv"]
 
 
 class SupervisorError(SluiceError):
     """A service failed to start or died."""
-
-
-@dataclass
-class ServiceSpec:
-    """How to start one service and how to tell it is ready."""
-
-    name: str
-    argv: list[str]
-    ready_line: re.Pattern[str] | None = READY_LINE
-    ready_probe: Callable[[], bool] | None = None
-    ready_timeout_s: float = 120.0
-    env: dict[str, str] = field(default_factory=dict)
-    stop_grace_s: float = 15.0
-    endpoint: str = ""  # shown on its status line (e.g. the proxy's URL)
-    after_restart: Callable[[], None] | None = None  # e.g. the broker: create the topics again
-    # services (names or name prefixes) stopped before this one restarts and started again after its
-    # ``after_restart`` step: e.g. the broker's consumers, whose local state is carried into a new broker
-    dependents: tuple[str, ...] = ()
 
 
 def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[str]:
@@ -88,78 +67,6 @@ def describe_exit(code: int | None) -> str:
     return f"exit code {code}"
 
 
-class _Child:
-    def __init__(
-        self,
-        spec: ServiceSpec,
-        color: str,
-        sink: TextIO | None,
-        log_file: TextIO | None,
-        service_log: TextIO | None = None,
-    ) -> None:
-        self.spec = spec
-        self.ready = threading.Event()
-        self.lines: list[str] = []
-        self.started_at = time.monotonic()
-        self.restarts = 0
-        self.fast_failures = 0
-        self.last_exit: str | None = None
-        self.restart_at: float | None = None  # a restart is scheduled for this time
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **spec.env}
-        self.proc = subprocess.Popen(
-            spec.argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            text=True,
-            errors="replace",
-            bufsize=1,
-            start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops children in order
-        )
-        tty = sink is not None and sink.isatty()
-        self._prefix = f"\033[{color}m{spec.name:>11}\033[0m | " if tty else f"{spec.name:>11} | "
-        self._plain = f"{spec.name:>11} | "
-        self._sink, self._log, self._service_log = sink, log_file, service_log
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._pump, name=f"log-{spec.name}", daemon=True)
-        self._reader.start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.rstrip("\n")
-            self.lines = self.lines[-200:] + [line]
-            if self.spec.ready_line is not None and self.spec.ready_line.search(line):
-                self.ready.set()
-            with self._lock, contextlib.suppress(ValueError):  # a log closed by stop_all
-                if self._sink is not None:
-                    self._sink.write(self._prefix + line + "\n")
-                    self._sink.flush()
-                if self._log is not None:
-                    self._log.write(self._plain + line + "\n")
-                    self._log.flush()
-                if self._service_log is not None:
-                    self._service_log.write(line + "\n")
-                    self._service_log.flush()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> None:
-        if not self.alive():
-            return
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(self.spec.stop_grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self._reader.join(2)
-
-
 class Supervisor:
     """Starts services in order, waits for each to be ready, restarts crashed ones while it supervises,
     stops them in reverse order."""
@@ -173,7 +80,7 @@ class Supervisor:
         log_dir: Path | None = None,
         echo: bool = True,
     ) -> None:
-        self._children: list[_Child] = []
+        self._children: list[ServiceProcess] = []
         self._sink = sink or sys.stdout
         self._log: TextIO | None = None
         self.log_dir = log_dir  # one <service>.log each, when set
@@ -201,7 +108,7 @@ class Supervisor:
                 self._announce(child, time.monotonic() - child.started_at)
         self.write_state()
 
-    def _spawn(self, spec: ServiceSpec, index: int) -> _Child:
+    def _spawn(self, spec: ServiceSpec, index: int) -> ServiceProcess:
         service_log = None
         if self.log_dir is not None:
             service_log = self._service_logs.get(spec.name)
@@ -210,12 +117,12 @@ class Supervisor:
                 service_log = open(self.service_log_path(spec.name), "a")  # noqa: SIM115 - closed in stop_all()
                 self._service_logs[spec.name] = service_log
         sink = self._sink if self.echo else None
-        return _Child(spec, COLORS[index % len(COLORS)], sink, self._log, service_log)
+        return ServiceProcess(spec, COLORS[index % len(COLORS)], sink, self._log, service_log)
 
     def service_log_path(self, name: str) -> Path | None:
         return None if self.log_dir is None else self.log_dir / f"{name}.log"
 
-    def _announce(self, child: _Child, seconds: float) -> None:
+    def _announce(self, child: ServiceProcess, seconds: float) -> None:
         """The quiet mode's one line per service: ready, how fast, its pid, endpoint and log file."""
         spec = child.spec
         log = self.service_log_path(spec.name)
@@ -227,7 +134,7 @@ class Supervisor:
         )
         self._sink.flush()
 
-    def _wait_ready(self, child: _Child) -> None:
+    def _wait_ready(self, child: ServiceProcess) -> None:
         spec = child.spec
         deadline = time.monotonic() + spec.ready_timeout_s
         while time.monotonic() < deadline:
@@ -253,7 +160,7 @@ class Supervisor:
         """Names of services that exited on their own."""
         return [c.spec.name for c in self._children if not c.alive()]
 
-    def _child(self, name: str) -> _Child:
+    def _child(self, name: str) -> ServiceProcess:
         return next(c for c in self._children if c.spec.name == name)
 
     def pid(self, name: str) -> int:
@@ -340,7 +247,7 @@ class Supervisor:
         if changed:
             self.write_state()
 
-    def _schedule_restart(self, child: _Child, now: float) -> None:
+    def _schedule_restart(self, child: ServiceProcess, now: float) -> None:
         p = self.policy
         name, ran = child.spec.name, now - child.started_at
         child.last_exit = describe_exit(child.proc.returncode)
@@ -359,7 +266,7 @@ class Supervisor:
         self.say(f"{name} exited ({child.last_exit}) after {ran:.1f}s; restarting it in {delay:.1f}s "
                  f"(restart {child.restarts + 1}). Last lines: {tail or '-'}")  # fmt: skip
 
-    def _respawn(self, index: int, old: _Child) -> None:
+    def _respawn(self, index: int, old: ServiceProcess) -> None:
         held = self._hold(old.spec.dependents)
         child = self._spawn(old.spec, index)
         child.restarts, child.fast_failures, child.last_exit = (
@@ -377,7 +284,7 @@ class Supervisor:
         if held:
             self._release(held)
 
-    def _hold(self, dependents: tuple[str, ...]) -> list[_Child]:
+    def _hold(self, dependents: tuple[str, ...]) -> list[ServiceProcess]:
         """Stop every service named by ``dependents`` (all at once: SIGTERM to each, then the waits)."""
         if not dependents:
             return []
@@ -392,10 +299,10 @@ class Supervisor:
             self.say("stopped " + ", ".join(c.spec.name for c in held) + " until the restart is done")
         return held
 
-    def _release(self, held: list[_Child]) -> None:
+    def _release(self, held: list[ServiceProcess]) -> None:
         """Start held services again, in their places, together (stage workers join one group), and wait
         until each is ready. Being held is not a crash: restart counts stay as they were."""
-        fresh: list[_Child] = []
+        fresh: list[ServiceProcess] = []
         for old in held:
             index = self._children.index(old)
             child = self._spawn(old.spec, index)

@@ -21,6 +21,7 @@ from typing import TextIO
 import click
 
 from infra.broker import port_open
+from pipeline.control_journal import ControlJournal
 from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
 from sluice.cli import config_option, load_or_exit
 from sluice.config import SluiceConfig
@@ -42,13 +43,19 @@ def http_ok(url: str) -> Callable[[], bool]:
 BROKER_DEPENDENTS = ("stages", "sink", "otel-export", "trainer", "evolve")
 
 
-def prepare_new_broker(cfg: SluiceConfig, say: Callable[[str], None]) -> None:
-    """A new embedded broker (every start is an empty cluster): create the topics, then carry what the
-    stage tables held into its changelogs (``pipeline/stages/table_carry.py``) before any worker starts."""
+def prepare_new_broker(cfg: SluiceConfig, say: Callable[[str], None], journal: ControlJournal) -> None:
+    """A new embedded broker (every start is an empty cluster): create the topics, replay the control
+    topics' journal (``pipeline/control_journal.py``), carry what the stage tables held into its
+    changelogs (``pipeline/stages/table_carry.py``) before any worker starts, then journal again."""
     from pipeline.stages.table_carry import carry_tables
     from pipeline.topics import create_topics
 
+    journal.stop()
     create_topics(cfg.broker, cfg.topics)
+    restored = journal.restore()
+    if any(restored.values()):
+        say("replayed the control journal: " + ", ".join(f"{n} {t}" for t, n in restored.items() if n))
+    journal.start()
     carried = carry_tables(cfg)
     if any(carried.records.values()):
         say(
@@ -58,7 +65,9 @@ def prepare_new_broker(cfg: SluiceConfig, say: Callable[[str], None]) -> None:
         )
 
 
-def after_broker_restart(cfg: SluiceConfig, say: Callable[[str], None]) -> Callable[[], None]:
+def after_broker_restart(
+    cfg: SluiceConfig, say: Callable[[str], None], journal: ControlJournal
+) -> Callable[[], None]:
     """After a restart of the embedded broker (its consumers are stopped): wait for its port, then
     prepare it as at start. The proxy, still running, sends again whatever had not landed."""
 
@@ -66,7 +75,7 @@ def after_broker_restart(cfg: SluiceConfig, say: Callable[[str], None]) -> Calla
         deadline = time.monotonic() + 30
         while not port_open("127.0.0.1", cfg.broker.port) and time.monotonic() < deadline:
             time.sleep(0.1)
-        prepare_new_broker(cfg, say)
+        prepare_new_broker(cfg, say, journal)
 
     return run
 
@@ -77,8 +86,10 @@ def service_specs(
     with_trainer: bool,
     with_evolve: bool = False,
     say: Callable[[str], None] = print,
+    journal: ControlJournal | None = None,
 ) -> list[ServiceSpec]:
-    """The services `sluice up` runs for this config, in start order (``say``: the supervisor's voice)."""
+    """The services `sluice up` runs for this config, in start order (``say``: the supervisor's voice;
+    ``journal``: the embedded broker's control journal)."""
     specs: list[ServiceSpec] = []
     if cfg.broker.embedded:
         specs.append(
@@ -88,7 +99,7 @@ def service_specs(
                 ready_probe=lambda: port_open("127.0.0.1", cfg.broker.port),
                 ready_timeout_s=30,
                 endpoint=cfg.broker.bootstrap_servers,
-                after_restart=after_broker_restart(cfg, say),
+                after_restart=after_broker_restart(cfg, say, journal or ControlJournal(cfg)),
                 dependents=BROKER_DEPENDENTS,
             )
         )
@@ -189,7 +200,8 @@ def running_stack(
         log_dir=log_path.parent,
         echo=verbose,
     )
-    specs = service_specs(cfg, config_path, with_trainer, with_evolve, say=sup.say)
+    journal = ControlJournal(cfg)
+    specs = service_specs(cfg, config_path, with_trainer, with_evolve, say=sup.say, journal=journal)
     if cfg.broker.embedded and port_open("127.0.0.1", cfg.broker.port):
         raise SupervisorError(
             f"127.0.0.1:{cfg.broker.port} is already in use: is another `sluice up` running? Stop it, or "
@@ -206,10 +218,11 @@ def running_stack(
                 continue
             sup.start(spec)
             if spec.name == "broker":
-                prepare_new_broker(cfg, sup.say)
+                prepare_new_broker(cfg, sup.say, journal)
         yield sup
     finally:
         stop_draining(sup, cfg)
+        journal.stop()
 
 
 @click.command("up")

@@ -196,6 +196,11 @@ class UpConfig(Frozen):
         ge=1,
         description="Give up (stop everything) after this many fast failures of one service in a row.",
     )
+    journal_dir: Path = Field(
+        Path("var/journal"),
+        description="The embedded broker's control topics (ledger, overlays, policy events, unprocessed "
+        "erasures), copied while `sluice up` runs and replayed into every new broker.",
+    )
     drain_timeout_s: float = Field(
         60.0,
         ge=0,

@@ -5,13 +5,15 @@ built up on purpose before the broker is killed:
 
 - joins waiting for a reward due "tomorrow" (``rewards.wait_s`` one hour): only the stage tables hold them;
 - versions the join stage sent while the sink was frozen (SIGSTOP): on the audited topic only;
-- events the proxy delivered while every stage worker was frozen: on the raw topics only.
+- events the proxy delivered while every stage worker was frozen: on the raw topics only;
+- the control plane's state: a ledger entry and the overlay assignment it made.
 
 Then the broker dies by SIGKILL. The supervisor of `sluice up` stops the broker's consumers, starts a new
 broker, carries the stage tables into it (rewriting the states whose last version never reached the
 store), and starts the consumers again; the proxy, which kept every event until it landed, sends the
 unlanded ones to the new cluster. Afterwards the late rewards are posted, and every trajectory lands with
-every step exactly once, the late ones with their reward.
+every step exactly once, the late ones with their reward, and the ledger and the overlay assignment are
+on the new broker (replayed from the control journal).
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 
+from pipeline.control_journal import ControlJournal, read_journal
 from pipeline.demo.summary import id_list
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
+from pipeline.evolve.ledger_state import read_ledger
+from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.up import running_stack
 from sluice.config import load_config
+from sluice.evolution import LedgerEntry, OverlayAssignment
 from tests.system.conftest import Stack, stack_config
 
 pytestmark = pytest.mark.slow
@@ -126,7 +132,17 @@ def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(
                 sup.signal(name, signal.SIGSTOP)
             unlanded = _send(stack, 6, seed=33)
 
-            # 4. the broker dies; the supervisor brings a new one and the consumers back
+            # 4. the control plane's state: a ledger entry and the overlay assignment it made
+            publisher = EvolutionPublisher(cfg.broker, cfg.topics)
+            entry = LedgerEntry(proposal_id="p-restart", kind="decision", surface="memory", tenant="acme")
+            publisher.record(entry)
+            publisher.assign(OverlayAssignment(tenant="acme", ledger_entry_id=entry.entry_id))
+            journal = ControlJournal(cfg).path("overlays")
+            stack.wait(
+                lambda: any(True for _ in read_journal(journal)), "the journal to hold the assignment", 30
+            )
+
+            # 5. the broker dies; the supervisor brings a new one and the consumers back
             os.kill(sup.pid("broker"), signal.SIGKILL)
         finally:
             for name in frozen:
@@ -159,6 +175,11 @@ def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(
             )
             assert twice == []
             assert sup.restarts()["broker"] == 1
+            # the control plane's state came back with the new broker
+            assert [
+                e.entry_id for e in read_ledger(cfg.broker, cfg.topics) if e.proposal_id == "p-restart"
+            ] == [entry.entry_id]
+            assert publisher.read_assignments()["acme/*"].ledger_entry_id == entry.entry_id
         finally:
             stop.set()
             supervisor.join(10)

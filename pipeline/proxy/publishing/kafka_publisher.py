@@ -369,7 +369,7 @@ class KafkaPublisher:
         known = self.wal.cluster
         again = self.wal.forget_deliveries(cluster)
         if known is not None:
-            log.warning(
+            (log.warning if again else log.info)(
                 "the broker is a new cluster (%s, was %s): sending again the %d events it lost before "
                 "they landed",
                 cluster,
