@@ -450,14 +450,6 @@ AnyEvent = Annotated[
     Field(discriminator="event_type"),
 ]
 _ANY = TypeAdapter(AnyEvent)
-EVENT_MODELS: tuple[type[BaseModel], ...] = (
-    StepEvent,
-    TrajectoryEndEvent,
-    RewardEvent,
-    Trajectory,
-    DeadLetter,
-    ErasureEvent,
-)
 
 
 def encode(event: BaseModel) -> bytes:

@@ -32,10 +32,6 @@ class ApiError(ProxyError):
         self.upstream_body = upstream_body  # an upstream's own OpenAI-format error, passed through as is
 
 
-class UpstreamError(ProxyError):
-    """The backend could not be reached or broke the protocol (answered to the agent as 502)."""
-
-
 class PublishError(ProxyError):
     """Events could not be handed to the publisher (spool unusable)."""
 

@@ -23,9 +23,6 @@ class DueIndex:
     def __len__(self) -> int:
         return sum(len(d) for d in self._due.values())
 
-    def add_partition(self, partition: int) -> None:
-        self._due.setdefault(partition, {})
-
     def drop_partition(self, partition: int) -> None:
         self._due.pop(partition, None)
 

@@ -40,6 +40,33 @@ class Stack:
 
         return asyncio.run(go())
 
+    def run_agents(self, count: int, seed: int) -> RunReport:
+        """Like ``send``, but late rewards stay pending (``post_late_rewards`` sends them)."""
+
+        async def go() -> RunReport:
+            driver = AgentDriver(self.root, "sluice-tiny", max_tokens=12)
+            try:
+                return await driver.run(plan(self.keys, count, seed=seed))
+            finally:
+                await driver.aclose()
+
+        return asyncio.run(go())
+
+    def post_late_rewards(self, reports: list[RunReport]) -> list[str]:
+        """Post the pending late rewards of ``reports``; returns their trajectory ids."""
+
+        async def go() -> None:
+            driver = AgentDriver(self.root, "sluice-tiny")
+            try:
+                for report in reports:
+                    await driver.send_late_rewards(report)
+            finally:
+                await driver.aclose()
+
+        late = [sc.trajectory_id for report in reports for sc in report.late_pending]
+        asyncio.run(go())
+        return late
+
     def stage_workers(self) -> list[str]:
         return [n for n in self.sup.names() if n.startswith("stages")]
 
@@ -144,6 +171,18 @@ def stack_config(tmp: Path) -> Path:
     }
     data.setdefault("trainer", {})["output_dir"] = str(tmp / "trainer")
     path = tmp / "sluice.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def late_reward_config(tmp: Path, **proxy: object) -> Path:
+    """``stack_config`` where a trajectory waits an hour for its reward (the late reviewer's grade comes
+    long after the end), with ``proxy`` settings on top."""
+    path = stack_config(tmp)
+    data = yaml.safe_load(path.read_text())
+    data["rewards"]["wait_s"] = 3600
+    data["up"]["drain_timeout_s"] = 120
+    data["proxy"].update(proxy)
     path.write_text(yaml.safe_dump(data))
     return path
 

@@ -18,7 +18,6 @@ on the new broker (replayed from the control journal).
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import signal
@@ -27,56 +26,25 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from confluent_kafka import Consumer, TopicPartition
 
 from pipeline.control_journal import ControlJournal, read_journal
 from pipeline.demo.summary import id_list
-from pipeline.demo.traffic import AgentDriver, RunReport, plan
+from pipeline.demo.traffic import RunReport
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.up import running_stack
 from sluice.config import load_config
 from sluice.evolution import LedgerEntry, OverlayAssignment
-from tests.system.conftest import Stack, stack_config
+from tests.system.conftest import Stack, late_reward_config
 
 pytestmark = pytest.mark.slow
 
 
-def _config(tmp: Path) -> Path:
-    path = stack_config(tmp)
-    data = yaml.safe_load(path.read_text())
-    data["rewards"]["wait_s"] = 3600  # the late reviewer's grade comes long after the end
-    data["proxy"]["land_interval_s"] = 0.5
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
 def _send(stack: Stack, count: int, seed: int) -> RunReport:
-    async def go() -> RunReport:
-        driver = AgentDriver(stack.root, "sluice-tiny", max_tokens=12)
-        try:
-            return await driver.run(plan(stack.keys, count, seed=seed))
-        finally:
-            await driver.aclose()
-
-    report = asyncio.run(go())
+    report = stack.run_agents(count, seed)
     assert report.calls_failed == []
     return report
-
-
-def _late_rewards(stack: Stack, reports: list[RunReport]) -> list[str]:
-    async def go() -> None:
-        driver = AgentDriver(stack.root, "sluice-tiny")
-        try:
-            for report in reports:
-                await driver.send_late_rewards(report)
-        finally:
-            await driver.aclose()
-
-    late = [sc.trajectory_id for report in reports for sc in report.late_pending]
-    asyncio.run(go())
-    return late
 
 
 def _audited_records(stack: Stack) -> int:
@@ -98,7 +66,7 @@ def _completed(report: RunReport) -> int:
 
 
 def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(tmp_path: Path) -> None:
-    path = _config(tmp_path)
+    path = late_reward_config(tmp_path, land_interval_s=0.5)
     cfg = load_config(path)
     log = io.StringIO()
     with running_stack(cfg, path, log_path=tmp_path / "logs" / "up.log", sink=log) as sup:
@@ -151,7 +119,7 @@ def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(
             stack.wait(lambda: "started again:" in log.getvalue(), "the broker's consumers to come back", 420)
             assert "carried pending stage state into the broker" in log.getvalue()
 
-            late = _late_rewards(stack, [waiting, unstored, unlanded])
+            late = stack.post_late_rewards([waiting, unstored, unlanded])
             for report in (waiting, unstored, unlanded):
                 stack.wait_complete(report, 240)
                 stack.assert_no_duplicates(report)

@@ -8,61 +8,27 @@ join the trajectories they belong to — with every step — and what had landed
 
 from __future__ import annotations
 
-import asyncio
 import io
 from pathlib import Path
 
 import pytest
-import yaml
 
 from pipeline.demo.summary import id_list, landed
-from pipeline.demo.traffic import AgentDriver, RunReport, plan
 from pipeline.up import running_stack
 from sinks.clients import connect_client
 from sluice.config import load_config
-from tests.system.conftest import Stack, stack_config
+from tests.system.conftest import Stack, late_reward_config
 
 pytestmark = pytest.mark.slow
 
 
-def _config(tmp: Path) -> Path:
-    path = stack_config(tmp)
-    data = yaml.safe_load(path.read_text())
-    data["rewards"]["wait_s"] = 3600  # the late reviewer's grade comes long after the end
-    data["up"]["drain_timeout_s"] = 120
-    path.write_text(yaml.safe_dump(data))
-    return path
-
-
-def _send(stack: Stack, count: int, seed: int) -> RunReport:
-    async def go() -> RunReport:
-        driver = AgentDriver(stack.root, "sluice-tiny", max_tokens=12)
-        try:
-            return await driver.run(plan(stack.keys, count, seed=seed))
-        finally:
-            await driver.aclose()
-
-    return asyncio.run(go())
-
-
-def _late_rewards(stack: Stack, report: RunReport) -> None:
-    async def go() -> None:
-        driver = AgentDriver(stack.root, "sluice-tiny")
-        try:
-            await driver.send_late_rewards(report)
-        finally:
-            await driver.aclose()
-
-    asyncio.run(go())
-
-
 def test_pending_reward_joins_survive_a_restart_of_the_stack(tmp_path: Path) -> None:
-    path = _config(tmp_path)
+    path = late_reward_config(tmp_path)
     cfg = load_config(path)
     first_log = io.StringIO()
     with running_stack(cfg, path, log_path=tmp_path / "logs" / "up.log", sink=first_log) as sup:
         stack = Stack(cfg, path, sup, first_log)
-        report = _send(stack, 12, seed=21)
+        report = stack.run_agents(12, seed=21)
         assert report.calls_failed == []
         late = [sc.trajectory_id for sc in report.late_pending]
         want = {sc.trajectory_id: (sc.turns, sc.turns) for sc in report.late_pending}
@@ -84,7 +50,7 @@ def test_pending_reward_joins_survive_a_restart_of_the_stack(tmp_path: Path) -> 
     with running_stack(cfg, path, log_path=tmp_path / "logs" / "up.log", sink=second_log) as sup:
         stack = Stack(cfg, path, sup, second_log)
         assert "carried pending stage state into the broker" in second_log.getvalue()
-        _late_rewards(stack, report)
+        stack.post_late_rewards([report])
         client = connect_client(cfg, None)
         try:
             stack.wait(
@@ -108,7 +74,7 @@ def test_pending_reward_joins_survive_a_restart_of_the_stack(tmp_path: Path) -> 
         )
         assert sorted(r["trajectory_id"] for r in graded) == sorted(late)
         # traffic after the restart lands too, and nothing from before is stored twice
-        after = _send(stack, 3, seed=22)
+        after = stack.run_agents(3, seed=22)
         assert after.calls_failed == []
         stack.wait_landed(
             [sc.trajectory_id for sc in after.scenarios if sc.reward in ("early", "feedback")], 180

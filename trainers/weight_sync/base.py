@@ -18,9 +18,5 @@ class WeightSync(ABC):
         """Learner side: make these weights the latest."""
 
     @abstractmethod
-    def latest_version(self) -> int:
-        """Version of the latest published weights (-1 when none)."""
-
-    @abstractmethod
     def fetch(self, newer_than: int) -> tuple[dict[str, torch.Tensor], int] | None:
         """Worker side: the latest weights if their version is above ``newer_than``, else None."""

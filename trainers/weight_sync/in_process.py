@@ -24,9 +24,6 @@ class InProcessWeightSync(WeightSync):
             if version > self._version:
                 self._state, self._version = copy, version
 
-    def latest_version(self) -> int:
-        return self._version
-
     def fetch(self, newer_than: int) -> tuple[dict[str, torch.Tensor], int] | None:
         with self._lock:
             if self._state is None or self._version <= newer_than:

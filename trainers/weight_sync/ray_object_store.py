@@ -31,9 +31,6 @@ class WeightBoard:
     def get(self) -> tuple[int, list[Any]]:
         return self.version, self.refs
 
-    def get_version(self) -> int:
-        return self.version
-
 
 class RayObjectStoreWeightSync(WeightSync):
     """Picklable handle: create once in the driver and pass to the learner and the workers."""
@@ -45,9 +42,6 @@ class RayObjectStoreWeightSync(WeightSync):
         cpu = {k: v.detach().to("cpu", copy=True) for k, v in state_dict.items()}
         ref = ray.put(cpu)
         ray.get(self.board.set.remote([ref], version))
-
-    def latest_version(self) -> int:
-        return ray.get(self.board.get_version.remote())
 
     def fetch(self, newer_than: int) -> tuple[dict[str, torch.Tensor], int] | None:
         version, refs = ray.get(self.board.get.remote())
