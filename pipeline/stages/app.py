@@ -144,7 +144,9 @@ class StagesApp:
             erasure_topic_name=topics.name("erasure"),
             compact=self.compact_partition,
         )
-        self.scheduler = TickScheduler(self, topics.name("steps_redacted"))
+        self.scheduler = TickScheduler(
+            app, self.index, self.join_state, self.ticks_out, topics.name("steps_redacted")
+        )
         self._wire(redact_in, join_in)
 
     def write_heartbeat(self) -> None:

@@ -10,43 +10,48 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Any
 
+import faust
+
+from pipeline.stages.due_index import DueIndex
 from pipeline.stages.outputs import send
-from pipeline.stages.storage import peek_due
+from pipeline.stages.storage import Table, peek_due
 from pipeline.stages.ticks import JoinTick
-
-if TYPE_CHECKING:
-    from pipeline.stages.app import StagesApp
 
 log = logging.getLogger("sluice.stages")
 READY_LINE = "sluice stages ready"
 
 
 class TickScheduler:
-    def __init__(self, stages: StagesApp, source_topic: str) -> None:
-        self.stages = stages
+    """Given what it reads (the Faust app's recovery and assignment, the ``join_state`` table) and what it
+    writes (the due index, the tick topic): no reference back to the stages app."""
+
+    def __init__(
+        self, app: faust.App, index: DueIndex, join_state: Table, ticks_out: Any, source_topic: str
+    ) -> None:
+        self.app, self.index, self.join_state, self.ticks_out = app, index, join_state, ticks_out
         self.source_topic = source_topic
         self.active: frozenset[int] | None = None
         self.indexed: set[int] = set()
 
     def _ready(self) -> bool:
-        app = self.stages.app
+        app = self.app
         return app.tables.recovery.completed.is_set() and not app.rebalancing
 
     def _active_partitions(self) -> frozenset[int]:
-        actives = self.stages.app.assignor.assigned_actives()
+        actives = self.app.assignor.assigned_actives()
         return frozenset(tp.partition for tp in actives if tp.topic == self.source_topic)
 
     def rebuild(self, partitions: frozenset[int]) -> int:
-        index = self.stages.index
+        index = self.index
         for p in (self.indexed | index.partitions) - partitions:
             index.drop_partition(p)
         fresh = partitions - self.indexed
         self.indexed = set(partitions)
         n = 0
         if fresh:
-            for key, value in self.stages.join_state.items():
+            for key, value in self.join_state.items():
                 partition, due = peek_due(value)
                 if partition in fresh:
                     index.set(partition, key.decode(), due)
@@ -63,15 +68,15 @@ class TickScheduler:
             log.info(
                 "%s: app=%s partitions=%s pending=%d",
                 READY_LINE,
-                self.stages.app.conf.id,
+                self.app.conf.id,
                 sorted(partitions),
                 n,
             )
         now = time.time()
-        for partition, tid in self.stages.index.pop_due(now):
+        for partition, tid in self.index.pop_due(now):
             tick = JoinTick(trajectory_id=tid, due_at=now)
             await send(
-                self.stages.ticks_out,
+                self.ticks_out,
                 key=tid.encode(),
                 value=tick.model_dump_json().encode(),
                 partition=partition,
