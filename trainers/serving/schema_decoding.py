@@ -2,10 +2,10 @@
 and may only pick tokens that keep the text a viable prefix of an object the function's schema accepts.
 
 The subset honoured (what OpenAI's strict function calling and vLLM's guided decoding give for flat
-argument objects): ``properties`` of ``type`` string, integer, number or boolean; ``enum`` (any JSON
-values); string ``pattern`` (a regular expression the whole value must match, as outlines and vLLM read
-it: a leading ``^`` and trailing ``$`` are implied) and ``maxLength``; ``required`` (always written;
-the others at the model's choice). Keys come in schema order with ``json.dumps`` separators, so the
+argument objects): ``properties`` of ``type`` string, integer, number or boolean; ``enum`` and
+``const`` (any JSON values); string ``pattern`` (a regular expression the whole value must match, as
+outlines and vLLM read it: a leading ``^`` and trailing ``$`` are implied) and ``maxLength``;
+``required`` (always written; the others at the model's choice). Keys come in schema order with ``json.dumps`` separators, so the
 structure is fixed text the model is steered through; only values are the model's to choose. A plain
 string (no enum, pattern or maxLength) is free text ended by the model's closing quote or by a special
 token (an end-of-turn marker closes it), as unconstrained forced calls end today. String values never
@@ -19,6 +19,8 @@ the state are sorted by logit and tried in order. Every other logit is set to -i
 valid values is still the model's (greedy picks the most probable valid token). The decoded text of
 every token is computed once per tokenizer (``TokenTable``). Departure from vLLM/lm-format-enforcer:
 no whitespace or key-order freedom, and sampling at temperature > 0 draws among the top-k viable tokens.
+Not built on lm-format-enforcer (0.11.3 on PyPI, full JSON Schema): it was not tried with transformers 5.x
+here, and this subset needs no new dependency beyond ``regex`` (which transformers already requires).
 
     python -m pytest tests/trainers/serving/test_schema_decoding.py
 """
@@ -39,7 +41,8 @@ from trainers.exceptions import RequestError
 TOP_K = 64  # candidates checked first; the fallback scan covers the rest of the vocabulary
 _INTEGER = regex.compile(r"-?(?:0|[1-9][0-9]{0,17})")
 _NUMBER = regex.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,12})?(?:[eE][+-]?[0-9]{1,3})?")
-_CONSTRAINTS = ("enum", "pattern", "maxLength")
+_CONSTRAINTS = ("enum", "const", "pattern", "maxLength")
+_UNSUPPORTED = ("anyOf", "oneOf", "allOf", "not", "$ref", "items", "properties")
 
 
 # ----------------------------------------------------------------------------- values
@@ -138,8 +141,13 @@ def _pattern(prop: str, raw: Any) -> Any:
 
 def value_spec(prop: str, schema: dict[str, Any]) -> ValueSpec:
     """The value spec of one property's schema; a 400 for what the subset does not cover."""
-    if "enum" in schema:
-        values = schema["enum"]
+    unsupported = sorted(k for k in _UNSUPPORTED if k in schema)
+    if unsupported:
+        raise RequestError(
+            f"parameter {prop!r}: {', '.join(unsupported)} is not supported by constrained decoding"
+        )
+    if "enum" in schema or "const" in schema:
+        values = schema["enum"] if "enum" in schema else [schema["const"]]
         if not isinstance(values, list) or not values:
             raise RequestError(f"parameter {prop!r}: enum must be a non-empty list")
         texts = tuple(json.dumps(v) for v in values)

@@ -107,5 +107,9 @@ def test_plain_string_schemas_keep_the_free_text_path_and_bad_schemas_are_400() 
     assert needs_grammar({"type": "object", "properties": {"q": {"type": "string", "enum": ["a"]}}})
     with pytest.raises(RequestError, match="not supported"):
         arguments_grammar({"type": "object", "properties": {"x": {"type": "array"}}})
+    with pytest.raises(RequestError, match="anyOf is not supported"):
+        arguments_grammar(
+            {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}, "n": {"type": "integer"}}}
+        )
     with pytest.raises(RequestError, match="does not compile"):
         arguments_grammar({"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}})
