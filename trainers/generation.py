@@ -27,11 +27,13 @@ class LogitsConstraint(Protocol):
     """Per-row state that restricts which tokens may come next (e.g. a tool call's argument schema).
 
     ``constrain`` gets the row's raw logits [V] before temperature/top-p and returns them with every
-    forbidden token at -inf; ``advance`` is told the sampled token, before ``on_token``; once ``done``
-    is true the row stops.
+    forbidden token at -inf; ``advance`` is told the sampled token, before ``on_token``, and sets
+    ``last_piece`` (the text that token added to the constrained output); once ``done`` is true the row
+    stops.
     """
 
     done: bool
+    last_piece: str
 
     def constrain(self, logits: torch.Tensor) -> torch.Tensor: ...
 

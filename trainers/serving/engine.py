@@ -214,7 +214,7 @@ class GenerateEngine:
             if job.cancelled:
                 return False
             # a constrained row's text is what the constraint accepted (generate advanced it already)
-            piece = getattr(constraint, "last_piece", "") if constraint else self.token_text(token_id)
+            piece = constraint.last_piece if constraint is not None else self.token_text(token_id)
             ev = TokenEvent(index=idx, token_id=token_id, logprob=logprob, text=piece, version=version)
             job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
             if job.stop and piece:
