@@ -16,6 +16,12 @@ by the task's checker and the proposal that answers the cluster is recorded in t
   on, 0.5 for any other reply); the memory entry makes the model state the stale hours on every question,
   so it passes shadow and offline on the recorded evidence and loses to control (0.5) live, where the
   sequential test must decide "loses" and the canary be rolled back.
+* ``fix`` (a tool-argument format error, ``bench.evolve_tools``): the agent forces a call to
+  ``book_meeting`` whose ``date`` is declared as a bare string; the tool refuses anything but
+  ``YYYY-MM-DD`` and says so, and its verdict is the reward. This proposal is not scripted: the control
+  plane's diagnosis finds the tool-error cluster and its rule-based proposer drafts the schema change
+  (a ``pattern`` taken from the tool's error message), which the model server honours by decoding the
+  forced call under the schema.
 
 Live trajectories are sent to every scope with a running canary between passes (the proxy splits them
 per arm), graded by the live checker, and the next pass reads them. After the run every fixed slice is
@@ -49,6 +55,7 @@ from typing import Any
 import httpx
 import yaml
 
+from bench.evolve_tools import BookingTool, grader_pattern, propose_from_diagnosis, tool_trajectory
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
@@ -95,6 +102,8 @@ class Scenario:
     memory: list[str]
     harness: list[str] = field(default_factory=list)
     live: Any = None  # the live checker; default: the grader
+    tool: BookingTool | None = None  # a tool scenario: the tool's verdict is the reward
+    system: str = SYSTEM
     proposal: Proposal | None = None
     recorded_at: float = 0.0
 
@@ -120,6 +129,11 @@ def scenarios() -> list[Scenario]:
                   "What time does support open and close?"],
                  HOURS.format(open=9, close=5), ["Support hours: 9 am to 5 pm."],
                  live=stale_checker(HOURS.format(open=8, close=4), HOURS.format(open=9, close=5))),
+        Scenario("date_format", "fix", "globex", "sk-sluice-globex", "booking", "Globex",
+                 ["Book the product review on March 14, 2026.", "Schedule the team sync for 2026-04-02.",
+                  "Book a call with Dana on Friday, June 5 2026.", "Put the budget meeting on May 3, 2026."],
+                 grader_pattern(BookingTool()), [], tool=BookingTool(),
+                 system="You are the scheduling assistant of {company}. Book what the user asks for."),
     ]  # fmt: skip
 
 
@@ -172,13 +186,15 @@ class Agents:
             "x-sluice-trajectory-id": tid,
             "x-sluice-task-id": s.task,
         }
-        body = {"model": MODEL, "max_tokens": 16, "temperature": 0.0,
-                "messages": [{"role": "system", "content": SYSTEM.format(company=s.company)},
-                             {"role": "user", "content": question}]}  # fmt: skip
-        resp = self.http.post(f"{self.root}/v1/chat/completions", json=body, headers=headers)
-        resp.raise_for_status()
-        reply = resp.json()["choices"][0]["message"]["content"] or ""
-        reward = s.checker(live)(reply)
+        system = s.system.format(company=s.company)
+        if s.tool is not None:
+            reward = tool_trajectory(self.http, self.root, headers, MODEL, system, question, s.tool)
+        else:
+            body = {"model": MODEL, "max_tokens": 16, "temperature": 0.0,
+                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": question}]}  # fmt: skip
+            resp = self.http.post(f"{self.root}/v1/chat/completions", json=body, headers=headers)
+            resp.raise_for_status()
+            reward = s.checker(live)(resp.json()["choices"][0]["message"]["content"] or "")
         auth = {"authorization": f"Bearer {s.key}"}
         self.http.post(f"{self.root}/v1/trajectories/{tid}/rewards", headers=auth,
                        json={"name": "checker", "value": reward}).raise_for_status()  # fmt: skip
@@ -279,7 +295,11 @@ def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, A
                 wait_rewarded(cfg, [(s.tenant, tid) for tid, _ in got])
                 before[s.name] = statistics.fmean(r for _, r in got)
                 failing = [scoped_trajectory_id(s.tenant, tid) for tid, r in got if r < 1.0]
-                s.proposal = propose(pub, s, failing, before[s.name])
+                if s.tool is None:
+                    s.proposal = propose(pub, s, failing, before[s.name])
+                else:  # found by the control plane's diagnosis, drafted by its rule-based proposer
+                    s.proposal, _ = propose_from_diagnosis(cfg, pub, s.tenant, s.task, s.tool.name)
+                    print(f"[tool] {s.proposal.proposal_id}: {s.proposal.rationale}", flush=True)
                 s.recorded_at = time.monotonic()
         passes = 0
         deadline = t_start + 60 * a.budget_min

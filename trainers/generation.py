@@ -1,4 +1,5 @@
-"""A small batched decode loop with a KV cache: per-row temperature, seed, stop tokens and streaming callback.
+"""A small batched decode loop with a KV cache: per-row temperature, seed, stop tokens, streaming callback
+and an optional logits constraint (a forced tool call's argument schema, ``trainers.serving.schema_decoding``).
 
 Used by the CPU rollout backend and by `sluice serve-model`. Departs from ``model.generate``: it returns the
 sampling-time logprob of every token (the log-probability under the distribution the token was actually drawn
@@ -14,11 +15,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
 # on_token(token_id, logprob) -> False stops this row (e.g. a stop string was hit).
 TokenCallback = Callable[[int, float], bool]
+
+
+class LogitsConstraint(Protocol):
+    """Per-row state that restricts which tokens may come next (e.g. a tool call's argument schema).
+
+    ``constrain`` gets the row's raw logits [V] before temperature/top-p and returns them with every
+    forbidden token at -inf; ``advance`` is told the sampled token, before ``on_token``, and sets
+    ``last_piece`` (the text that token added to the constrained output); once ``done`` is true the row
+    stops.
+    """
+
+    done: bool
+    last_piece: str
+
+    def constrain(self, logits: torch.Tensor) -> torch.Tensor: ...
+
+    def advance(self, token_id: int) -> None: ...
 
 
 @dataclass
@@ -30,6 +49,7 @@ class GenRequest:
     generator: torch.Generator | None = None
     stop_ids: frozenset[int] = frozenset()
     on_token: TokenCallback | None = None
+    constraint: LogitsConstraint | None = None
 
 
 @dataclass
@@ -103,6 +123,9 @@ def generate(model: torch.nn.Module, requests: list[GenRequest], pad_id: int) ->
     for _ in range(max(r.max_tokens for r in requests)):
         if not any(active):
             break
+        for i, r in enumerate(requests):
+            if active[i] and r.constraint is not None:
+                logits[i] = r.constraint.constrain(logits[i])
         logp = _processed_logprobs(logits, temps, top_ps)
         tokens = _sample(logp, temps, requests)  # [B]
         token_lp = logp.gather(-1, tokens[:, None]).squeeze(-1)
@@ -113,8 +136,14 @@ def generate(model: torch.nn.Module, requests: list[GenRequest], pad_id: int) ->
             res = results[i]
             res.token_ids.append(tok)
             res.logprobs.append(lp)
+            if r.constraint is not None:
+                r.constraint.advance(tok)
             keep_going = r.on_token(tok, lp) if r.on_token is not None else True
-            if tok in r.stop_ids or keep_going is False:
+            if (
+                (tok in r.stop_ids and r.constraint is None)
+                or keep_going is False
+                or (r.constraint is not None and r.constraint.done)
+            ):
                 res.finish_reason = "stop"
                 active[i] = False
             elif len(res.token_ids) >= r.max_tokens:

@@ -102,10 +102,17 @@ def _message(m: Message) -> dict[str, Any]:
     return m.model_dump(mode="json", exclude_none=True)
 
 
-def chat_body(steps: list[StepEvent]) -> dict[str, Any] | None:
-    """The chat body of the trajectory's last model call, rebuilt from the recorded deltas; None when
-    it has no chat call with an answer."""
+def _calls_tool(step: StepEvent, tool: str) -> bool:
+    return any(c.name == tool for ch in step.action.choices for c in (ch.message.tool_calls or []))
+
+
+def chat_body(steps: list[StepEvent], tool: str | None = None) -> dict[str, Any] | None:
+    """The chat body of the trajectory's last model call (with ``tool``: of the last call that called that
+    tool, the call a tool cluster's fix must change), rebuilt from the recorded deltas, with its tools and
+    forced ``tool_choice``; None when it has no such call."""
     chats = [s for s in steps if s.action.choices and s.metadata.gen_ai.operation_name == "chat"]
+    if tool is not None:
+        chats = [s for s in chats if _calls_tool(s, tool)]
     if not chats:
         return None
     last = chats[-1]
@@ -118,18 +125,24 @@ def chat_body(steps: list[StepEvent]) -> dict[str, Any] | None:
     tools = next((s.observation.tools for s in reversed(upto) if s.observation.tools), None)
     if tools:
         body["tools"] = tools
+        choice = (last.metadata.sampling.model_extra or {}).get("tool_choice")
+        if choice is not None:
+            body["tool_choice"] = choice
     if last.metadata.sampling.max_tokens:
         body["max_tokens"] = last.metadata.sampling.max_tokens
     return body
 
 
-def recorded_prompts(client: StoreClient, tenant: str, found: list[dict[str, Any]]) -> list[RecordedPrompt]:
-    """The rebuilt last call of each found trajectory (those without one are skipped)."""
+def recorded_prompts(
+    client: StoreClient, tenant: str, found: list[dict[str, Any]], tool: str | None = None
+) -> list[RecordedPrompt]:
+    """The rebuilt last call of each found trajectory (``tool``: its last call to that tool); those
+    without one are skipped."""
     steps = load_steps(client, [r["trajectory_id"] for r in found])
     out = []
     for row in found:
         tid = row["trajectory_id"]
-        body = chat_body(steps.get(tid, []))
+        body = chat_body(steps.get(tid, []), tool)
         if body is None:
             continue
         traj = Trajectory(trajectory_id=tid, tenant=tenant, steps=steps[tid], reward=row.get("reward"))

@@ -177,7 +177,8 @@ class EvolveRunner:
         except NoGrader as err:
             self.reject(p, "reject", f"shadow: {err}", report)
             return False
-        prompts = recorded_prompts(self.client, p.tenant, replay.counted[: self.cfg.shadow.max_prompts])
+        tool = p.cluster.tool if p.cluster else None  # a tool cluster re-runs the call to its tool
+        prompts = recorded_prompts(self.client, p.tenant, replay.counted[: self.cfg.shadow.max_prompts], tool)
         try:
             shadow = run_shadow(self.eval, prompts, grader, control, p.candidate, self.cfg.shadow)
         except EvalBackendError as err:
@@ -193,7 +194,9 @@ class EvolveRunner:
             self.client, p.tenant, p.task_id, exclude=replay.counted_ids, rewarded=True,
             limit=self.cfg.offline.held_out,
         )  # fmt: skip
-        held_prompts = recorded_prompts(self.client, p.tenant, held) if self.cfg.offline.held_out else []
+        held_prompts = (
+            recorded_prompts(self.client, p.tenant, held, tool) if self.cfg.offline.held_out else []
+        )
         system = scope_system_prompt(self.client, p.tenant, p.task_id)
         model = prompts[0].body["model"] if prompts else (self.cfg.eval.model or "")
         try:

@@ -5,6 +5,12 @@ and ``tool_choice`` names a function (or is "required", meaning the first tool),
 as a call to that function whose arguments are ``{"<first string parameter>": "<generated text>"}``. The
 argument ends at the first special token (a chat model's end-of-turn marker such as ``<|im_end|>`` is
 no part of a value): for a forced call the tokenizer's special tokens are stop strings too.
+
+When the function's schema constrains a parameter (``enum``, ``pattern``, ``maxLength``, an integer,
+number or boolean type), the model writes the whole arguments object under that schema instead
+(``schema_decoding``: a per-row logits constraint inside the generate loop), so the arguments are valid
+JSON that the schema accepts, with values the model chose; stop strings do not cut such a call, and a
+call that runs out of tokens first ends with finish_reason "length".
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from trainers.config import ServeConfig
@@ -20,6 +27,12 @@ from trainers.serving.common import StopTrimmer, chain_first, job_args, new_id, 
 from trainers.serving.engine import GenerateEngine, TokenEvent
 from trainers.serving.policy_api import EXTENSION_FIELD, extension
 from trainers.serving.protocol import ChatCompletionRequest
+from trainers.serving.schema_decoding import (
+    ArgumentsGrammar,
+    SchemaConstraint,
+    arguments_grammar,
+    needs_grammar,
+)
 from trainers.tiny_model import render_chat
 
 
@@ -27,12 +40,19 @@ from trainers.tiny_model import render_chat
 class ForcedTool:
     name: str
     param: str
+    grammar: ArgumentsGrammar | None = None  # set: the model writes the arguments JSON under the schema
 
     def open_args(self) -> str:
-        return "{" + json.dumps(self.param) + ': "'
+        return "" if self.grammar is not None else "{" + json.dumps(self.param) + ': "'
 
     def args(self, text: str) -> str:
-        return json.dumps({self.param: text})
+        return text if self.grammar is not None else json.dumps({self.param: text})
+
+    def fragment(self, text: str, closing: bool = False) -> str:
+        """What a streamed text piece adds to the arguments string."""
+        if self.grammar is not None:
+            return text
+        return json.dumps(text)[1:-1] + ('"}' if closing else "")
 
 
 def forced_tool(req: ChatCompletionRequest) -> ForcedTool | None:
@@ -52,7 +72,10 @@ def forced_tool(req: ChatCompletionRequest) -> ForcedTool | None:
         raise RequestError(f"tool_choice {req.tool_choice!r} is not supported")
     if name not in fns:
         raise RequestError(f"tool_choice names {name!r}, which is not in tools")
-    props: dict[str, Any] = (fns[name].get("parameters") or {}).get("properties") or {}
+    parameters = fns[name].get("parameters") or {}
+    if needs_grammar(parameters):
+        return ForcedTool(name=name, param="", grammar=arguments_grammar(parameters))
+    props: dict[str, Any] = parameters.get("properties") or {}
     param = next((k for k, v in props.items() if isinstance(v, dict) and v.get("type") == "string"), None)
     return ForcedTool(name=name, param=param or next(iter(props), "text"))
 
@@ -69,6 +92,8 @@ class ChatServing:
         """The request's stop strings; for a forced tool call also every special token."""
         if tool is None:
             return req.stops()
+        if tool.grammar is not None:
+            return []  # the schema ends the call; special tokens only ever close a free-text value
         specials = [t for t in getattr(self.engine.tokenizer, "all_special_tokens", []) if t]
         return list(dict.fromkeys([*req.stops(), *specials]))
 
@@ -80,6 +105,7 @@ class ChatServing:
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.token_limit(),
             temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=self.stops(req, tool),
             eos_id=tok.eos_token_id,
+            constraint=None if tool is None or tool.grammar is None else partial(SchemaConstraint, tool.grammar, tok),
         )  # fmt: skip
         return prompt_ids, args, tool
 
@@ -124,7 +150,7 @@ class ChatServing:
                 "function": {"name": tool.name, "arguments": tool.args(trim.text)},
             }
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
+            finish = "length" if tool.grammar is not None and res.finish_reason == "length" else "tool_calls"
         choice: dict[str, Any] = {
             "index": ev.index,
             "message": message,
@@ -199,9 +225,11 @@ class ChatServing:
                 yield chunk(ev.index, self._delta(text, tool), **extra)
                 continue
             tail = trims[ev.index].flush()
-            finish = (
-                "tool_calls" if tool else ("stop" if trims[ev.index].stopped else ev.result.finish_reason)
-            )
+            if tool is None:
+                finish = "stop" if trims[ev.index].stopped else ev.result.finish_reason
+            else:
+                cut = tool.grammar is not None and ev.result.finish_reason == "length"
+                finish = "length" if cut else "tool_calls"
             delta = self._delta(tail, tool, closing=tool is not None)
             finished += 1
             last = finished == req.n and not last_is_usage
@@ -216,5 +244,5 @@ class ChatServing:
     def _delta(text: str, tool: ForcedTool | None, closing: bool = False) -> dict[str, Any]:
         if tool is None:
             return {"content": text} if text else {}
-        frag = json.dumps(text)[1:-1] + ('"}' if closing else "")
+        frag = tool.fragment(text, closing)
         return {"tool_calls": [{"index": 0, "function": {"arguments": frag}}]} if frag else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -40,8 +40,10 @@ def job_args(
     seed: int | None,
     stop: list[str],
     eos_id: int,
+    constraint: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
-    """Validated arguments of one engine job; a prompt that leaves no room to generate is a 400."""
+    """Validated arguments of one engine job; a prompt that leaves no room to generate is a 400.
+    ``constraint`` makes each row's logits constraint (a forced call's argument schema)."""
     if not prompt_ids:
         raise RequestError("the prompt is empty")
     wanted = cfg.default_max_tokens if max_tokens is None else max_tokens
@@ -61,6 +63,7 @@ def job_args(
         "seed": seed,
         "stop_ids": frozenset({eos_id}),
         "stop": tuple(stop),
+        "constraint": constraint,
     }
 
 

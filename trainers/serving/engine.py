@@ -5,6 +5,10 @@ Each request becomes one row per choice (n > 1 gives n rows); the thread drains 
 it is sampled, so streaming is real (not chunks sent after generation). A request with a seed gets one
 torch.Generator per choice (seed + index): its samples do not depend on what it was batched with.
 
+A job may carry a logits constraint factory (a forced tool call's argument schema): each of its rows gets
+its own constraint object, which masks the row's logits before every sample; the text its tokens add is
+then the constraint's (a special token that closes a free-text argument adds the closing quote).
+
 Weight swaps run on the same thread, between batches (``between_batches``), ahead of queued requests: a
 batch is decoded by one policy version from start to end, and every token event names that version.
 
@@ -26,7 +30,7 @@ from typing import Any, TypeVar
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from trainers.generation import GenRequest, GenResult, generate
+from trainers.generation import GenRequest, GenResult, LogitsConstraint, generate
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,7 @@ class Job:
     stop_ids: frozenset[int]
     stop: tuple[str, ...]
     loop: asyncio.AbstractEventLoop
+    constraint: Callable[[], LogitsConstraint] | None = None  # one per row, made on the generate thread
     events: asyncio.Queue[TokenEvent | BaseException | None] = field(default_factory=asyncio.Queue)
     cancelled: bool = False
 
@@ -177,6 +182,7 @@ class GenerateEngine:
         for job in jobs:
             for idx in range(job.n):
                 gen = None if job.seed is None else torch.Generator().manual_seed(job.seed + idx)
+                constraint = job.constraint() if job.constraint is not None else None
                 requests.append(
                     GenRequest(
                         prompt_ids=job.prompt_ids,
@@ -185,7 +191,8 @@ class GenerateEngine:
                         top_p=job.top_p,
                         generator=gen,
                         stop_ids=job.stop_ids,
-                        on_token=self._callback(job, idx, version),
+                        on_token=self._callback(job, idx, version, constraint),
+                        constraint=constraint,
                     )
                 )
                 owners.append((job, idx))
@@ -200,13 +207,14 @@ class GenerateEngine:
             ev = TokenEvent(index=idx, token_id=-1, logprob=0.0, text="", result=res, version=version)
             job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
 
-    def _callback(self, job: Job, idx: int, version: str):  # noqa: ANN202 - a TokenCallback
+    def _callback(self, job: Job, idx: int, version: str, constraint: LogitsConstraint | None):  # noqa: ANN202 - a TokenCallback
         text = []  # this row's text so far, to find stop strings
 
         def on_token(token_id: int, logprob: float) -> bool:
             if job.cancelled:
                 return False
-            piece = self.token_text(token_id)
+            # a constrained row's text is what the constraint accepted (generate advanced it already)
+            piece = constraint.last_piece if constraint is not None else self.token_text(token_id)
             ev = TokenEvent(index=idx, token_id=token_id, logprob=logprob, text=piece, version=version)
             job.loop.call_soon_threadsafe(job.events.put_nowait, ev)
             if job.stop and piece:

@@ -4,8 +4,11 @@ For an argument-format cluster it compares the failing calls' arguments with the
 the same tool: an argument whose successful values all share one shape (``2026-05-10`` -> ``\\d{4}-\\d{2}-
 \\d{2}``) that the failing values lack is the one the tool is strict about. The draft constrains that
 parameter in the tool's declared schema (``pattern`` plus a description with the tool's own words from
-its error message and an example); without a declaration, or for a harness cluster, it becomes a
-harness item saying the same. For a routing cluster (a tool that does not exist) it names the tool the
+its error message and an example). When no call succeeded, the format the tool's error message states
+(``one of: low, normal, high`` -> ``enum``; ``YYYY-MM-DD`` -> ``pattern``; ``governance.evolve.
+stated_format``) constrains the argument it names instead. Without a declaration, or for a harness
+cluster, it becomes a harness item saying the same. A model server that honours the schema (``sluice
+serve-model`` decodes forced calls under it) then can only write values the tool accepts. For a routing cluster (a tool that does not exist) it names the tool the
 successful trajectories of the scope called instead.
 """
 
@@ -17,6 +20,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from governance.evolve.stated_format import stated_argument
 from pipeline.evolve.proposers.base import ProposerContext, draft_proposal
 from sluice.evolution import FailureCluster, HarnessItem, Proposal, Surface, ToolSchemaChange
 
@@ -89,20 +93,48 @@ class ToolFormatProposer:
         if cluster.surface == "harness" and any(_ROUTING_WORDS.search(e.lower()) for e in errors):
             return self._routing(cluster, context, calls)
         ok = [_args(c.arguments) for row, c in calls if c.tool == cluster.tool and not c.failed]
-        found = strict_argument([_args(c.arguments) for c in failing], ok)
-        if found is None:
+        failing_args = [_args(c.arguments) for c in failing]
+        found = strict_argument(failing_args, ok)
+        if found is not None:
+            key, pattern, example = found
+            match = next((m for e in errors if (m := _HINT.search(e))), None)
+            hint = match.group(2).strip() if match else None
+            says = (
+                f"the tool says: {match.group(1).strip()}" if match else f"successful calls match {pattern}"
+            )
+            rationale = (
+                f"{len(failing)} calls to {cluster.tool} failed on `{key}` ({says}); {len(ok)} successful "
+                f"calls all wrote it like {example!r}"
+            )
+            text = f"Format: {hint}, e.g. {example}." if hint else f"Format like {example}."
+            like = f"exactly like {example} (pattern {pattern})"
+            return self._draft(cluster, context, key, {"pattern": pattern}, text, like, rationale)
+        stated = stated_argument(errors, failing_args)
+        if stated is None:
             context.note(
-                self.name, cluster, f"no argument of {cluster.tool} tells failing calls from good ones"
+                self.name,
+                cluster,
+                f"no argument of {cluster.tool} tells failing calls from good ones, and its errors state "
+                "no format",
             )
             return None
-        key, pattern, example = found
-        match = next((m for e in errors if (m := _HINT.search(e))), None)
-        hint = match.group(2).strip() if match else None
-        says = f"the tool says: {match.group(1).strip()}" if match else f"successful calls match {pattern}"
+        key, constraint, sentence = stated
         rationale = (
-            f"{len(failing)} calls to {cluster.tool} failed on `{key}` ({says}); {len(ok)} successful calls "
-            f"all wrote it like {example!r}"
+            f"{len(failing)} calls to {cluster.tool} failed on `{key}` and none succeeded; the tool says: "
+            f"{sentence!r}"
         )
+        if "enum" in constraint:
+            listed = ", ".join(constraint["enum"])
+            text, like = f"One of: {listed}.", f"as one of {listed}"
+        else:
+            text, like = f"Format: {constraint['pattern']}.", f"matching {constraint['pattern']}"
+        return self._draft(cluster, context, key, constraint, text, like, rationale)
+
+    def _draft(self, cluster: FailureCluster, context: ProposerContext, key: str, constraint: dict[str, Any],
+               text: str, like: str, rationale: str) -> Proposal:  # fmt: skip
+        """A schema change constraining ``key`` when the tool's declaration was recorded, else a harness
+        item saying how to write it."""
+        assert cluster.tool is not None
         declared = context.declared_tool(cluster, cluster.tool)
         params = (declared or {}).get("function", {}).get("parameters")
         if (
@@ -112,14 +144,12 @@ class ToolFormatProposer:
         ):
             params = copy.deepcopy(params)
             prop = params["properties"][key]
-            text = f"Format: {hint}, e.g. {example}." if hint else f"Format like {example}."
             prop["description"] = f"{prop.get('description', '').strip()} {text}".strip()
-            prop["pattern"] = pattern
+            prop.update(constraint)
             change = ToolSchemaChange(tool=cluster.tool, parameters=params)
             return draft_proposal(context, cluster, self.name, "tool_schema", rationale, tools=[change])
         item = HarnessItem(
-            text=f"When you call `{cluster.tool}`, write `{key}` exactly like {example} (pattern {pattern}); "
-            "the tool rejects other formats."
+            text=f"When you call `{cluster.tool}`, write `{key}` {like}; the tool rejects other formats."
         )
         if cluster.surface == "tool_schema":
             rationale += "; the tool's declaration was not recorded, so the format goes in the harness"

@@ -9,7 +9,17 @@ from datetime import timedelta
 from pipeline.evolve.evidence import chat_body
 from pipeline.evolve.explain import explain
 from pipeline.evolve.ledger_state import last_rollback_at, proposal_from_entry, proposal_states
-from sluice.events import Action, Choice, Message, Observation, StepEvent, utcnow
+from sluice.events import (
+    Action,
+    Choice,
+    Message,
+    Observation,
+    SamplingParams,
+    StepEvent,
+    StepMetadata,
+    ToolCall,
+    utcnow,
+)
 from sluice.evolution import LedgerEntry, scope_key
 from tests.pipeline.evolve.world import CANDIDATES, TASK, TENANT, proposal
 
@@ -61,6 +71,30 @@ def test_chat_body_rebuilds_the_last_call_of_a_multi_turn_trajectory() -> None:
     assert [m["content"] for m in body["messages"]] == ["S", "one", "r1", "two"]
     assert body["tools"][0]["function"]["name"] == "f"
     assert chat_body([]) is None
+
+
+def test_chat_body_of_a_tool_cluster_is_the_call_that_called_the_tool() -> None:
+    """A forced call, the tool's error sent back, a closing answer: the tool's call is rebuilt, forced."""
+    tools = [{"type": "function", "function": {"name": "book", "parameters": {"type": "object"}}}]
+    forced = {"type": "function", "function": {"name": "book"}}
+    call = Message(
+        role="assistant", tool_calls=[ToolCall(id="c1", name="book", arguments='{"date": "soon"}')]
+    )
+    meta = StepMetadata(sampling=SamplingParams.model_validate({"max_tokens": 24, "tool_choice": forced}))
+    steps = [
+        StepEvent(trajectory_id="t", tenant=TENANT, step_index=0, metadata=meta,
+                  observation=Observation(messages=[Message(role="user", content="book it")], tools=tools),
+                  action=Action(choices=[Choice(message=call)])),
+        StepEvent(trajectory_id="t", tenant=TENANT, step_index=1,
+                  observation=Observation(messages=[Message(role="tool", tool_call_id="c1", content="Error: bad")],
+                                          prefix_message_count=2),
+                  action=Action(choices=[Choice(message=Message(role="assistant", content="Sorry."))])),
+    ]  # fmt: skip
+    assert chat_body(steps)["messages"][-1]["role"] == "tool"  # the last call by default
+    body = chat_body(steps, tool="book")
+    assert [m["role"] for m in body["messages"]] == ["user"]
+    assert body["tools"] == tools and body["tool_choice"] == forced and body["max_tokens"] == 24
+    assert chat_body(steps, tool="other") is None
 
 
 def test_explain_tells_what_why_evidence_gates_and_outcome() -> None:

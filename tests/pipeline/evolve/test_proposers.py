@@ -107,6 +107,56 @@ def test_tool_format_without_a_declaration_drafts_a_harness_item() -> None:
     )
 
 
+def failing_only_rows(tool: dict, key: str, values: list[str], error: str) -> StoreRows:
+    """Every call to the tool failed (no successful value to learn a shape from)."""
+    name = tool["function"]["name"]
+    rows = [
+        TrajectoryRow(trajectory_id=f"f{i}", tenant="umbrella", task_id="t", reward=0.0) for i in range(6)
+    ]
+    calls = [ToolCallRow(trajectory_id=f"f{i}", tool=name, arguments=json.dumps({key: values[i % len(values)]}),
+                         result=error.format(value=values[i % len(values)])) for i in range(6)]  # fmt: skip
+    return StoreRows(
+        trajectories=rows, tool_calls=calls, declared_tools={f"umbrella/t/{name}": tool}, queries={}
+    )
+
+
+def test_tool_format_takes_the_format_the_tool_states_when_no_call_succeeded() -> None:
+    tool = {"type": "function", "function": {"name": "schedule", "parameters": {
+        "type": "object", "properties": {"when": {"type": "string", "description": "When."}}}}}  # fmt: skip
+    sentences = ["I would like it on Monday please", "The meeting is next week", "tomorrow at noon"]
+    rows = failing_only_rows(tool, "when", sentences, "Error: when {value!r} is not in the format DD/MM/YYYY")
+    cluster = cluster_of(rows)
+    assert cluster.surface == "tool_schema"
+    p = ToolFormatProposer().propose(cluster, ProposerContext(rows=rows))
+    assert p is not None and p.surface == "tool_schema"
+    (change,) = p.candidate.tools
+    when = change.parameters["properties"]["when"]
+    assert re.fullmatch(when["pattern"], "14/03/2026") and not re.fullmatch(when["pattern"], "2026-03-14")
+    assert not any(re.fullmatch(when["pattern"], v) for v in sentences)
+    assert "none succeeded" in p.rationale and when["description"].startswith("When.")
+
+
+def test_tool_format_turns_a_stated_list_into_an_enum() -> None:
+    tool = {"type": "function", "function": {"name": "open_ticket", "parameters": {
+        "type": "object", "required": ["priority"], "properties": {"priority": {"type": "string"}}}}}  # fmt: skip
+    rows = failing_only_rows(tool, "priority", ["very bad", "ASAP!!"],
+                             "error: priority {value!r} must be one of: low, normal, high or urgent.")  # fmt: skip
+    p = ToolFormatProposer().propose(cluster_of(rows), ProposerContext(rows=rows))
+    assert p is not None
+    (change,) = p.candidate.tools
+    assert change.parameters["properties"]["priority"]["enum"] == ["low", "normal", "high", "urgent"]
+    assert change.parameters["required"] == ["priority"]
+
+
+def test_tool_format_with_errors_that_state_nothing_says_why() -> None:
+    tool = {"type": "function", "function": {"name": "open_ticket", "parameters": {
+        "type": "object", "properties": {"priority": {"type": "string"}}}}}  # fmt: skip
+    rows = failing_only_rows(tool, "priority", ["very bad"], "error: priority {value!r} is invalid")
+    ctx = ProposerContext(rows=rows)
+    assert ToolFormatProposer().propose(cluster_of(rows), ctx) is None
+    assert "state no format" in ctx.notes[0]
+
+
 def test_routing_names_the_tool_that_worked() -> None:
     rows, calls = [], []
     for i in range(8):

@@ -85,3 +85,34 @@ def test_forced_tool_arguments_end_at_the_end_of_turn(server: ServeProcess) -> N
         for tc in ch["delta"].get("tool_calls") or []
     ]
     assert json.loads("".join(frags)) == {"order_id": value}
+
+
+def test_forced_tool_arguments_follow_the_schema_through_the_openai_sdk(server: ServeProcess) -> None:
+    """A forced call whose parameters carry an enum and a pattern: SmolLM2's arguments parse, the enum
+    value is one of the listed ones, the date matches the pattern; streamed fragments give the same."""
+    import openai
+
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
+    tools = [{"type": "function", "function": {"name": "book_meeting", "parameters": {
+        "type": "object", "required": ["date", "room"], "properties": {
+            "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            "room": {"type": "string", "enum": ["Atlas", "Borealis", "Cygnus"]}}}}}]  # fmt: skip
+    kwargs = dict(
+        model=SMOLLM2_NAME, max_tokens=40, temperature=0, tools=tools,
+        tool_choice={"type": "function", "function": {"name": "book_meeting"}},
+        messages=[{"role": "user", "content": "Book room Borealis for the review on March 14, 2026."}],
+    )  # fmt: skip
+    resp = client.chat.completions.create(**kwargs)
+    choice = resp.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    args = json.loads(choice.message.tool_calls[0].function.arguments)
+    assert set(args) == {"date", "room"}
+    assert args["room"] in ("Atlas", "Borealis", "Cygnus")
+    assert len(args["date"]) == 10 and args["date"][4] == "-" and args["date"][7] == "-"
+    assert args["date"].replace("-", "").isdigit()
+    chunks = list(client.chat.completions.create(**kwargs, stream=True))
+    frags = [
+        tc.function.arguments or "" for c in chunks for ch in c.choices for tc in ch.delta.tool_calls or []
+    ]
+    assert json.loads("".join(frags)) == args
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"

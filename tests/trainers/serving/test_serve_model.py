@@ -109,7 +109,7 @@ TOOLS = [
             "name": "search",
             "parameters": {
                 "type": "object",
-                "properties": {"limit": {"type": "integer"}, "query": {"type": "string"}},
+                "properties": {"limit": {"type": "integer"}, "query": {"type": "string", "maxLength": 3}},
                 "required": ["query"],
             },
         },
@@ -118,8 +118,9 @@ TOOLS = [
 
 
 def test_forced_tool_call(client: openai.OpenAI) -> None:
+    """The schema constrains the call (an integer, a maxLength): the arguments are decoded under it."""
     resp = client.chat.completions.create(
-        model="sluice-tiny", messages=MESSAGES, max_tokens=5, tools=TOOLS, seed=1,
+        model="sluice-tiny", messages=MESSAGES, max_tokens=64, tools=TOOLS, seed=1,
         tool_choice={"type": "function", "function": {"name": "search"}},
     )  # fmt: skip
     choice = resp.choices[0]
@@ -127,10 +128,12 @@ def test_forced_tool_call(client: openai.OpenAI) -> None:
     call = choice.message.tool_calls[0]
     assert call.function.name == "search"
     args = json.loads(call.function.arguments)
-    assert list(args) == ["query"] and isinstance(args["query"], str)
+    assert "query" in args and set(args) <= {"limit", "query"}
+    assert isinstance(args["query"], str) and len(args["query"]) <= 3
+    assert type(args.get("limit", 0)) is int
 
     stream = client.chat.completions.create(
-        model="sluice-tiny", messages=MESSAGES, max_tokens=5, tools=TOOLS, seed=1, stream=True,
+        model="sluice-tiny", messages=MESSAGES, max_tokens=64, tools=TOOLS, seed=1, stream=True,
         tool_choice="required",
     )  # fmt: skip
     chunks = list(stream)
@@ -139,6 +142,18 @@ def test_forced_tool_call(client: openai.OpenAI) -> None:
     ]
     assert json.loads("".join(fragments)) == args  # same seed, same text, streamed as argument fragments
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_forced_tool_call_with_free_text_argument(client: openai.OpenAI) -> None:
+    """A schema of plain strings: the generated text becomes the first string parameter, as it is."""
+    tools = [{"type": "function", "function": {"name": "note", "parameters": {
+        "type": "object", "properties": {"text": {"type": "string"}}}}}]  # fmt: skip
+    resp = client.chat.completions.create(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=5, tools=tools, seed=1, tool_choice="required"
+    )
+    args = json.loads(resp.choices[0].message.tool_calls[0].function.arguments)
+    assert list(args) == ["text"] and isinstance(args["text"], str)
+    assert resp.choices[0].finish_reason == "tool_calls"
 
 
 def test_completions(client: openai.OpenAI) -> None:

@@ -1,0 +1,115 @@
+"""Schema-constrained decoding of forced tool calls, on the tiny model's real weights and tokenizer: every
+output is a valid arguments object, and among valid values the model's own preference decides."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import regex
+import torch
+
+from trainers.config import TinyModelConfig
+from trainers.exceptions import RequestError
+from trainers.generation import GenRequest, generate
+from trainers.serving.schema_decoding import (
+    SchemaConstraint,
+    arguments_grammar,
+    needs_grammar,
+)
+from trainers.tiny_model import build_tiny
+
+ENUM = ["low", "normal", "high", "urgent"]
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "priority": {"type": "string", "enum": ENUM},
+        "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+        "count": {"type": "integer"},
+        "notify": {"type": "boolean"},
+        "note": {"type": "string", "maxLength": 6},
+    },
+    "required": ["priority", "date", "count", "notify"],
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():  # noqa: ANN201
+    return build_tiny(TinyModelConfig())
+
+
+def decode(tiny, schema, seed: int, temperature: float = 1.0, prompt: str = "book it") -> SchemaConstraint:  # noqa: ANN001
+    model, tok = tiny
+    c = SchemaConstraint(arguments_grammar(schema), tok)
+    ids = tok(prompt, add_special_tokens=False)["input_ids"]
+    req = GenRequest(prompt_ids=ids, max_tokens=160, temperature=temperature, constraint=c,
+                     generator=torch.Generator().manual_seed(seed))  # fmt: skip
+    res = generate(model, [req], tok.pad_token_id)[0]
+    assert res.finish_reason == "stop" and c.done and not c.stuck, c.text
+    return c
+
+
+def test_sampled_arguments_always_follow_the_schema(tiny) -> None:  # noqa: ANN001
+    seen = set()
+    for seed in range(8):
+        args = json.loads(decode(tiny, SCHEMA, seed).text)
+        assert set(SCHEMA["required"]) <= set(args) <= set(SCHEMA["properties"])
+        assert args["priority"] in ENUM
+        assert regex.fullmatch(r"\d{4}-\d{2}-\d{2}", args["date"])
+        assert type(args["count"]) is int and type(args["notify"]) is bool
+        assert len(args.get("note", "")) <= 6
+        seen.add(args["priority"])
+    assert len(seen) > 1  # sampled: the values are the model's draws, not one fixed answer
+
+
+def test_pattern_with_alternatives_and_free_text_ends_by_quote_or_special_token(tiny) -> None:  # noqa: ANN001
+    schema = {"type": "object", "properties": {
+        "code": {"type": "string", "pattern": "(EUR|USD|GBP)-[0-9]{3}"}, "text": {"type": "string"}},
+        "required": ["code", "text"]}  # fmt: skip
+    for seed in range(4):
+        args = json.loads(decode(tiny, schema, seed).text)
+        assert regex.fullmatch("(EUR|USD|GBP)-[0-9]{3}", args["code"])
+        assert isinstance(args["text"], str) and '"' not in args["text"]
+
+
+def test_the_enum_value_the_model_prefers_wins(tiny) -> None:  # noqa: ANN001
+    """Greedy: the chosen value is the one whose first letter the model ranks highest among the enum's."""
+    model, tok = tiny
+    schema = {"type": "object", "properties": {"priority": {"type": "string", "enum": ENUM}},
+              "required": ["priority"]}  # fmt: skip
+    for prompt in ("book it", "urgent!", "a", "zzz"):
+        got = json.loads(decode(tiny, schema, 0, temperature=0.0, prompt=prompt).text)["priority"]
+        prefix = tok(prompt + '{"priority": "', add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([prefix])).logits[0, -1]
+        firsts = {v[0]: v for v in ENUM}
+        best = max(firsts, key=lambda ch: float(logits[tok.convert_tokens_to_ids(ch)]))
+        assert got == firsts[best], (prompt, got)
+
+
+def test_biased_logits_pick_the_biased_value(tiny) -> None:  # noqa: ANN001
+    """Raise one enum value's first token: it wins; raise another's: that one wins."""
+    _, tok = tiny
+    schema = {"type": "object", "properties": {"unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+              "required": ["unit"]}  # fmt: skip
+    for first, want in (("c", "celsius"), ("f", "fahrenheit")):
+        c = SchemaConstraint(arguments_grammar(schema), tok)
+        bias = torch.zeros(len(tok))
+        bias[tok.convert_tokens_to_ids(first)] = 5.0
+        while not c.done:
+            tok_id = int(torch.argmax(c.constrain(bias.clone())))
+            c.advance(tok_id)
+        assert json.loads(c.text) == {"unit": want}
+
+
+def test_plain_string_schemas_keep_the_free_text_path_and_bad_schemas_are_400() -> None:
+    assert not needs_grammar({"type": "object", "properties": {"q": {"type": "string"}}})
+    assert needs_grammar({"type": "object", "properties": {"q": {"type": "string", "enum": ["a"]}}})
+    with pytest.raises(RequestError, match="not supported"):
+        arguments_grammar({"type": "object", "properties": {"x": {"type": "array"}}})
+    with pytest.raises(RequestError, match="anyOf is not supported"):
+        arguments_grammar(
+            {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}, "n": {"type": "integer"}}}
+        )
+    with pytest.raises(RequestError, match="does not compile"):
+        arguments_grammar({"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}})
