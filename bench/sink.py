@@ -1,6 +1,6 @@
 """DuckDB sink throughput: the Arrow write path vs row-at-a-time inserts, and topic -> DuckDB end to end.
 
-Workload: synthetic audited trajectories (``sinks.samples``: 10 redacted steps each, token ids,
+Workload: synthetic audited trajectories (``testing.samples``: 10 redacted steps each, token ids,
 logprobs, redaction reports; ~1.3 KB of JSON per step). Three measurements in one run:
 
 - ``arrow``: batches already decoded and flattened (``PendingBatch``) written with ``DuckDBStore.write``:
@@ -39,10 +39,10 @@ from sinks.batch import BatchTopics, PendingBatch
 from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
-from sinks.samples import make_trajectory
 from sinks.store import DuckDBStore, connect
 from sluice.config import SluiceConfig, parse_config
 from sluice.events import Trajectory, encode
+from testing.samples import make_trajectory
 
 TARGETS = {"rows_per_s": 50_000, "speedup_vs_rowwise": 10.0}
 STEPS = 10

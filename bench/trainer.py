@@ -78,9 +78,9 @@ def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any
     from infra.broker import LocalBroker
     from pipeline.topics import create_topics
     from sluice.config import parse_config
+    from testing.toy_traffic import make_trajectories, produce
     from trainers.ray_session import ray_temp_dir
     from trainers.runner import run_training
-    from trainers.toy_traffic import make_trajectories, produce
 
     with LocalBroker() as broker:
         trainer = {
@@ -180,7 +180,7 @@ def run_trl(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any]
 
 def run_seed(steps: int, seed: int, work: Path) -> dict[str, Any]:
     """One seed: a fresh warmed-up start, then both trainers from it for the same number of samples."""
-    from trainers.format_warmup import warm_up_format
+    from bench.format_warmup import warm_up_format
 
     torch.set_num_threads(1)
     start_dir, _ = warm_up_format(work / "start", TASK, steps=60, batch=32, lr=5e-3, seed=seed)

@@ -149,8 +149,15 @@ class ControlJournal:
 
     def _run(self) -> None:
         broker = self.cfg.broker
-        tail = Consumer(broker.consumer_config("sluice-control-journal", **{"enable.partition.eof": False}))
-        stages = Consumer(broker.consumer_config(app_id(self.cfg), **{"client.id": "sluice-journal-erasure"}))
+        # log_level 2: a broker that went away is expected here (its restart stops the thread); no
+        # connection-refused lines on the terminal of `sluice up`
+        quiet = {"log_level": 2}
+        tail = Consumer(
+            broker.consumer_config("sluice-control-journal", **{"enable.partition.eof": False, **quiet})
+        )
+        stages = Consumer(
+            broker.consumer_config(app_id(self.cfg), **{"client.id": "sluice-journal-erasure", **quiet})
+        )
         self.dir.mkdir(parents=True, exist_ok=True)
         files: dict[str, object] = {}
         try:

@@ -31,6 +31,7 @@ from sinks.flatten import (
     trajectory_rows,
     unredacted_steps,
 )
+from sluice.errors import validation_summary
 from sluice.events import DeadLetter, Trajectory, decode
 from sluice.evolution import LedgerEntry
 
@@ -58,12 +59,7 @@ class BatchTopics:
 
 def validation_reason(err: ValidationError, limit: int = 5) -> str:
     """Pydantic errors as one line, without the offending input values (they may hold PII)."""
-    parts = []
-    for e in err.errors(include_input=False, include_url=False)[:limit]:
-        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
-        parts.append(f"{loc}: {e['msg']}")
-    more = err.error_count() - limit
-    return "invalid record: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+    return "invalid record: " + validation_summary(err, limit)
 
 
 @dataclass

@@ -23,8 +23,19 @@ class ConfigError(SluiceError):
 
 def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
     """``(dotted.path, reason)`` per bad field of a pydantic error ("" for the root), in pydantic's order,
-    with pydantic's "Value error, " prefix dropped from reasons our validators wrote."""
+    with pydantic's "Value error, " prefix dropped from reasons our validators wrote. Never the offending
+    input (it may hold PII or a key)."""
     return [
         (".".join(str(x) for x in e["loc"]), str(e["msg"]).removeprefix("Value error, "))
-        for e in err.errors()
+        for e in err.errors(include_input=False, include_url=False)
     ]
+
+
+def validation_summary(err: ValidationError, limit: int | None = None) -> str:
+    """The problems of a pydantic error on one line, ``path: reason; ...`` (``<root>`` for the root), the
+    first ``limit`` of them and how many more."""
+    problems = validation_problems(err)
+    shown = problems if limit is None else problems[:limit]
+    text = "; ".join(f"{loc or '<root>'}: {msg}" for loc, msg in shown)
+    more = len(problems) - len(shown)
+    return text + (f" (+{more} more)" if more > 0 else "")

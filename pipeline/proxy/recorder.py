@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.step_event import StepRecord, build_step_event
+from sluice.errors import validation_summary
 from sluice.events import DeadLetter, encode
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ _collected: contextvars.ContextVar[list[StepRecord] | None] = contextvars.Contex
 
 def _reason(err: Exception) -> str:
     if isinstance(err, ValidationError):
-        problems = [".".join(map(str, e["loc"])) + ": " + e["msg"] for e in err.errors(include_input=False)]
-        return ("step event invalid: " + "; ".join(problems))[:2000]
+        return ("step event invalid: " + validation_summary(err))[:2000]
     if isinstance(err, ApiError):  # canonical.event_message: a field path and a reason, no values
         return ("step event invalid: " + err.message)[:2000]
     return f"step event could not be built: {type(err).__name__}"

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.exceptions import RejectedEvent
 from pipeline.stages.outputs import send
+from sluice.errors import validation_summary
 from sluice.events import DeadLetter, encode
 
 log = logging.getLogger("sluice.stages")
@@ -29,14 +30,11 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, RejectedEvent):
         return exc.reason, exc.error_type
     if isinstance(exc, ValidationError):
-        problems = []
-        for err in exc.errors(include_input=False, include_url=False):
-            loc = ".".join(str(x) for x in err["loc"]) or "<root>"
-            problems.append(f"{loc}: {err['msg']}")
-        if problems and problems[0].startswith("<root>: Invalid JSON"):
-            detail = problems[0].removeprefix("<root>: Invalid JSON").lstrip(": ")
+        summary = validation_summary(exc)
+        if summary.startswith("<root>: Invalid JSON"):
+            detail = summary.split(";")[0].removeprefix("<root>: Invalid JSON").lstrip(": ")
             return f"not valid JSON: {detail}", "InvalidJSON"
-        return "failed validation: " + "; ".join(problems), "ValidationError"
+        return "failed validation: " + summary, "ValidationError"
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         return f"not valid JSON: {type(exc).__name__}", type(exc).__name__
     return f"stage error: {type(exc).__name__}", type(exc).__name__

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.flatten import SourceRecord
-from sinks.samples import make_trajectory
 from sluice.events import DeadLetter, Reward, RewardEvent, encode
+from testing.samples import make_trajectory
 
 TOPICS = BatchTopics(audited="a", deadletter="d", raw=frozenset({"raw"}))
 

@@ -19,10 +19,10 @@ from sinks.erasure_receipt import register_export
 from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.export.exporter import export, manifest_path
 from sinks.flatten import SourceRecord
-from sinks.samples import make_trajectory
 from sinks.store import DuckDBStore
 from sluice.config import SluiceConfig
 from sluice.events import encode
+from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
 from tests.sinks.helpers import ACME_KEY, GLOBEX_KEY, write_config
 from trainers.checkpoint import TrainerState, save_checkpoint

@@ -9,12 +9,12 @@ import pytest
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.flatten import SourceRecord, ledger_row
 from sinks.principal import OPERATOR, Principal
-from sinks.samples import make_trajectory
 from sinks.schema import STORE_SCHEMA_VERSION
 from sinks.scoped_query import run_query
 from sinks.store import DuckDBStore, connect, stored_schema_version
 from sluice.events import Trajectory, encode
 from sluice.evolution import LedgerEntry
+from testing.samples import make_trajectory
 
 TOPICS = BatchTopics(audited="a", deadletter="d", ledger="l")
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sinks.export.layout import RL_SCHEMA, openai_message, rl_rows, text_content
-from sinks.samples import make_trajectory
 from sluice.events import Message, ToolCall, reconstruct_messages
+from testing.samples import make_trajectory
 
 
 def test_trajectory_row_splits_prompt_and_completion() -> None:

@@ -27,9 +27,9 @@ import yaml
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.export.preference import ACCEPTED, REJECTED
 from sinks.flatten import SourceRecord
-from sinks.samples import make_trajectory
 from sinks.store import DuckDBStore
 from sluice.events import Reward, Trajectory, encode
+from testing.samples import make_trajectory
 from trainers.config import TinyModelConfig
 from trainers.tiny_model import build_tiny
 

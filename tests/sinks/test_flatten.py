@@ -15,8 +15,8 @@ from sinks.flatten import (
     trajectory_rows,
     unredacted_steps,
 )
-from sinks.samples import make_trajectory
 from sluice.events import DeadLetter
+from testing.samples import make_trajectory
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
 

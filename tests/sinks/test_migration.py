@@ -11,10 +11,10 @@ from sinks.arrow_tables import columns
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.exceptions import SinkError
 from sinks.flatten import SourceRecord
-from sinks.samples import make_trajectory
 from sinks.schema import STORE_SCHEMA_VERSION, TABLES
 from sinks.store import DuckDBStore, stored_schema_version
 from sluice.events import encode
+from testing.samples import make_trajectory
 
 V1 = Path(__file__).parent / "data" / "store_v1"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from sinks.export.preference import Feedback, judged_answers, preference_pairs
-from sinks.samples import make_trajectory
 from sluice.events import FeedbackSignal
+from testing.samples import make_trajectory
 
 T0 = datetime(2026, 11, 2, tzinfo=UTC)
 

@@ -10,10 +10,10 @@ from sinks.batch import BatchTopics, PendingBatch
 from sinks.exceptions import QueryError, QueryRejected
 from sinks.flatten import SourceRecord
 from sinks.principal import OPERATOR, Principal
-from sinks.samples import make_trajectory
 from sinks.scoped_query import run_query
 from sinks.store import DuckDBStore, connect
 from sluice.events import encode
+from testing.samples import make_trajectory
 
 ACME = Principal("acme")
 

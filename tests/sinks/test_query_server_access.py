@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from infra.broker import LocalBroker
 from sinks.admin_key import admin_key_path
-from sinks.samples import make_trajectory
+from testing.samples import make_trajectory
 from tests.sinks.helpers import ACME_KEY, GLOBEX_KEY, REPO, SinkProcess, produce_trajectories, write_config
 
 

@@ -20,9 +20,9 @@ from sinks.base import StoreClient
 from sinks.clients import SinkHttpClient, connect_client
 from sinks.erasure_models import ErasureEvent
 from sinks.faults import CRASH_ENV, CRASH_EXIT_CODE
-from sinks.samples import make_trajectory
 from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, StepEvent, encode
+from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
 from tests.sinks.helpers import (
     ACME_KEY,

@@ -10,9 +10,9 @@ from sinks.batch import BatchTopics, PendingBatch
 from sinks.config import SinkConfig
 from sinks.faults import CrashPlan
 from sinks.flatten import SourceRecord
-from sinks.samples import make_trajectory
 from sinks.store import DuckDBStore, connect
 from sluice.events import Trajectory, encode
+from testing.samples import make_trajectory
 
 TOPICS = BatchTopics(audited="a", deadletter="d")
 

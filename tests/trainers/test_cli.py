@@ -17,10 +17,10 @@ import yaml
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sluice.config import load_config
+from testing.toy_traffic import make_trajectories, produce
 from trainers.checkpoint import read_state
 from trainers.config import TaskConfig
 from trainers.ray_session import ray_temp_dir
-from trainers.toy_traffic import make_trajectories, produce
 
 
 def sluice(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -16,12 +16,12 @@ from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, decode
+from testing.toy_traffic import make_trajectories, produce
 from tests.conftest import make_config
 from tests.kafka_helpers import read_topic
 from trainers.checkpoint import latest_checkpoint, read_state
 from trainers.config import TaskConfig
 from trainers.runner import run_training
-from trainers.toy_traffic import make_trajectories, produce
 
 ray = pytest.importorskip("ray")
 

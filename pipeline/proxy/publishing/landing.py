@@ -58,7 +58,9 @@ class LandingTracker:
         self.timeout_s = timeout_s
         # reads the group's commits (OffsetFetch) without ever joining it: no subscribe, no assign
         self._consumer = Consumer(
-            broker.consumer_config(group, **{"client.id": "sluice-proxy-landing", "log_level": 3})
+            broker.consumer_config(
+                group, **{"client.id": "sluice-proxy-landing", "log_level": 2}
+            )  # outages are the publisher's to report
         )
         self._snapshots: deque[_Snapshot] = deque(maxlen=10_000)
         self._cluster: str | None = None

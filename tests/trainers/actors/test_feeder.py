@@ -8,11 +8,11 @@ from confluent_kafka import Producer
 
 from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, Reward, RewardEvent, Trajectory, decode, encode
+from testing.toy_traffic import make_trajectories, produce
 from tests.kafka_helpers import read_topic
 from trainers.actors.feeder import TaskFeeder
 from trainers.config import TaskConfig
 from trainers.tiny_model import build_tokenizer
-from trainers.toy_traffic import make_trajectories, produce
 
 
 def version(t: Trajectory, v: int, reward: float) -> Trajectory:

@@ -7,13 +7,13 @@ import math
 import pytest
 
 from sluice.config import parse_config
+from testing.toy_traffic import make_trajectories
 from trainers.actors.learner import Learner
 from trainers.actors.rollout_worker import RolloutWorker
 from trainers.config import TaskConfig
 from trainers.task_builder import build_training_task
 from trainers.tasks.registry import build_task
 from trainers.tiny_model import build_tokenizer
-from trainers.toy_traffic import make_trajectories
 from trainers.weight_sync.in_process import InProcessWeightSync
 
 TASK = {"kind": "reverse_digits", "max_digits": 1, "reward": {"kind": "exact_match"}}

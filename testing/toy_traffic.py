@@ -4,7 +4,7 @@ For tests, demos and the benchmark: each trajectory is one chat call of ``sluice
 makes, with a logged completion (correct with probability ``logged_correct``, else a wrong answer) and its
 reward graded by the task's own grader, the way traffic reaches the trainer after the reward join.
 
-    python -c "from trainers.toy_traffic import make_trajectories; print(len(make_trajectories(10)))"
+    python -c "from testing.toy_traffic import make_trajectories; print(len(make_trajectories(10)))"
 """
 
 from __future__ import annotations
