@@ -32,7 +32,9 @@ given time to land; then it checks, against what the agents were answered:
 - ``canary_leaks``: canary values found anywhere in DuckDB.
 
 A call the agent could not complete (the model server was down: 502; the proxy died mid-call) abandons
-its trajectory: it is not counted as sent. Calls refused before they reached the proxy (connection
+its trajectory: the agent ends it as abandoned, and each step it *was* answered for must land exactly
+once (``abandoned_lost``: ended abandoned trajectories missing one; the unanswered call may or may not be
+recorded). Only complete trajectories count in ``trajectories_sent`` and ``lost``. Calls refused before they reached the proxy (connection
 refused while it restarts) are retried, as SDKs do. The final line is one JSON object with
 ``rounds``, ``faults_by_kind``, ``trajectories_sent``, ``lost``, ``duplicated``, ``rewards_lost``,
 ``max_recovery_s`` and the targets.
@@ -69,7 +71,14 @@ from sluice.events import scoped_trajectory_id
 
 FAULTS = ("proxy", "stages", "sink", "model", "broker_pause", "broker_kill", "stack_restart", "stack_kill")
 STACK_FAULTS = ("stack_restart", "stack_kill")  # end this `sluice up`; the next pass starts a new one
-TARGETS = {"lost": 0, "duplicated": 0, "rewards_lost": 0, "canary_leaks": 0, "rounds_min": 20}
+TARGETS = {
+    "lost": 0,
+    "abandoned_lost": 0,
+    "duplicated": 0,
+    "rewards_lost": 0,
+    "canary_leaks": 0,
+    "rounds_min": 20,
+}
 MODEL = "sluice-tiny"
 
 
@@ -80,7 +89,8 @@ class Trajectory:
     steps: list[str] = field(default_factory=list)  # the marker of every answered call (survives redaction)
     rewards: list[str] = field(default_factory=list)  # reward ids the proxy accepted
     complete: bool = False  # every call answered and the end accepted
-    abandoned: bool = False
+    abandoned: bool = False  # a call got no answer; the agent then ends it as abandoned
+    ended: bool = False  # the proxy accepted its end (complete, or abandoned and ended)
 
 
 def chaos_config(tmp: Path) -> Path:
@@ -149,8 +159,7 @@ class Agents:
             body = {"model": MODEL, "messages": messages, "max_tokens": 6, "stream": turn % 2 == 1}
             resp = await self._post(http, "/v1/chat/completions", body, tid)
             if resp is None or resp.status_code != 200 or (body["stream"] and b"[DONE]" not in resp.content):
-                traj.abandoned = True
-                return traj
+                return await self.abandon(http, traj)
             traj.steps.append(marker)
             reply = "ok"
             if not body["stream"]:
@@ -161,11 +170,18 @@ class Agents:
             await self.reward(http, traj, "early")
         end = await self._post(http, f"/v1/trajectories/{tid}/end", {"outcome": "success"}, tid)
         if end is None or end.status_code != 202:
-            traj.abandoned = True
-            return traj
-        traj.complete = True
+            return await self.abandon(http, traj)
+        traj.complete = traj.ended = True
         if roll >= 0.5:  # late: after the join emitted the trajectory unrewarded (rewards.wait_s)
             self.late.append(asyncio.create_task(self._late_reward(traj, self.rng.uniform(4, 12))))
+        return traj
+
+    async def abandon(self, http: httpx.AsyncClient, traj: Trajectory) -> Trajectory:
+        """A call got no answer (the model server or the proxy died under it): end the trajectory as
+        abandoned, so that it is emitted and the steps it was answered for can be checked."""
+        traj.abandoned = True
+        end = await self._post(http, f"/v1/trajectories/{traj.tid}/end", {"outcome": "abandoned"}, traj.tid)
+        traj.ended = end is not None and end.status_code == 202
         return traj
 
     async def reward(self, http: httpx.AsyncClient, traj: Trajectory, kind: str) -> None:
@@ -231,6 +247,9 @@ def landed(cfg: SluiceConfig, ids: list[str]) -> set[str]:
 
 
 def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
+    """``sent``: complete trajectories (every call answered) and abandoned ones the agent ended. A complete
+    one must hold exactly its answered steps; an abandoned one each answered step exactly once (the call
+    that got no answer may or may not have been recorded)."""
     ids = [t.sid for t in sent]
     latest = {
         r["trajectory_id"]: r
@@ -245,17 +264,22 @@ def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
         f"WHERE trajectory_id IN ({id_list(ids)})",
     ):
         stored[r["trajectory_id"]].append((r["step_index"], r["record"]))
-    lost, duplicated, lost_ids = 0, 0, []
+    lost, abandoned_lost, duplicated, lost_ids = 0, 0, 0, []
     for t in sent:
         steps = stored.get(t.sid, [])
         indexes = collections.Counter(i for i, _ in steps)
         duplicated += sum(n - 1 for n in indexes.values() if n > 1)
         where = {marker: [i for i, rec in steps if marker in rec] for marker in t.steps}
         duplicated += sum(1 for found in where.values() if len(set(found)) > 1)
-        ok = t.sid in latest and latest[t.sid]["step_count"] == len(t.steps)
-        ok = ok and all(len(found) >= 1 for found in where.values()) and len(indexes) == len(t.steps)
+        if t.complete:
+            ok = t.sid in latest and latest[t.sid]["step_count"] == len(t.steps)
+            ok = ok and all(len(found) >= 1 for found in where.values()) and len(indexes) == len(t.steps)
+        else:
+            ok = t.sid in latest and latest[t.sid]["step_count"] >= len(t.steps)
+            ok = ok and all(len(found) >= 1 for found in where.values())
         if not ok:
-            lost += 1
+            lost += t.complete
+            abandoned_lost += not t.complete
             lost_ids.append(t.sid)
     want_rewards = [r for t in sent for r in t.rewards]
     have = {r["reward_id"] for r in query(cfg, f"SELECT reward_id FROM rewards WHERE reward_id IN ({id_list(want_rewards)})")} if want_rewards else set()  # fmt: skip
@@ -264,6 +288,7 @@ def verdict(cfg: SluiceConfig, sent: list[Trajectory]) -> dict[str, Any]:
     leaks = sorted({c for c in canaries() if c in blob})
     return {
         "lost": lost,
+        "abandoned_lost": abandoned_lost,
         "lost_ids": lost_ids[:10],
         "duplicated": duplicated,
         "rewards_sent": len(want_rewards),
@@ -313,8 +338,9 @@ def main() -> None:
     recovery: list[float] = []
     unrecovered = 0
     restart_since: float | None = None
+    restart_kind = "stack_restart"
 
-    def record_recovery(since: float, label: str = "stack_restart") -> None:
+    def record_recovery(since: float, label: str) -> None:
         """Send a probe trajectory; recovery is from ``since`` until it is queryable in DuckDB."""
         nonlocal unrecovered
         tid = asyncio.run_coroutine_threadsafe(agents.probe(), loop).result(300)
@@ -354,7 +380,7 @@ def main() -> None:
             restarting_at: float | None = None
             if restart_since is not None:
                 restarting_at, restart_since = restart_since, None
-                record_recovery(restarting_at)
+                record_recovery(restarting_at, f"round {done_rounds}: {restart_kind}")
             try:
                 while done_rounds < args.rounds and not failure:
                     time.sleep(args.gap_s)
@@ -367,7 +393,7 @@ def main() -> None:
                             watcher.join(10)
                             for name in sup.names():
                                 sup.kill(name)
-                        restart_since = time.monotonic()
+                        restart_since, restart_kind = time.monotonic(), kind
                         how = "clean stop" if kind == "stack_restart" else "every service SIGKILLed"
                         print(f"round {done_rounds}: {kind} ({how}, new stack)", flush=True)
                         break
@@ -377,7 +403,7 @@ def main() -> None:
                 if last_stack:
                     loop.call_soon_threadsafe(agents.stop.set)
                     traffic.join(300)
-                    sent = [t for t in agents.trajectories if t.complete]
+                    sent = [t for t in agents.trajectories if t.ended]
                     deadline = time.monotonic() + args.land_timeout_s
                     ids = [t.sid for t in sent]
                     while time.monotonic() < deadline and len(landed(cfg, ids)) < len(ids):
@@ -392,14 +418,16 @@ def main() -> None:
                     last_stack = True
                     loop.call_soon_threadsafe(agents.stop.set)
                     traffic.join(300)
-                    sent = [t for t in agents.trajectories if t.complete]
+                    sent = [t for t in agents.trajectories if t.ended]
                     result = verdict(cfg, sent)
     summary = {
         "bench": "chaos",
         "rounds": sum(faults.values()),
         "faults_by_kind": dict(sorted(faults.items())),
-        "trajectories_sent": len(sent),
+        "trajectories_sent": sum(1 for t in sent if t.complete),
         "trajectories_abandoned": sum(1 for t in agents.trajectories if t.abandoned),
+        "abandoned_checked": sum(1 for t in sent if not t.complete),
+        "abandoned_lost": result["abandoned_lost"],
         "lost": result["lost"],
         "duplicated": result["duplicated"],
         "rewards_sent": result["rewards_sent"],
@@ -417,7 +445,7 @@ def main() -> None:
         "targets": TARGETS,
     }
     summary["met"] = all(
-        summary[k] == 0 for k in ("lost", "duplicated", "rewards_lost", "canary_leaks")
+        summary[k] == 0 for k in ("lost", "abandoned_lost", "duplicated", "rewards_lost", "canary_leaks")
     ) and (summary["rounds"] >= TARGETS["rounds_min"] and not unrecovered)
     print(json.dumps(summary))
 
