@@ -372,6 +372,16 @@ class HistoryLinker:
 
     # ------------------------------------------------------------------ restarts
 
+    def journal_fields(self, tenant: str, trajectory_id: str) -> tuple[list[list[object]], str | None]:
+        """A trajectory's settled delta boundaries (``[count, link hex, exact]``) and tools fingerprint:
+        what the step journal keeps so that a call after a crash extends the right prefix."""
+        st = self._states.get((tenant, trajectory_id))
+        if st is None:
+            return [], None
+        if st.unsettled:
+            self._settle(st)
+        return [[c, h.hex(), e] for c, h, e in st.boundaries], st.tools_fp
+
     def snapshot(self, now: float) -> dict[str, Any]:
         """JSON-able state (hashes and keyed digests only: never message text, token ids or subject ids)
         for a restart."""

@@ -200,8 +200,10 @@ class ProxyState:
         self.started = False
 
     def step_recorded(self, tenant: str, trajectory_id: str, step_index: int) -> None:
-        """Journal the trajectory's next step index (before the step's response is released)."""
-        self.journal.record(tenant, trajectory_id, step_index + 1)
+        """Journal the trajectory's next step index and delta boundaries (before the step's response is
+        released; the linker has settled the step's hashes)."""
+        boundaries, tools_fp = self.linker.journal_fields(tenant, trajectory_id)
+        self.journal.record(tenant, trajectory_id, step_index + 1, boundaries, tools_fp)
         if self.journal.full:
             self._save_links()
 
@@ -215,9 +217,16 @@ class ProxyState:
             for s in self.linker.snapshot(time.monotonic())["states"]
         }
         behind = [
-            {"tenant": t, "trajectory_id": tid, "age_s": 0.0, "next_step": n, "boundaries": []}
-            for (t, tid), n in entries.items()
-            if known.get((t, tid), 0) < n
+            {
+                "tenant": t,
+                "trajectory_id": tid,
+                "age_s": 0.0,
+                "next_step": e.next_step,
+                "boundaries": e.boundaries,
+                "tools_fp": e.tools_fp,
+            }
+            for (t, tid), e in entries.items()
+            if known.get((t, tid), 0) < e.next_step
         ]
         if behind:
             self.linker.restore({"states": behind}, time.monotonic())

@@ -1,7 +1,7 @@
 """kill -9 of the proxy under load: every call the agent received a complete answer for reaches the raw
 topic exactly once (the write-ahead log is written before the answer completes, replayed at the next
 start, and what the broker had already acknowledged is not sent twice), and trajectories that go on
-across the crash keep their step numbering (the step journal)."""
+across the crash keep their step numbering and record only what is new (the step journal)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,11 @@ def test_kill_9_under_load_loses_and_duplicates_nothing(
     assert collisions == {}, f"steps numbered twice after the restart: {list(collisions)[:5]}"
     continued = {e.trajectory_id for e in events if e.step_index > 0}
     assert len(answered) > 100 and continued, "trajectories went on across calls"
+    # a step records what is new since the step before it, across the crash too (the journal keeps the
+    # delta boundaries): no user message is recorded by two steps
+    said = Counter(m.content for e in events for m in e.observation.messages if m.role == "user")
+    again = {t: n for t, n in said.items() if n > 1}
+    assert again == {}, f"steps recorded history an earlier step holds: {list(again)[:5]}"
 
 
 def proxy_depth(tmp_path: Path) -> int:
