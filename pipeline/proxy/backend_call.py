@@ -1,8 +1,8 @@
 """The plumbing of one backend call: post, stream, fail, end in a ``CallOutcome`` (surface-neutral).
 
 Subclasses (``ChatCall``, ``CompletionCall``) say which upstream path, what to add to the request for
-recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), how to
-assemble a stream and how to read choices from an answer (``read_choices``). Every path ends in
+recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), what token ids to ask for
+(``token_strip``), how to assemble a stream and how to read choices from an answer (``read_choices``). Every path ends in
 ``finish``, exactly once: success, upstream error, unreachable backend, broken stream or a client that
 went away. ``finish`` only sets ``outcome``; the caller hands it to the recorder (``recorded_call``).
 """
@@ -52,10 +52,10 @@ class BackendCall:
         request: dict[str, Any],
         raw: bytes | None,
         t0: float,
-        tokens: TokenStrip,
     ) -> None:
-        self.upstreams, self.metrics, self.backend, self.tokens = upstreams, metrics, backend, tokens
+        self.upstreams, self.metrics, self.backend = upstreams, metrics, backend
         self.request, self.raw, self.t0 = request, raw, t0  # t0: perf_counter when the request arrived
+        self.tokens = self.token_strip()
         self.stream = bool(request.get("stream"))
         self.asked_usage = bool((request.get("stream_options") or {}).get("include_usage"))
         self.outcome: CallOutcome | None = None  # set once, by ``finish``
@@ -64,6 +64,10 @@ class BackendCall:
         self.ttft_ms: float | None = None
 
     # ------------------------------------------------------------------ hooks
+
+    def token_strip(self) -> TokenStrip:
+        """Which token ids and logprobs the recording asks for and strips again (``token_strip``)."""
+        raise NotImplementedError
 
     def body_changes(self) -> dict[str, Any]:
         changes: dict[str, Any] = {}

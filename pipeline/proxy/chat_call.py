@@ -27,12 +27,10 @@ from pipeline.proxy.call_outcome import RawChoice
 from pipeline.proxy.chat_stream_assembler import ChatStreamAssembler, tool_call_id
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import CallContext
-from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.overlay_routing import choose_overlay
 from pipeline.proxy.recorded_call import RecordedCall
 from pipeline.proxy.step_event import chat_logprobs
 from pipeline.proxy.token_strip import TokenStrip
-from pipeline.proxy.upstream import Upstreams
 from sluice.evolution import Overlay
 
 if TYPE_CHECKING:
@@ -54,17 +52,11 @@ def fill_tool_call_ids(resp: dict[str, Any]) -> bool:
 class ChatCall(BackendCall):
     path = "/chat/completions"
 
-    def __init__(
-        self,
-        upstreams: Upstreams,
-        metrics: ProxyMetrics,
-        backend: BackendConfig,
-        chat: dict[str, Any],
-        raw: bytes | None,
-        t0: float,
-        overlay: Overlay | None = None,
-    ) -> None:
-        tokens = TokenStrip(
+    overlay: Overlay | None = None  # applied to the request (``open_chat_call``); renames undone in answers
+
+    def token_strip(self) -> TokenStrip:
+        chat, backend = self.request, self.backend
+        return TokenStrip(
             want_tokens=backend.return_token_ids,
             asked_ids=bool(chat.get("return_token_ids")),
             asked_logprobs=bool(chat.get("logprobs")),
@@ -72,10 +64,6 @@ class ChatCall(BackendCall):
             top_fields=("prompt_token_ids",),
             choice_fields=("token_ids",),
         )
-        if overlay is not None and not overlay.is_empty():
-            chat, raw = apply_to_chat(chat, overlay), None
-        super().__init__(upstreams, metrics, backend, chat, raw, t0, tokens)
-        self.overlay = overlay
 
     def prepare_response(self, resp: dict[str, Any]) -> bool:
         renamed = restore_completion(resp, self.overlay)
@@ -131,5 +119,8 @@ def open_chat_call(
     if choice is not None:
         step.overlay_id, step.overlay_arm = choice.overlay_id, choice.arm
         overlay = choice.overlay
-    call = ChatCall(state.upstreams, state.metrics, backend, chat, raw, ctx.t0, overlay)
+    if overlay is not None and not overlay.is_empty():
+        chat, raw = apply_to_chat(chat, overlay), None  # the step keeps what the agent sent
+    call = ChatCall(state.upstreams, state.metrics, backend, chat, raw, ctx.t0)
+    call.overlay = overlay
     return RecordedCall(recorder, step, call)

@@ -12,12 +12,9 @@ from typing import Any
 
 from pipeline.proxy.backend_call import BackendCall
 from pipeline.proxy.call_outcome import RawChoice
-from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
 from pipeline.proxy.step_event import completion_logprobs
 from pipeline.proxy.token_strip import TokenStrip
-from pipeline.proxy.upstream import Upstreams
 from sluice.events import Message
 
 
@@ -32,24 +29,16 @@ def prompt_text(prompt: Any) -> str:
 class CompletionCall(BackendCall):
     path = "/completions"
 
-    def __init__(
-        self,
-        upstreams: Upstreams,
-        metrics: ProxyMetrics,
-        backend: BackendConfig,
-        request: dict[str, Any],
-        raw: bytes | None,
-        t0: float,
-    ) -> None:
-        tokens = TokenStrip(
-            want_tokens=backend.return_token_ids,
+    def token_strip(self) -> TokenStrip:
+        request = self.request
+        return TokenStrip(
+            want_tokens=self.backend.return_token_ids,
             asked_ids=bool(request.get("return_token_ids")),
             asked_logprobs=request.get("logprobs") is not None,
             logprobs_value=0,
             top_fields=(),
             choice_fields=("token_ids", "prompt_token_ids"),
         )
-        super().__init__(upstreams, metrics, backend, request, raw, t0, tokens)
 
     def new_assembler(self) -> CompletionStreamAssembler:
         return CompletionStreamAssembler()
