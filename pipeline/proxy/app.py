@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.proxy.errors import EXCEPTION_HANDLERS
 from pipeline.proxy.metrics import ProxyMetrics
-from pipeline.proxy.recorder import collect_steps, end_collecting, publish_collected
+from pipeline.proxy.recorder import collect_steps, end_collecting
 from pipeline.proxy.state import ProxyState
 from sluice.config import SluiceConfig
 
@@ -74,7 +74,7 @@ class DurableResponseMiddleware:
 
         async def durable_send(message: Message) -> None:
             if steps:
-                publish_collected(state, steps)
+                state.recorder.publish_collected(steps)
             waiting = state.publisher.durable()
             if waiting is not None:
                 await waiting
@@ -86,7 +86,7 @@ class DurableResponseMiddleware:
         finally:
             end_collecting(token)
             if steps:  # the client went away before the last message: record the step anyway
-                publish_collected(state, steps)
+                state.recorder.publish_collected(steps)
 
 
 def model_routes() -> list[BaseRoute]:

@@ -1,9 +1,10 @@
-"""The plumbing of one recorded backend call: post, stream, fail, finish (surface-neutral).
+"""The plumbing of one backend call: post, stream, fail, end in a ``CallOutcome`` (surface-neutral).
 
-Subclasses (``ChatStep``, ``CompletionStep``) say which upstream path, what to add to the request for
-recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), how to
-assemble a stream and how to fill the ``StepRecord`` (``complete``). Every path ends in ``finish``,
-exactly once: success, upstream error, unreachable backend, broken stream or a client that went away.
+Subclasses (``ChatCall``, ``CompletionCall``) say which upstream path, what to add to the request for
+recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), what token ids to ask for
+(``token_strip``), how to assemble a stream and how to read choices from an answer (``read_choices``). Every path ends in
+``finish``, exactly once: success, upstream error, unreachable backend, broken stream or a client that
+went away. ``finish`` only sets ``outcome``; the caller hands it to the recorder (``recorded_call``).
 """
 
 from __future__ import annotations
@@ -11,21 +12,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import aiohttp
 
+from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.recorder import record_step
+from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.sse import SseSplitter, encode_data, event_data
-from pipeline.proxy.step_event import StepRecord
-from pipeline.proxy.upstream import read_error
-from sluice.events import POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER, TASK_ID_METADATA_KEY
-
-if TYPE_CHECKING:
-    from pipeline.proxy.state import ProxyState
+from pipeline.proxy.token_strip import TokenStrip
+from pipeline.proxy.upstream import Upstreams, read_error
+from sluice.events import POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
 
 Batch = list[tuple[bytes, dict[str, Any]]]
 
@@ -48,32 +46,44 @@ class BackendCall:
 
     def __init__(
         self,
-        state: ProxyState,
-        ctx: CallContext,
+        upstreams: Upstreams,
+        metrics: ProxyMetrics,
+        backend: BackendConfig,
         request: dict[str, Any],
         raw: bytes | None,
-        backend: BackendConfig,
+        t0: float,
     ) -> None:
-        self.state, self.ctx, self.request, self.raw, self.backend = state, ctx, request, raw, backend
+        self.upstreams, self.metrics, self.backend = upstreams, metrics, backend
+        self.request, self.raw, self.t0 = request, raw, t0  # t0: perf_counter when the request arrived
+        self.tokens = self.token_strip()
         self.stream = bool(request.get("stream"))
         self.asked_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-        self.finished = False
-        self.record: StepRecord  # set by the subclass
+        self.outcome: CallOutcome | None = None  # set once, by ``finish``
+        self.policy_versions: list[str] = []
+        self.policy_header: str | None = None
+        self.ttft_ms: float | None = None
 
     # ------------------------------------------------------------------ hooks
+
+    def token_strip(self) -> TokenStrip:
+        """Which token ids and logprobs the recording asks for and strips again (``token_strip``)."""
+        raise NotImplementedError
 
     def body_changes(self) -> dict[str, Any]:
         changes: dict[str, Any] = {}
         if self.stream and not self.asked_usage:
             changes["stream_options"] = {**(self.request.get("stream_options") or {}), "include_usage": True}
-        return changes
+        return {**changes, **self.tokens.body_changes()}
 
     def strip_response(self, resp: dict[str, Any]) -> bool:
         """Remove from a non-streamed answer what only the recording asked for; True if changed."""
-        return False
+        return self.tokens.strip(resp)
 
     def strip_chunk(self, chunk: dict[str, Any]) -> bool:
-        return False
+        changed = self.tokens.strip(chunk)
+        if changed and not self.asked_usage:
+            chunk.pop("usage", None)
+        return changed
 
     def prepare_chunk(self, chunk: dict[str, Any]) -> bool:
         """Fix up a streamed chunk before it is assembled, recorded and relayed; True if changed."""
@@ -82,8 +92,8 @@ class BackendCall:
     def new_assembler(self) -> StreamAssembler:
         raise NotImplementedError
 
-    def complete(self, resp: dict[str, Any] | None) -> None:
-        """Fill ``self.record`` from the (assembled) answer and update the linking state."""
+    def read_choices(self, resp: dict[str, Any]) -> tuple[list[RawChoice], list[int] | None]:
+        """The answer's choices (sorted by index) and prompt token ids, read before anything is stripped."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ request
@@ -96,11 +106,11 @@ class BackendCall:
 
     async def _post(self) -> aiohttp.ClientResponse:
         try:
-            resp = await self.state.upstreams.post(self.backend, self.path, self.upstream_body())
-            self.record.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
+            resp = await self.upstreams.post(self.backend, self.path, self.upstream_body())
+            self.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
             return resp
         except ApiError as err:
-            self.state.metrics.upstream_errors.labels(self.backend.name, "unreachable").inc()
+            self.metrics.upstream_errors.labels(self.backend.name, "unreachable").inc()
             self.finish(None, err.status, err.message)
             raise
 
@@ -112,7 +122,7 @@ class BackendCall:
         finally:
             resp.release()
         err = read_error(resp.status, data, self.backend.name)
-        self.state.metrics.upstream_errors.labels(self.backend.name, str(resp.status)).inc()
+        self.metrics.upstream_errors.labels(self.backend.name, str(resp.status)).inc()
         self.finish(None, resp.status, err.message)
         return err
 
@@ -213,16 +223,16 @@ class BackendCall:
             self._finish_stream(asm, error)
         finally:
             resp.release()
-            if not self.finished:
+            if self.outcome is None:
                 self._finish_stream(asm, "client went away before the stream ended")
 
     def _finish_stream(self, asm: StreamAssembler, error: str | None) -> None:
         if asm.first_token_at is not None:
-            self.record.ttft_ms = (asm.first_token_at - self.ctx.t0) * 1000
-            self.state.metrics.ttft.observe(asm.first_token_at - self.ctx.t0)
+            self.ttft_ms = (asm.first_token_at - self.t0) * 1000
+            self.metrics.ttft.observe(asm.first_token_at - self.t0)
         self.finish(asm.result() if asm.has_data else None, 200, error)
 
-    # ------------------------------------------------------------------ the record
+    # ------------------------------------------------------------------ the outcome
 
     def _note_extension(self, body: dict[str, Any]) -> None:
         """The policy versions a Sluice model server names in its ``sluice`` extension field."""
@@ -231,28 +241,25 @@ class BackendCall:
             return
         versions = ext.get("policy_versions")
         for v in versions if isinstance(versions, list) else [ext.get("policy_version")]:
-            self.record.note_policy_version(v)
+            if isinstance(v, str) and v and v not in self.policy_versions:
+                self.policy_versions.append(v[:128])
 
     def finish(self, resp: dict[str, Any] | None, status: int | None, error: str | None) -> None:
-        """Complete the step once, then publish it off the request path."""
-        if self.finished:
+        """End the call once: its ``outcome``, with the choices read from the (assembled) answer."""
+        if self.outcome is not None:
             return
-        self.finished = True
-        rec = self.record
-        rec.status, rec.error = status, error
-        rec.latency_ms = (time.perf_counter() - self.ctx.t0) * 1000
-        rec.task_id = rec.task_id or self.ctx.task_id or metadata_task_id(self.request)
+        out = CallOutcome(
+            status=status,
+            error=error,
+            latency_ms=(time.perf_counter() - self.t0) * 1000,
+            ttft_ms=self.ttft_ms,
+            policy_versions=self.policy_versions,
+            policy_header=self.policy_header,
+        )
         if resp is not None:
-            rec.response_id, rec.response_model = resp.get("id"), resp.get("model")
-            rec.system_fingerprint = resp.get("system_fingerprint")
+            out.response_id, out.response_model = resp.get("id"), resp.get("model")
+            out.system_fingerprint = resp.get("system_fingerprint")
             usage = resp.get("usage")
-            rec.usage = usage if isinstance(usage, dict) else None
-        self.complete(resp)
-        record_step(self.state, rec)
-
-
-def metadata_task_id(request: dict[str, Any]) -> str | None:
-    """The task id an agent names in the request body's ``metadata`` (when no header names one)."""
-    meta = request.get("metadata")
-    value = meta.get(TASK_ID_METADATA_KEY) if isinstance(meta, dict) else None
-    return str(value)[:256] if value not in (None, "") else None
+            out.usage = usage if isinstance(usage, dict) else None
+            out.choices, out.prompt_token_ids = self.read_choices(resp)
+        self.outcome = out

@@ -16,10 +16,7 @@ traffic; a forgotten trajectory simply starts over (prefix_message_count = 0, fu
 
 Hashes only: the state (and its snapshot, ``links.json``) holds message hashes, keyed BLAKE2b digests of
 token-id blocks and of data-subject ids, never message text or token ids. The token prefix of the next
-step is found from the previous step's prompt + completion as a chain of 8-byte keyed digests, one per
-``TOKEN_BLOCK`` tokens, plus one over the whole sequence: the usual append-only case is exact; after
-retokenisation drift the prefix is rounded down to a block boundary (at most ``TOKEN_BLOCK - 1`` tokens
-more in the step, never a wrong prefix).
+step is found by ``token_prefix_cache.TokenPrefixCache`` (keyed digests of the previous step's tokens).
 
 Erasure: ``forget`` drops every state an ``ErasureEvent`` covers (by trajectory, tenant or subject digest),
 the history links pointing at them, and remembers the erased ids (digests, bounded) so that a later step,
@@ -29,12 +26,11 @@ reward or end naming one is refused.
 from __future__ import annotations
 
 import hashlib
-from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.proxy.token_chain import DIGEST_BYTES, TOKEN_BLOCK, TokenChain
+from pipeline.proxy.token_prefix_cache import TokenPrefixCache
 from sluice.events import ErasureEvent, Message, message_hash, new_id, scoped_trajectory_id
 
 ERASED_LIMIT = 1_000_000  # erased trajectory ids remembered (16 bytes each)
@@ -66,10 +62,6 @@ class TrajectoryState:
     boundaries: tuple[Boundary, ...] = ()
     unsettled: bool = False
     tools_fp: str | None = None
-    token_step: int = -1
-    token_chain: bytes | None = None  # keyed digests of prompt + choice-0 completion ids, per block
-    token_len: int = 0  # length of that sequence
-    token_tail: bytes = b""  # keyed digest of the whole sequence
     ended: bool = False
     subjects: frozenset[bytes] = field(default_factory=frozenset)  # keyed digests of subject ids
 
@@ -88,21 +80,6 @@ class StepPlan:
     prev_tools_fp: str | None = None
 
 
-def common_prefix_len(a: array | bytes, b: array | bytes) -> int:
-    """Length of the common leading run of two int arrays or byte strings (slice compares run in C)."""
-    n = min(len(a), len(b))
-    if a[:n] == b[:n]:
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 class HistoryLinker:
     """Bounded per-tenant maps: history hash -> trajectory, and trajectory -> its state."""
 
@@ -116,14 +93,10 @@ class HistoryLinker:
     ) -> None:
         self.window_s = window_s
         self.max_trajectories = max_trajectories
-        self.max_tokens = max_tokens  # per trajectory
-        self.token_budget = token_budget  # tokens covered, over all trajectories (1 byte each in digests)
         self.hash_key = hash_key
-        self._chain = TokenChain(hash_key)
+        self.tokens = TokenPrefixCache(hash_key, max_tokens, token_budget)
         self._states: OrderedDict[tuple[str, str], TrajectoryState] = OrderedDict()
         self._histories: OrderedDict[tuple[str, bytes], tuple[str, float]] = OrderedDict()
-        self._token_lru: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._token_total = 0
         self._erased: OrderedDict[bytes, None] = OrderedDict()
 
     def digest(self, value: str) -> bytes:
@@ -162,8 +135,8 @@ class HistoryLinker:
             first = next(iter(states.values()))
             if len(states) <= self.max_trajectories and now - first.last_seen <= self.window_s:
                 break
-            key, old = states.popitem(last=False)
-            self._drop_tokens(key, old)
+            key, _ = states.popitem(last=False)
+            self.tokens.drop(key)
         max_hist = 4 * self.max_trajectories
         while histories:
             _, (_, ts) = next(iter(histories.items()))
@@ -231,6 +204,7 @@ class HistoryLinker:
         st.tools_fp = plan.prev_tools_fp
         if plan.linked_by == "new" and st.next_step == 0:
             del self._states[(plan.tenant, plan.trajectory_id)]
+            self.tokens.drop((plan.tenant, plan.trajectory_id))
 
     def complete(
         self,
@@ -287,42 +261,13 @@ class HistoryLinker:
         st.boundaries = tuple(out)
         st.unsettled = False
 
-    def _drop_tokens(self, key: tuple[str, str], st: TrajectoryState) -> None:
-        if st.token_chain is not None:
-            self._token_total -= st.token_len
-            st.token_chain, st.token_len, st.token_tail = None, 0, b""
-        self._token_lru.pop(key, None)
-
     def token_prefix(self, plan: StepPlan, prompt_ids: list[int], completion_ids: list[int] | None) -> int:
         """prompt_token_prefix_len for this step, and remember prompt + completion (as digests) for the
-        next one."""
-        st = self._states.get((plan.tenant, plan.trajectory_id))
-        if st is None:
+        next one (``token_prefix_cache``); 0 for a trajectory no longer held."""
+        key = (plan.tenant, plan.trajectory_id)
+        if key not in self._states:
             return 0
-        prompt = array("i", prompt_ids)
-        full = prompt + array("i", completion_ids or [])
-        chain = self._chain.blocks(full)
-        prefix = 0
-        if st.token_chain is not None and st.token_step == plan.step_index - 1:
-            usable = min(len(st.token_chain), (len(prompt) // TOKEN_BLOCK) * DIGEST_BYTES)
-            same = common_prefix_len(chain[:usable], st.token_chain[:usable]) // DIGEST_BYTES
-            prefix = same * TOKEN_BLOCK
-            extends = same * DIGEST_BYTES == len(st.token_chain) and st.token_len <= len(prompt)
-            if extends and self._chain.tail(chain, prompt[: st.token_len]) == st.token_tail:
-                prefix = st.token_len  # the usual case: the prompt extends the previous sequence
-        if plan.step_index >= st.token_step:
-            key = (plan.tenant, plan.trajectory_id)
-            self._drop_tokens(key, st)
-            st.token_step = plan.step_index
-            if len(full) <= self.max_tokens:
-                st.token_chain, st.token_len = chain, len(full)
-                st.token_tail = self._chain.tail(chain, full)
-                self._token_total += len(full)
-                self._token_lru[key] = None
-                while self._token_total > self.token_budget and self._token_lru:
-                    oldest = next(iter(self._token_lru))
-                    self._drop_tokens(oldest, self._states[oldest])  # it starts over: full prompt next step
-        return prefix
+        return self.tokens.prefix(key, plan.step_index, prompt_ids, completion_ids)
 
     def end(self, tenant: str, trajectory_id: str, now: float) -> int | None:
         """Mark a trajectory ended (history no longer extends it). Returns its step count if known."""
@@ -359,7 +304,8 @@ class HistoryLinker:
             if hit:
                 gone.add(key)
         for key in gone:
-            self._drop_tokens(key, self._states.pop(key))
+            del self._states[key]
+            self.tokens.drop(key)
             self._mark_erased(key[1])
         if erasure.trajectory_id is not None:
             self._mark_erased(erasure.trajectory_id)
@@ -398,10 +344,7 @@ class HistoryLinker:
                     "next_step": s.next_step,
                     "boundaries": [[c, h.hex(), e] for c, h, e in s.boundaries],
                     "tools_fp": s.tools_fp,
-                    "token_step": s.token_step,
-                    "token_chain": s.token_chain.hex() if s.token_chain is not None else None,
-                    "token_len": s.token_len,
-                    "token_tail": s.token_tail.hex(),
+                    **self.tokens.snapshot((s.tenant, s.trajectory_id)),
                     "ended": s.ended,
                     "subjects": sorted(d.hex() for d in s.subjects),
                 }
@@ -420,17 +363,11 @@ class HistoryLinker:
                 next_step=int(s["next_step"]),
                 boundaries=tuple((int(c), bytes.fromhex(h), str(e)) for c, h, e in s["boundaries"]),
                 tools_fp=s.get("tools_fp"),
-                token_step=int(s.get("token_step", -1)),
                 ended=bool(s.get("ended", False)),
                 subjects=frozenset(bytes.fromhex(d) for d in s.get("subjects", [])),
             )
             self._states[(st.tenant, st.trajectory_id)] = st
-            if s.get("token_chain") is not None and int(s.get("token_len", 0)) <= self.max_tokens:
-                st.token_chain = bytes.fromhex(s["token_chain"])
-                st.token_len = int(s["token_len"])
-                st.token_tail = bytes.fromhex(s.get("token_tail", ""))
-                self._token_total += st.token_len
-                self._token_lru[(st.tenant, st.trajectory_id)] = None
+            self.tokens.restore((st.tenant, st.trajectory_id), s)
         for tenant, h, tid, age in data.get("histories", []):
             self._histories[(tenant, bytes.fromhex(h))] = (tid, now - float(age))
         for d in data.get("erased", []):

@@ -1,12 +1,18 @@
-"""Hand finished steps to the publisher before the agent's response completes, and never lose one silently.
+"""The step lifecycle: ``begin`` places a call in its trajectory, ``finish`` records and publishes it.
 
-Inside a request (``collect_steps``, set by the proxy's durability middleware) ``record_step`` only
-queues the step; the middleware builds and publishes it (``publish_collected``) just before it sends the
-next piece of the response, and sends that piece once the publisher says the event is durable. So the
-agent never holds an answer whose step could still be lost, and a streamed step costs the agent nothing
-until its last chunk. Outside a request the build + encode runs on the event loop right after the
-current callback (``loop.call_soon``). If an event can not be built (a backend answered something the
-protocol can not hold), a ``DeadLetter`` with the reason goes to the dead-letter topic instead.
+One ``StepRecorder`` lives on the proxy state and owns the history linker and the publisher. ``begin``
+links the call to its trajectory, assigns its step index and computes the observation delta, returning
+the ``OpenStep``; the surface then runs the backend call, which returns a ``CallOutcome`` and never
+publishes; ``finish`` remembers the history for linking (and the token prefix) and hands the step to the
+publisher before the agent's response completes, never losing one silently.
+
+Inside a request (``collect_steps``, set by the proxy's durability middleware) ``finish`` only queues
+the step; the middleware builds and publishes it (``publish_collected``) just before it sends the next
+piece of the response, and sends that piece once the publisher says the event is durable. So the agent
+never holds an answer whose step could still be lost, and a streamed step costs the agent nothing until
+its last chunk. Outside a request the build + encode runs on the event loop right after the current
+callback (``loop.call_soon``). If an event can not be built (a backend answered something the protocol
+can not hold), a ``DeadLetter`` with the reason goes to the dead-letter topic instead.
 """
 
 from __future__ import annotations
@@ -14,23 +20,38 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
+from pipeline.proxy.call_outcome import CallOutcome
+from pipeline.proxy.canonical import event_message, fingerprint, harness_fingerprint, link_chain, link_extend
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.step_event import StepRecord, build_step_event
+from pipeline.proxy.linking import HistoryLinker
+from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.publishing.base import EventPublisher
+from pipeline.proxy.publishing.step_journal import StepJournal
+from pipeline.proxy.step_event import OpenStep, build_step_event
 from sluice.errors import validation_summary
-from sluice.events import DeadLetter, encode
-
-if TYPE_CHECKING:
-    from pipeline.proxy.state import ProxyState
+from sluice.events import TASK_ID_METADATA_KEY, DeadLetter, encode
 
 log = logging.getLogger(__name__)
 
-_collected: contextvars.ContextVar[list[StepRecord] | None] = contextvars.ContextVar(
+_collected: contextvars.ContextVar[list[OpenStep] | None] = contextvars.ContextVar(
     "sluice_collected_steps", default=None
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    steps: str
+    rewards: str
+    deadletter: str
 
 
 def _reason(err: Exception) -> str:
@@ -41,55 +62,178 @@ def _reason(err: Exception) -> str:
     return f"step event could not be built: {type(err).__name__}"
 
 
-def _publish_step(state: ProxyState, rec: StepRecord) -> None:
-    key = rec.plan.trajectory_id
-    try:
-        data = encode(build_step_event(rec))
-    except Exception as err:  # noqa: BLE001 - whatever broke, the step must not vanish without a trace
-        reason = _reason(err)  # never the offending values: they may be raw traffic
-        log.error("step %s/%d could not be recorded: %s", key, rec.plan.step_index, reason)
-        letter = DeadLetter(stage="proxy", reason=reason, error_type=type(err).__name__, key=key)
-        state.publisher.publish(state.topics.deadletter, key, encode(letter))
-        state.metrics.events.labels("deadletter").inc()
-        return
-    state.publisher.publish(state.topics.steps, key, data)
-    state.metrics.events.labels("step").inc()
+def metadata_task_id(request: dict[str, Any]) -> str | None:
+    """The task id an agent names in the request body's ``metadata`` (when no header names one)."""
+    meta = request.get("metadata")
+    value = meta.get(TASK_ID_METADATA_KEY) if isinstance(meta, dict) else None
+    return str(value)[:256] if value not in (None, "") else None
 
 
-def _after_response(state: ProxyState, rec: StepRecord) -> None:
-    state.linker.settle(rec.plan)  # exact prefix hashes, so the linker keeps no message text
-    state.step_recorded(rec.plan.tenant, rec.plan.trajectory_id, rec.plan.step_index)
-    if state.publishing:  # proxy.publish=false (benchmarks of the bare proxy): no event is built at all
-        _publish_step(state, rec)
-
-
-def collect_steps(steps: list[StepRecord]) -> contextvars.Token[list[StepRecord] | None]:
+def collect_steps(steps: list[OpenStep]) -> contextvars.Token[list[OpenStep] | None]:
     """Steps finished in this request's context go to ``steps`` until ``publish_collected``."""
     return _collected.set(steps)
 
 
-def end_collecting(token: contextvars.Token[list[StepRecord] | None]) -> None:
+def end_collecting(token: contextvars.Token[list[OpenStep] | None]) -> None:
     _collected.reset(token)
 
 
-def publish_collected(state: ProxyState, steps: list[StepRecord]) -> None:
-    """Build and publish the collected steps, in the order they finished."""
-    while steps:
-        _after_response(state, steps.pop(0))
-
-
-def record_step(state: ProxyState, rec: StepRecord) -> None:
-    """Publish ``rec`` as a StepEvent before the request's response goes on (or soon, outside one)."""
-    collected = _collected.get()
-    if collected is not None:
-        collected.append(rec)
-        return
-    try:
-        asyncio.get_running_loop().call_soon(_after_response, state, rec)
-    except RuntimeError:  # no loop (unit use): now
-        _after_response(state, rec)
-
-
-def step_headers(rec: StepRecord) -> dict[str, str]:
+def step_headers(step: OpenStep) -> dict[str, str]:
     """Response headers that tell the agent where its call landed (for the rewards/feedback API)."""
-    return {"x-sluice-trajectory-id": rec.plan.trajectory_id, "x-sluice-step-index": str(rec.plan.step_index)}
+    return {
+        "x-sluice-trajectory-id": step.plan.trajectory_id,
+        "x-sluice-step-index": str(step.plan.step_index),
+    }
+
+
+class StepRecorder:
+    """Owns the linker and the publisher: every step goes ``begin`` -> backend call -> ``finish``."""
+
+    def __init__(
+        self,
+        linker: HistoryLinker,
+        publisher: EventPublisher,
+        topics: Topics,
+        metrics: ProxyMetrics,
+        journal: StepJournal,
+        *,
+        publishing: bool,
+        on_journal_full: Callable[[], None],
+    ) -> None:
+        self.linker = linker
+        self.publisher = publisher
+        self.topics = topics
+        self.metrics = metrics
+        self.journal = journal
+        self.publishing = publishing  # proxy.publish=false (benchmarks of the bare proxy): no event is built
+        self._on_journal_full = on_journal_full
+
+    # ------------------------------------------------------------------ begin
+
+    def begin(
+        self,
+        ctx: CallContext,
+        request: dict[str, Any],
+        *,
+        backend: BackendConfig,
+        operation: str,
+        provider: str,
+        messages: list[Any] | None = None,
+        prompt_text: str | None = None,
+        task_id: str | None = None,
+    ) -> OpenStep:
+        """Place the call in its trajectory and open its step.
+
+        With ``messages`` (chat-like surfaces) the call is linked by its history and the step's
+        observation is the delta after the longest known boundary; without (text completions) it joins a
+        named trajectory or starts a new one.
+        """
+        chain = link_chain(messages) if messages is not None else None
+        tools = request.get("tools") or None if messages is not None else None
+        tools_fp = fingerprint(tools) if tools else None
+        plan = self.linker.begin(
+            ctx.caller.tenant,
+            chain if chain is not None else [b""],
+            time.monotonic(),
+            ctx.explicit_id,
+            ctx.explicit_by,
+            tools_fp,
+            subjects=ctx.caller.subject_ids,
+        )
+        step = OpenStep(
+            ctx=ctx,
+            plan=plan,
+            backend=backend,
+            operation=operation,
+            provider=provider,
+            request=request,
+            stream=bool(request.get("stream")),
+            chain=chain,
+            prompt_text=prompt_text,
+            task_id=ctx.task_id or task_id or metadata_task_id(request),
+        )
+        if messages is not None:
+            try:
+                start = plan.prefix_count
+                step.delta = [
+                    event_message(m, f"messages[{i}]") for i, m in enumerate(messages[start:], start)
+                ]
+            except ApiError:
+                self.linker.abandon(plan)
+                raise
+            step.tools = tools if plan.tools_changed else None
+            step.tools_fp = tools_fp
+            step.harness_fp = harness_fingerprint(messages)
+        return step
+
+    # ------------------------------------------------------------------ finish
+
+    def finish(self, step: OpenStep, outcome: CallOutcome) -> None:
+        """Remember the history the step adds, then publish it before the response goes on (or soon,
+        outside a request)."""
+        if step.outcome is not None:
+            return
+        step.outcome = outcome
+        if step.chain is not None:
+            self._link(step, outcome)
+        ids = outcome.prompt_token_ids
+        if ids is not None:
+            try:
+                first = outcome.choices[0].token_ids if outcome.choices else None
+                step.prompt_prefix_len = self.linker.token_prefix(step.plan, ids, first)
+            except (TypeError, OverflowError):
+                step.prompt_prefix_len = 0
+        collected = _collected.get()
+        if collected is not None:
+            collected.append(step)
+            return
+        try:
+            asyncio.get_running_loop().call_soon(self._after_response, step)
+        except RuntimeError:  # no loop (unit use): now
+            self._after_response(step)
+
+    def _link(self, step: OpenStep, outcome: CallOutcome) -> None:
+        """The history after a chat step (one link per choice) for linking and the next step's delta."""
+        chain = step.chain
+        assert chain is not None
+        links: list[bytes] = []
+        reply = None
+        try:
+            messages = [{"role": "assistant", **c.message} for c in outcome.choices]  # type: ignore[dict-item]
+            if messages:
+                reply = event_message(messages[0], "choices[0].message")
+                outcome.choices[0].message = reply
+            links = [link_extend(chain[-1], m) for m in messages]
+        except (ApiError, TypeError):
+            reply, links = None, []  # the event build will dead-letter it with the reason
+        self.linker.complete(step.plan, chain, step.delta, links, reply, time.monotonic())
+
+    def publish_collected(self, steps: list[OpenStep]) -> None:
+        """Build and publish the collected steps, in the order they finished."""
+        while steps:
+            self._after_response(steps.pop(0))
+
+    def _after_response(self, step: OpenStep) -> None:
+        plan = step.plan
+        self.linker.settle(plan)  # exact prefix hashes, so the linker keeps no message text
+        # before the response: the next step index and the delta boundaries the step left behind
+        boundaries, tools_fp = self.linker.journal_fields(plan.tenant, plan.trajectory_id)
+        self.journal.record(plan.tenant, plan.trajectory_id, plan.step_index + 1, boundaries, tools_fp)
+        if self.journal.full:
+            self._on_journal_full()
+        if self.publishing:
+            self._publish(step)
+
+    def _publish(self, step: OpenStep) -> None:
+        key = step.plan.trajectory_id
+        try:
+            data = encode(build_step_event(step))
+        except Exception as err:  # noqa: BLE001 - whatever broke, the step must not vanish without a trace
+            reason = _reason(err)  # never the offending values: they may be raw traffic
+            log.error("step %s/%d could not be recorded: %s", key, step.plan.step_index, reason)
+            letter = DeadLetter(stage="proxy", reason=reason, error_type=type(err).__name__, key=key)
+            self.publisher.publish(self.topics.deadletter, key, encode(letter))
+            self.metrics.events.labels("deadletter").inc()
+            return
+        self.publisher.publish(self.topics.steps, key, data)
+        self.metrics.events.labels("step").inc()

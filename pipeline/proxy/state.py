@@ -8,7 +8,6 @@ import os
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.proxy.auth import KeyResolver
@@ -25,6 +24,7 @@ from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.proxy.publishing.landing import LandingTracker
 from pipeline.proxy.publishing.step_journal import StepJournal
+from pipeline.proxy.recorder import StepRecorder, Topics
 from pipeline.proxy.upstream import Upstreams
 from pipeline.stages.names import app_id as stage_group
 from sluice.config import SluiceConfig
@@ -38,13 +38,6 @@ _NO_OVERLAYS: Mapping[str, OverlayAssignment] = {}
 LINK_STATE_FILE = "links.json"
 STEP_JOURNAL_FILE = "steps.journal"
 LINK_KEY_FILE = "links.key"  # the key of the linker's digests, mode 0600, made at first start
-
-
-@dataclass(frozen=True, slots=True)
-class Topics:
-    steps: str
-    rewards: str
-    deadletter: str
 
 
 class ProxyState:
@@ -76,6 +69,15 @@ class ProxyState:
         self.journal = StepJournal(self.spool_dir / STEP_JOURNAL_FILE)
         self.publisher: EventPublisher = self._build_publisher()
         self.metrics.bind_publisher(self.publisher.stats)
+        self.recorder = StepRecorder(
+            self.linker,
+            self.publisher,
+            self.topics,
+            self.metrics,
+            self.journal,
+            publishing=self.publishing,
+            on_journal_full=self._save_links,
+        )
         self._backend_cache: dict[str, BackendConfig | None] = {}
         self.started = False
 
@@ -198,14 +200,6 @@ class ProxyState:
         self._save_links()
         self.journal.close()
         self.started = False
-
-    def step_recorded(self, tenant: str, trajectory_id: str, step_index: int) -> None:
-        """Journal the trajectory's next step index and delta boundaries (before the step's response is
-        released; the linker has settled the step's hashes)."""
-        boundaries, tools_fp = self.linker.journal_fields(tenant, trajectory_id)
-        self.journal.record(tenant, trajectory_id, step_index + 1, boundaries, tools_fp)
-        if self.journal.full:
-            self._save_links()
 
     def _replay_journal(self) -> None:
         """Step indexes recorded after the last link snapshot (a crash): continue numbering from them."""

@@ -1,7 +1,8 @@
-"""Turn what one call did into a ``StepEvent`` (pure: no I/O, no clock).
+"""The one shape of a step on the request path, and how it becomes a ``StepEvent`` (pure: no I/O, no clock).
 
-``StepRecord`` is filled on the request path with cheap references; ``build_step_event`` does the
-pydantic work afterwards, off the agent's critical path (see ``recorder.py``).
+``OpenStep`` is what ``StepRecorder.begin`` returns, filled with cheap references; at ``finish`` it gets
+the call's ``CallOutcome`` and ``build_step_event`` does the pydantic work, off the agent's critical path
+(see ``recorder.py``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.canonical import event_message
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import CallContext
@@ -41,16 +43,10 @@ _SAMPLING_EXTRA = (
 
 
 @dataclass(slots=True)
-class RawChoice:
-    index: int
-    message: dict[str, Any] | Message  # an OpenAI chat message, or already the event Message
-    finish_reason: str | None
-    token_ids: list[int] | None = None
-    logprobs: list[float] | None = None
+class OpenStep:
+    """A step from ``StepRecorder.begin`` to ``finish``: where it sits and what the agent sent, then its
+    outcome and token prefix once the call ended."""
 
-
-@dataclass(slots=True)
-class StepRecord:
     ctx: CallContext
     plan: StepPlan
     backend: BackendConfig
@@ -58,35 +54,28 @@ class StepRecord:
     provider: str  # the API surface the agent spoke: openai | anthropic
     request: dict[str, Any]  # the (translated) upstream request, for model and sampling
     stream: bool = False
+    chain: list[bytes] | None = (
+        None  # link hashes of the messages (``canonical.link_chain``); None: no history
+    )
     delta: list[Message] = field(default_factory=list)
     tools: list[dict[str, Any]] | None = None  # only when they changed
     tools_fp: str | None = None
     harness_fp: str | None = None
     prompt_text: str | None = None
-    # outcome
-    response_id: str | None = None
-    response_model: str | None = None
-    system_fingerprint: str | None = None
-    usage: dict[str, Any] | None = None
-    choices: list[RawChoice] = field(default_factory=list)
-    prompt_token_ids: list[int] | None = None
-    prompt_prefix_len: int = 0
-    status: int | None = None
-    error: str | None = None
-    latency_ms: float | None = None
-    ttft_ms: float | None = None
-    policy_versions: list[str] = field(default_factory=list)  # from the extension field, in order of use
-    policy_header: str | None = None  # the version header (used when there is no extension field)
     task_id: str | None = None
     overlay_id: str | None = None  # the control-plane overlay applied to what the backend received
     overlay_arm: str | None = None  # control | candidate, when an assignment covered the request
+    # set by ``StepRecorder.finish``
+    outcome: CallOutcome | None = None
+    prompt_prefix_len: int = 0
 
-    def note_policy_version(self, version: object) -> None:
-        if isinstance(version, str) and version and version not in self.policy_versions:
-            self.policy_versions.append(version[:128])
+    @property
+    def trajectory_id(self) -> str:
+        return self.plan.trajectory_id
 
-    def served_versions(self) -> list[str]:
-        return self.policy_versions or ([self.policy_header[:128]] if self.policy_header else [])
+    @property
+    def step_index(self) -> int:
+        return self.plan.step_index
 
 
 def chat_logprobs(lp: Any) -> list[float] | None:
@@ -130,11 +119,14 @@ def _choice(raw: RawChoice) -> Choice:
     )
 
 
-def build_step_event(rec: StepRecord) -> StepEvent:
-    ctx, plan = rec.ctx, rec.plan
-    choices = [_choice(c) for c in rec.choices]
-    usage = rec.usage or {}
-    prompt_ids = rec.prompt_token_ids
+def build_step_event(rec: OpenStep) -> StepEvent:
+    """The event of a finished step (``rec.outcome`` set)."""
+    ctx, plan, out = rec.ctx, rec.plan, rec.outcome
+    if out is None:
+        raise ValueError("the step has not finished")
+    choices = [_choice(c) for c in out.choices]
+    usage = out.usage or {}
+    prompt_ids = out.prompt_token_ids
     action = Action(
         choices=choices,
         prompt_token_ids=prompt_ids[rec.prompt_prefix_len :] if prompt_ids is not None else None,
@@ -144,15 +136,15 @@ def build_step_event(rec: StepRecord) -> StepEvent:
         operation_name=rec.operation,  # type: ignore[arg-type]
         provider_name=rec.provider,
         request_model=str(rec.request.get("model", "")),
-        response_model=rec.response_model,
-        response_id=rec.response_id,
+        response_model=out.response_model,
+        response_id=out.response_id,
         finish_reasons=[c.finish_reason for c in choices if c.finish_reason],
         usage_input_tokens=usage.get("prompt_tokens", usage.get("input_tokens")),
         usage_output_tokens=usage.get("completion_tokens", usage.get("output_tokens")),
         conversation_id=ctx.session_id,
     )
     caller = ctx.caller
-    versions = rec.served_versions()
+    versions = out.served_versions()
     return StepEvent(
         trajectory_id=plan.trajectory_id,
         tenant=plan.tenant,
@@ -167,12 +159,12 @@ def build_step_event(rec: StepRecord) -> StepEvent:
             prompt_text=rec.prompt_text,
         ),
         action=action,
-        action_result=ActionResult(error=rec.error, status_code=rec.status),
+        action_result=ActionResult(error=out.error, status_code=out.status),
         metadata=StepMetadata(
             gen_ai=gen_ai,
             sampling=sampling_params(rec.request),
             backend=rec.backend.name,
-            backend_fingerprint=rec.system_fingerprint,
+            backend_fingerprint=out.system_fingerprint,
             model_version=versions[-1] if versions else rec.backend.model_version,
             policy_versions=versions,
             task_id=rec.task_id,
@@ -180,8 +172,8 @@ def build_step_event(rec: StepRecord) -> StepEvent:
             overlay_arm=rec.overlay_arm,  # type: ignore[arg-type]
             harness_fingerprint=rec.harness_fp,
             stream=rec.stream,
-            latency_ms=rec.latency_ms,
-            time_to_first_token_ms=rec.ttft_ms,
+            latency_ms=out.latency_ms,
+            time_to_first_token_ms=out.ttft_ms,
             started_at=ctx.started_at,
             request_headers=ctx.headers,
         ),

@@ -6,22 +6,23 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pipeline.proxy.backend_call import BackendCall
+from pipeline.proxy.recorded_call import RecordedCall
 from pipeline.proxy.sse import DONE, encode_data
 
 
-async def relay_openai_stream(step: BackendCall, upstream: Any) -> AsyncIterator[bytes]:
+async def relay_openai_stream(rc: RecordedCall, upstream: Any) -> AsyncIterator[bytes]:
     """Raw bytes of each chunk, re-encoded only when something the recording asked for was stripped."""
-    async with contextlib.aclosing(step.chunk_batches(upstream)) as batches:
+    keep_chunk = rc.call.keep_chunk
+    async with contextlib.aclosing(rc.batches(upstream)) as batches:
         async for batch in batches:
             out = []
             for raw, chunk in batch:
-                keep = step.keep_chunk(chunk)
+                keep = keep_chunk(chunk)
                 if keep is None:
                     out.append(raw)
                 elif keep:
                     out.append(encode_data(chunk))
             if out:
                 yield b"".join(out)
-    if step.record.error is None:
+    if rc.error is None:
         yield DONE  # a broken stream ends without it, so the agent's SDK sees it was cut short

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.proxy.anthropic_messages.translate import message_id, stop_reason
-from pipeline.proxy.openai_chat.assembler import tool_call_id
+from pipeline.proxy.chat_stream_assembler import tool_call_id
 from pipeline.proxy.sse import encode_event
 
 

@@ -1,14 +1,32 @@
-"""Serving ``/v1/chat/completions``: the shared OpenAI serving path with the chat request model and ``ChatStep``."""
+"""Serving ``/v1/chat/completions``: the shared OpenAI serving path with the chat request model and ``ChatCall``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.chat_step import ChatStep
+from pipeline.proxy.chat_call import open_chat_call
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import CallContext
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.openai_serving import serve_openai_step
+from pipeline.proxy.recorded_call import RecordedCall
+
+
+def _open(
+    state: Any,
+    ctx: CallContext,
+    req: ChatCompletionRequest,
+    body: dict[str, Any],
+    raw: bytes | None,
+    backend: BackendConfig,
+) -> RecordedCall:
+    return open_chat_call(
+        state, ctx, body, raw, backend, messages=req.messages, operation="chat", provider="openai"
+    )
 
 
 async def create_chat_completion(request: Request) -> Response:
-    return await serve_openai_step(request, ChatCompletionRequest, ChatStep, "chat")
+    return await serve_openai_step(request, ChatCompletionRequest, _open, "chat")

@@ -1,14 +1,40 @@
-"""Serving ``/v1/completions``: the shared OpenAI serving path with the completion request model and ``CompletionStep``."""
+"""Serving ``/v1/completions``: the shared OpenAI serving path with the completion request model and
+``CompletionCall``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import CallContext
+from pipeline.proxy.openai_completions.call import CompletionCall, prompt_text
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
-from pipeline.proxy.openai_completions.step import CompletionStep
 from pipeline.proxy.openai_serving import serve_openai_step
+from pipeline.proxy.recorded_call import RecordedCall
+
+
+def _open(
+    state: Any,
+    ctx: CallContext,
+    req: CompletionRequest,
+    body: dict[str, Any],
+    raw: bytes | None,
+    backend: BackendConfig,
+) -> RecordedCall:
+    step = state.recorder.begin(
+        ctx,
+        body,
+        backend=backend,
+        operation="text_completion",
+        provider="openai",
+        prompt_text=prompt_text(req.prompt),
+    )
+    call = CompletionCall(state.upstreams, state.metrics, backend, body, raw, ctx.t0)
+    return RecordedCall(state.recorder, step, call)
 
 
 async def create_completion(request: Request) -> Response:
-    return await serve_openai_step(request, CompletionRequest, CompletionStep, "completions")
+    return await serve_openai_step(request, CompletionRequest, _open, "completions")

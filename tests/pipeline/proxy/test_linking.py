@@ -130,7 +130,7 @@ def test_token_memory_is_bounded_over_all_trajectories() -> None:
         plan, _ = _turn(linker, [{"role": "user", "content": f"t{i}"}], ["r"], explicit_id=f"T{i}")
         linker.token_prefix(plan, list(range(30)), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
         plans.append(plan)
-    assert linker._token_total <= 100  # noqa: SLF001 - the bound under test
+    assert linker.tokens.total <= 100  # the bound under test
     late, _ = _turn(linker, [{"role": "user", "content": "x"}], ["r"], explicit_id="T0")
     assert linker.token_prefix(late, list(range(40)), [1]) == 0  # T0's tokens were dropped: full prompt
     newest, _ = _turn(linker, [{"role": "user", "content": "y"}], ["r"], explicit_id="T4")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline.proxy.openai_chat.assembler import ChatStreamAssembler
-from pipeline.proxy.openai_completions.step import CompletionStreamAssembler
+from pipeline.proxy.chat_stream_assembler import ChatStreamAssembler
+from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
 from pipeline.proxy.sse import SseSplitter, event_data
 
 

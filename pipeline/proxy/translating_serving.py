@@ -1,0 +1,99 @@
+"""The one serving path of the surfaces that translate to chat upstream (Anthropic messages, OpenAI responses).
+
+Validate the request, let the surface's ``Exchange`` translate it to a chat-completions request, record
+the call through ``ChatCall``, then translate the answer back: one JSON object, or the surface's SSE
+events written from the chat chunks as they arrive. Each surface is a ``TranslatingSurface``: its request
+model and names, and how to start an ``Exchange`` for one request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from pipeline.proxy.chat_call import open_chat_call
+from pipeline.proxy.context import CallContext, call_context
+from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.http_io import read_json
+from pipeline.proxy.protocol_base import OpenModel, validate_request
+from pipeline.proxy.recorded_call import RecordedCall
+from pipeline.proxy.recorder import metadata_task_id, step_headers
+from pipeline.proxy.responses import SseResponse, json_response
+
+
+class StreamWriter(Protocol):
+    def feed(self, chunk: dict[str, Any]) -> list[bytes]: ...
+
+    def end(self, error: str | None) -> list[bytes]: ...
+
+
+class Exchange(Protocol):
+    """One request of a translating surface, from its chat translation to the answer in its own format."""
+
+    def chat(self) -> dict[str, Any]: ...
+
+    def response(self, rc: RecordedCall, answer: dict[str, Any]) -> dict[str, Any]: ...
+
+    def writer(self, rc: RecordedCall) -> StreamWriter: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TranslatingSurface:
+    request_model: type[OpenModel]
+    surface: str  # the label of the unknown-fields metric
+    operation: str  # GenAI operation name recorded in the step
+    provider: str  # the API the agent spoke
+    exchange: Callable[[Any, CallContext, dict[str, Any], Any], Exchange]  # (state, ctx, body, request)
+
+
+def chat_messages(chat: dict[str, Any]) -> list[Any]:
+    """The translated request's messages; 400 when there are none."""
+    messages = chat.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ApiError(400, "messages: must be a non-empty list of messages", param="messages")
+    return messages
+
+
+async def serve_translated(request: Request, surface: TranslatingSurface) -> Response:
+    state = request.app.state.sluice
+    ctx = call_context(request)
+    _, body = await read_json(request, state.config.proxy.max_body_bytes)
+    req = validate_request(surface.request_model, body, surface.surface, state.metrics)
+    backend = state.backend_for(req.model)  # type: ignore[attr-defined]
+    exchange = surface.exchange(state, ctx, body, req)
+    chat = exchange.chat()
+    rc = open_chat_call(
+        state,
+        ctx,
+        chat,
+        None,
+        backend,
+        messages=chat_messages(chat),
+        operation=surface.operation,
+        provider=surface.provider,
+        task_id=metadata_task_id(body),
+    )
+    headers = step_headers(rc.step)
+    if not rc.stream:
+        answer, _ = await rc.answer()
+        return json_response(json.dumps(exchange.response(rc, answer)).encode(), headers=headers)
+    upstream = await rc.open_stream()
+    return SseResponse(_stream(rc, upstream, exchange.writer(rc)), headers=headers)
+
+
+async def _stream(rc: RecordedCall, upstream: Any, writer: StreamWriter) -> AsyncIterator[bytes]:
+    async with contextlib.aclosing(rc.batches(upstream)) as batches:
+        async for batch in batches:
+            out: list[bytes] = []
+            for _, chunk in batch:
+                if "choices" in chunk or "usage" in chunk:
+                    out += writer.feed(chunk)
+            if out:
+                yield b"".join(out)
+    yield b"".join(writer.end(rc.error))
