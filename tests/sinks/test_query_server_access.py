@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -44,9 +45,9 @@ def test_closed_by_default_and_cross_tenant_probes_are_refused(broker: LocalBrok
             no_key = _query(http, count, None)
             assert no_key.status_code == 401 and no_key.json()["kind"] == "auth"
             assert _query(http, count, "sk-wrong").status_code == 401
-            for _ in range(100):
-                if _rows(_query(http, count, admin)) == [{"n": 2}]:
-                    break
+            deadline = time.monotonic() + 30  # the sink writes its first batch after batch_max_wait_s
+            while _rows(_query(http, count, admin)) != [{"n": 2}] and time.monotonic() < deadline:
+                time.sleep(0.05)
             assert _rows(_query(http, count, admin)) == [{"n": 2}]
 
             # globex probes acme's trajectory: the query sees nothing of it, erasure is refused
