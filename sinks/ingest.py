@@ -145,13 +145,14 @@ class SinkRunner:
         room = max(1, min(_MAX_CONSUME, (sink.batch_max_rows - self.batch.rows) // max(1, per_record)))
         wait = sink.batch_max_wait_s - self.batch.age_s() if self.batch.records else sink.batch_max_wait_s
         msgs = self._consumer.consume(num_messages=room, timeout=max(0.0, min(wait, 0.2)))
+        records = []
         for msg in msgs:
             err = msg.error()
             if err is not None:
                 self._on_error(err)
                 continue
             key = msg.key()
-            self.batch.add(
+            records.append(
                 SourceRecord(
                     topic=msg.topic(),
                     partition=msg.partition(),
@@ -160,6 +161,7 @@ class SinkRunner:
                     value=msg.value(),
                 )
             )
+        self.batch.add_all(records)
         if msgs:
             self.crash.reached("after_poll")
         if self.batch.records and (
