@@ -8,11 +8,12 @@ received.
 
 How it stays equal to the model path (``decode`` + ``model_dump_json``): the validator is derived from
 ``Trajectory``'s own pydantic schema (one definition of the contract), with each model read as a typed
-dict that gets no defaults filled in and no nulls accepted, so it is stricter than the model. A record is
-taken only when dumping the validated dicts gives back its bytes exactly (its header's dump with each
-step's dump spliced in: each step's JSON is then its slice of the record) and it holds no ``null`` (which a dump without nulls would have dropped). Anything else
-(an invalid record, another event type, another JSON spelling) gets ``None`` and goes through the model,
-which decides and explains as before.
+dict that gets no defaults filled in (a field with a default is required: a dump writes it) and no null
+where the model has a field or takes extra ones (a dump without nulls would drop it), so it is stricter
+than the model. A record is taken only when dumping the validated dicts gives back its bytes exactly (its
+header's dump with each step's dump spliced in: each step's JSON is then its slice of the record).
+Anything else (an invalid record, another event type, another JSON spelling) gets ``None`` and goes
+through the model, which decides and explains as before.
 
     pytest tests/sinks/test_received.py
 """
@@ -32,6 +33,20 @@ from sluice.events import Trajectory
 log = logging.getLogger(__name__)
 
 _DUMP = orjson.OPT_UTC_Z  # UTC datetimes end in "Z", as pydantic writes them
+
+
+# Any JSON value but null, unchanged (a changed value would not dump back to the bytes received).
+_NOT_NULL: dict[str, Any] = {
+    "type": "union",
+    "choices": [
+        {"type": "str", "strict": True},
+        {"type": "bool", "strict": True},
+        {"type": "int", "strict": True},
+        {"type": "float", "strict": True},
+        {"type": "list", "items_schema": {"type": "any"}},
+        {"type": "dict", "keys_schema": {"type": "str"}, "values_schema": {"type": "any"}},
+    ],
+}
 
 
 class UnsupportedSchema(Exception):
@@ -80,6 +95,8 @@ def _typed_dict(model: dict[str, Any]) -> dict[str, Any]:
         fields[name] = {"type": "typed-dict-field", "schema": _wire_form(schema), "required": required}
     extra = inner.get("extra_behavior") or model.get("config", {}).get("extra_fields_behavior") or "forbid"
     out: dict[str, Any] = {"type": "typed-dict", "fields": fields, "extra_behavior": extra}
+    if extra == "allow":
+        out["extras_schema"] = _NOT_NULL  # a dump without nulls drops an extra field that is null
     if "ref" in model:
         out["ref"] = model["ref"]
     return out
@@ -99,7 +116,7 @@ def wire_validator() -> SchemaValidator | None:
 def receive_trajectory(value: bytes) -> ReceivedTrajectory | None:
     """``value`` decoded and validated once, when it is a trajectory in wire form; else None."""
     validator = wire_validator()
-    if validator is None or b"null" in value:
+    if validator is None:
         return None
     try:
         fields = validator.validate_json(value)

@@ -120,3 +120,20 @@ def test_credentials_in_headers_are_scrubbed_through_the_model() -> None:
     b.add_all([SourceRecord("a", 0, 0, "t-h", encode(t))], NOW)
     (first, _) = sorted(b.tables["steps"].values(), key=lambda r: r["step_index"])
     assert "sk-x" not in first["record"] and '"user-agent":"a/1"' in first["record"]
+
+
+def test_nulls_the_model_would_drop_take_the_model_path() -> None:
+    t = make_trajectory("t-n", n_steps=1)
+    wire = encode(t)
+    null_extra = wire.replace(b'"role":"system",', b'"role":"system","note":null,', 1)  # Message takes extras
+    null_field = wire.replace(b'"status":"ended"', b'"session_id":null,"status":"ended"', 1)
+    extra_in_closed = wire.replace(b'"request_headers":{}', b'"request_headers":{},"tool_versions_x":1', 1)
+    for value in (null_extra, null_field):
+        assert receive_trajectory(value) is None
+        b = PendingBatch(TOPICS)
+        b.add(SourceRecord("a", 0, 0, "t-n", value), NOW)
+        (step,) = b.tables["steps"].values()  # stored through the model, nulls dropped as before
+        assert "null" not in step["record"] and step["record"] == t.steps[0].model_dump_json(
+            exclude_none=True
+        )
+    assert receive_trajectory(extra_in_closed) is None  # StepMetadata forbids extras: the model refuses it too
