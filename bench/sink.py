@@ -241,8 +241,8 @@ def main(argv: list[str] | None = None) -> None:
     rowwise_s = bench_rowwise(sample, workdir / "rowwise.duckdb")
     rowwise_steps = args.rowwise_trajectories * STEPS
     all_rows = total_rows(bs)
-    # The sink process holds none of the benchmark's objects: drop them, so that the garbage collector
-    # does not walk millions of them during the end-to-end run (they slowed it by half).
+    # A sink process holds none of the benchmark's objects: drop them, so that the garbage collector does
+    # not walk millions of them during the end-to-end run.
     del trajs, values, bs, sample
     gc.collect()
     e2e_values = [(t.trajectory_id, encode(t)) for t in workload(args.trajectories, "e")]
