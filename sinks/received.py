@@ -26,7 +26,7 @@ from functools import cache
 from typing import Any
 
 import orjson
-from pydantic_core import SchemaValidator, ValidationError
+from pydantic_core import SchemaError, SchemaValidator, ValidationError
 
 from sluice.events import Trajectory
 
@@ -108,7 +108,7 @@ def wire_validator() -> SchemaValidator | None:
     takes the model path)."""
     try:
         return SchemaValidator(_wire_form(Trajectory.__pydantic_core_schema__))
-    except UnsupportedSchema as err:
+    except (UnsupportedSchema, SchemaError) as err:  # SchemaError: a pydantic-core without a feature used
         log.warning("trajectories are decoded through the model only: %s", err)
         return None
 
