@@ -292,7 +292,9 @@ class DuckDBStore:
         self.con.close()
 
 
-def _store_offsets(con: duckdb.DuckDBPyConnection, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+def _store_offsets(
+    con: duckdb.DuckDBPyConnection, group_id: str, offsets: dict[tuple[str, int], int]
+) -> None:
     if not offsets:
         return
     now = datetime.now(UTC)

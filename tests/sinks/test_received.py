@@ -136,4 +136,5 @@ def test_nulls_the_model_would_drop_take_the_model_path() -> None:
         assert "null" not in step["record"] and step["record"] == t.steps[0].model_dump_json(
             exclude_none=True
         )
-    assert receive_trajectory(extra_in_closed) is None  # StepMetadata forbids extras: the model refuses it too
+    # StepMetadata takes no extra fields: the model refuses this record too
+    assert receive_trajectory(extra_in_closed) is None
