@@ -194,10 +194,12 @@ class ControlJournal:
                         os.replace(self.path(logical).with_suffix(".log.new"), self.path(logical))
                     os.replace(self.dir / "cluster.new", self.dir / "cluster")
                 if caught_up:
-                    self._save_erasure_done(
-                        stages, md.cluster_id, md.topics[self.topics["erasure"]].partitions
-                    )
-        except Exception as err:  # noqa: BLE001 - the broker went away: the journal keeps what it has
+                    try:
+                        partitions = md.topics[self.topics["erasure"]].partitions
+                        self._save_erasure_done(stages, md.cluster_id, partitions)
+                    except KafkaException as err:  # slow or away for a moment: the last saved offsets stand
+                        log.debug("control journal: the stages' erasure offsets were not read: %s", err)
+        except Exception as err:  # noqa: BLE001 - no broker at the start: the journal keeps what it has
             log.warning("control journal stopped: %s", err)
         finally:
             for f in files.values():

@@ -13,6 +13,7 @@ is skipped silently, and every record advances its partition's next offset.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,10 +28,12 @@ from sinks.flatten import (
     dead_letter_row,
     invalid_row,
     ledger_row,
+    rows_of_fields,
     scrub_headers,
     trajectory_rows,
     unredacted_steps,
 )
+from sinks.received import ReceivedTrajectory, receive_trajectory
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, Trajectory, decode
 from sluice.evolution import LedgerEntry
@@ -55,6 +58,12 @@ class BatchTopics:
     deadletter: str
     raw: frozenset[str] = frozenset()
     ledger: str | None = None  # the control plane's ledger (LedgerEntry records)
+
+
+def _has_headers(steps: list[dict[str, Any]], sensitive: tuple[str, ...]) -> bool:
+    """Whether any step recorded a header named like one of ``sensitive`` (case-insensitive)."""
+    banned = {h.lower() for h in sensitive}
+    return any(k.lower() in banned for s in steps for k in s["metadata"]["request_headers"])
 
 
 def validation_reason(err: ValidationError, limit: int = 5) -> str:
@@ -101,6 +110,13 @@ class PendingBatch:
         with gc_paused():  # decoding allocates many objects; collect once per record, not every 700
             self._add(rec, now or datetime.now(UTC))
 
+    def add_all(self, recs: Iterable[SourceRecord], now: datetime | None = None) -> None:
+        """``add`` each of ``recs`` (what one poll returned), collecting garbage once for all of them."""
+        now = now or datetime.now(UTC)
+        with gc_paused():
+            for rec in recs:
+                self._add(rec, now)
+
     def _add(self, rec: SourceRecord, now: datetime) -> None:
         if self.first_at is None:
             self.first_at = time.monotonic()
@@ -134,6 +150,33 @@ class PendingBatch:
         self._put("dead_letters", invalid_row(rec, reason, error_type, now, withhold_original=withhold))
 
     def _add_trajectory(self, rec: SourceRecord, now: datetime) -> None:
+        received = receive_trajectory(rec.value or b"")
+        if received is None or not self._add_received(received, rec, now):
+            self._add_trajectory_model(rec, now)
+
+    def _add_received(self, received: ReceivedTrajectory, rec: SourceRecord, now: datetime) -> bool:
+        """Store a wire-form trajectory as received; False when it needs the model path (credentials
+        in recorded headers are scrubbed there, which changes the step's JSON)."""
+        t = received.fields
+        if self.sensitive_headers and _has_headers(t["steps"], self.sensitive_headers):
+            return False
+        if rec.key is not None and rec.key != t["trajectory_id"]:
+            reason = f"record key {rec.key!r} is not its trajectory_id {t['trajectory_id']!r}"
+            self._invalid(rec, reason, "KeyMismatch", now, withhold=False)
+            return True
+        if self.require_redacted and t["governance"]["redaction"] != "redacted":
+            raw = [s["step_index"] for s in t["steps"] if s["governance"]["redaction"] != "redacted"]
+            if raw:
+                reason = f"unredacted steps {raw[:10]} refused: raw traffic never reaches the store"
+                self._invalid(rec, reason, "Unredacted", now, withhold=True)
+                return True
+        self.counts.trajectories += 1
+        for table, rows in rows_of_fields(t, received.header_json, received.step_json, rec, now).items():
+            for row in rows:
+                self._put(table, row)
+        return True
+
+    def _add_trajectory_model(self, rec: SourceRecord, now: datetime) -> None:
         try:
             event = decode(rec.value or b"")
         except ValidationError as err:

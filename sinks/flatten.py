@@ -3,8 +3,10 @@
 A ``Trajectory`` version becomes one ``trajectory_versions`` row (its header JSON without steps, its
 eligibility decision, and where it was read: the lineage), one ``steps`` row per step (the columns
 queries filter on, the redaction counts and the step's full JSON, keyed by trajectory and step index)
-and one ``rewards`` row per reward. Credentials that slipped into a
-step's recorded headers are scrubbed before anything is stored. A dead letter whose source is a raw
+and one ``rewards`` row per reward, all built from the trajectory's fields as dicts
+(``rows_of_fields``): the wire-form dicts of ``sinks.received``, whose JSON is stored as received, or
+a model dump. Credentials that slipped into a step's recorded headers are scrubbed before anything is
+stored. A dead letter whose source is a raw
 topic keeps only the hash and size of its original bytes: raw traffic never reaches DuckDB.
 
     pytest tests/sinks/test_flatten.py
@@ -18,6 +20,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sluice.events import DeadLetter, StepEvent, Trajectory
@@ -53,6 +56,12 @@ def _json(obj: Any) -> str | None:
     return None if obj is None else _ENCODER.encode(obj)
 
 
+@lru_cache(maxsize=4096)
+def _entities_json(counts: tuple[tuple[str, int], ...]) -> str:
+    """A redaction report's entity counts as JSON, keys sorted (few distinct ones: computed once each)."""
+    return _ENCODER.encode(dict(counts))
+
+
 def _digest(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
@@ -74,34 +83,35 @@ def unredacted_steps(t: Trajectory) -> list[int]:
     return [s.step_index for s in t.steps if s.governance.redaction != "redacted"]
 
 
-def step_row(t: Trajectory, step: StepEvent, now: datetime) -> Row:
-    """The stored columns of a step; the rest of it is read from ``record`` (``STEP_RECORD_FIELDS``)."""
-    record = step.model_dump_json(exclude_none=True)
-    meta, gen_ai = step.metadata, step.metadata.gen_ai
-    first = step.action.choices[0] if step.action.choices else None
-    report = step.governance.redaction_report
+def _step_row(t: dict[str, Any], step: dict[str, Any], record: str, now: datetime) -> Row:
+    """Columns of a step from its fields (absent or None alike where optional) and its JSON ``record``."""
+    meta, result, gov = step["metadata"], step["action_result"], step["governance"]
+    gen_ai = meta["gen_ai"]
+    choices = step["action"]["choices"]
+    report = gov.get("redaction_report")
+    entities = report["entities"] if report else None
     return {
-        "trajectory_id": t.trajectory_id,
-        "step_index": step.step_index,
-        "tenant": t.tenant,
-        "session_id": step.session_id or t.session_id,
-        "since_version": t.version,
-        "created_at": step.created_at,
-        "request_model": gen_ai.request_model,
-        "response_model": gen_ai.response_model,
-        "model_version": meta.model_version,
-        "finish_reason": first.finish_reason if first else None,
-        "input_tokens": gen_ai.usage_input_tokens,
-        "output_tokens": gen_ai.usage_output_tokens,
-        "latency_ms": meta.latency_ms,
-        "ttft_ms": meta.time_to_first_token_ms,
-        "cost_usd": meta.cost_usd,
-        "error": step.action_result.error,
-        "status_code": step.action_result.status_code,
-        "redaction": step.governance.redaction,
-        "data_class": step.governance.data_class,
-        "entity_count": sum(report.entities.values()) if report else None,
-        "entities": _json(dict(sorted(report.entities.items()))) if report else None,
+        "trajectory_id": t["trajectory_id"],
+        "step_index": step["step_index"],
+        "tenant": t["tenant"],
+        "session_id": step.get("session_id") or t.get("session_id"),
+        "since_version": t["version"],
+        "created_at": step["created_at"],
+        "request_model": gen_ai["request_model"],
+        "response_model": gen_ai.get("response_model"),
+        "model_version": meta.get("model_version"),
+        "finish_reason": choices[0].get("finish_reason") if choices else None,
+        "input_tokens": gen_ai.get("usage_input_tokens"),
+        "output_tokens": gen_ai.get("usage_output_tokens"),
+        "latency_ms": meta.get("latency_ms"),
+        "ttft_ms": meta.get("time_to_first_token_ms"),
+        "cost_usd": meta.get("cost_usd"),
+        "error": result.get("error"),
+        "status_code": result.get("status_code"),
+        "redaction": gov["redaction"],
+        "data_class": gov["data_class"],
+        "entity_count": sum(entities.values()) if report else None,
+        "entities": _entities_json(tuple(sorted(entities.items()))) if report else None,
         "content_hash": _digest(record),
         "record": record,
         "ingested_at": now,
@@ -120,62 +130,77 @@ def _sum(values: Iterable[float | int | None]) -> float | int | None:
 
 def trajectory_rows(t: Trajectory, rec: SourceRecord, now: datetime) -> dict[str, list[Row]]:
     """Rows of every table for one trajectory version read at ``rec`` (steps already scrubbed)."""
-    gov = t.governance
-    elig, replay = gov.eligibility, gov.replay
-    vid = version_id(t.trajectory_id, t.version)
-    steps = [step_row(t, s, now) for s in t.steps]
+    return rows_of_fields(
+        t.model_dump(),
+        t.model_dump_json(exclude={"steps"}, exclude_none=True),
+        [s.model_dump_json(exclude_none=True) for s in t.steps],
+        rec,
+        now,
+    )
+
+
+def rows_of_fields(
+    t: dict[str, Any], header_json: str, step_json: list[str], rec: SourceRecord, now: datetime
+) -> dict[str, list[Row]]:
+    """Rows of every table for one trajectory version from its validated fields (a model dump, or the
+    dicts of ``sinks.received``: optional fields absent or None alike), its JSON without steps, and each
+    step's JSON (what the ``record`` columns store)."""
+    gov = t["governance"]
+    elig, replay = gov.get("eligibility"), gov.get("replay")
+    tid, version, tenant = t["trajectory_id"], t["version"], t["tenant"]
+    steps = [_step_row(t, s, j, now) for s, j in zip(t["steps"], step_json, strict=True)]
     rewards: dict[str, Row] = {}
-    for r in [*t.rewards, *(r for s in t.steps for r in s.rewards)]:
+    for r in [*t["rewards"], *(r for s in t["steps"] for r in s["rewards"])]:
         rewards.setdefault(
-            r.reward_id,
+            r["reward_id"],
             {
-                "reward_id": r.reward_id,
-                "trajectory_id": t.trajectory_id,
-                "tenant": t.tenant,
-                "name": r.name,
-                "kind": r.kind,
-                "value": r.value,
-                "critique": r.critique,
-                "source": r.source,
-                "step_index": r.step_index,
-                "created_at": r.created_at,
-                "first_version": t.version,
+                "reward_id": r["reward_id"],
+                "trajectory_id": tid,
+                "tenant": tenant,
+                "name": r["name"],
+                "kind": r["kind"],
+                "value": r.get("value"),
+                "critique": r.get("critique"),
+                "source": r["source"],
+                "step_index": r.get("step_index"),
+                "created_at": r["created_at"],
+                "first_version": version,
                 "ingested_at": now,
             },
         )
-    retention = gov.retention_deadline or (elig.retention_deadline if elig else None)
+    retention = gov.get("retention_deadline") or (elig.get("retention_deadline") if elig else None)
     header = {
-        "event_id": vid,
-        "trajectory_id": t.trajectory_id,
-        "version": t.version,
-        "tenant": t.tenant,
-        "session_id": t.session_id,
-        "status": t.status,
-        "rewarded": t.rewarded,
-        "reward": t.reward,
+        "event_id": version_id(tid, version),
+        "trajectory_id": tid,
+        "version": version,
+        "tenant": tenant,
+        "session_id": t.get("session_id"),
+        "status": t["status"],
+        "rewarded": t["rewarded"],
+        "reward": t.get("reward"),
         "reward_count": len(rewards),
-        "step_count": len(t.steps),
+        "step_count": len(steps),
         "input_tokens": _sum(s["input_tokens"] for s in steps) or 0,
         "output_tokens": _sum(s["output_tokens"] for s in steps) or 0,
         "cost_usd": _sum(s["cost_usd"] for s in steps),
         "models": sorted({s["response_model"] or s["request_model"] for s in steps} - {None, ""}),
         "model_versions": sorted({s["model_version"] for s in steps} - {None, ""}),
-        "first_step_at": t.first_step_at,
-        "ended_at": t.ended_at,
-        "emitted_at": t.emitted_at,
-        "created_at": t.created_at,
-        "data_class": gov.data_class,
-        "consent_training": gov.consent.training,
+        "first_step_at": t.get("first_step_at"),
+        "ended_at": t.get("ended_at"),
+        "emitted_at": t["emitted_at"],
+        "created_at": t["created_at"],
+        "data_class": gov["data_class"],
+        "consent_training": gov["consent"].get("training"),
         "retention_deadline": retention,
-        "subject_ids": list(gov.subject_ids),
-        "redaction": gov.redaction,
-        "eligibility": elig.decision if elig else None,
-        "eligibility_reasons": list(elig.reasons) if elig else None,
-        "policy_version": elig.policy_version if elig else None,
-        "replay_grade": replay.grade if replay else None,
-        "replay_reasons": list(replay.reasons) if replay else None,
-        "schema_version": t.schema_version,
-        "record": t.model_dump_json(exclude={"steps"}, exclude_none=True),
+        "subject_ids": list(gov["subject_ids"]),
+        "redaction": gov["redaction"],
+        "eligibility": elig["decision"] if elig else None,
+        "eligibility_reasons": list(elig["reasons"]) if elig else None,
+        "policy_version": elig["policy_version"] if elig else None,
+        "replay_grade": replay["grade"] if replay else None,
+        "replay_reasons": list(replay["reasons"]) if replay else None,
+        "schema_version": t["schema_version"],
+        "record": header_json,
         "ingested_at": now,
         **_lineage(rec),
     }

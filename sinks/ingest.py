@@ -6,7 +6,8 @@ offset stored with the last committed batch (``on_assign``), or the beginning wh
 crash anywhere therefore re-reads exactly what was not committed, and rows upsert by identity, so the
 result has no gap and no duplicate. Offsets are also committed to the broker after each batch, but
 only so that external lag monitors see progress. Batches close at ``batch_max_rows`` rows or
-``batch_max_wait_s`` seconds, which bounds memory. SIGTERM/SIGINT flush the open batch and exit 0.
+``batch_max_wait_s`` seconds, which bounds memory; a closed batch is inserted on a writer thread while
+the loop decodes the next one (``sinks.writer``), one batch at a time and in order. SIGTERM/SIGINT flush the open batch and exit 0.
 
     sluice sink --config infra/sluice.yaml
 """
@@ -22,7 +23,6 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any
 
-import duckdb
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from sinks.admin_key import ensure_admin_key
@@ -36,6 +36,7 @@ from sinks.metrics import SinkMetrics
 from sinks.principal import Principal
 from sinks.query_server import QueryServer, QueryService, database_id
 from sinks.store import DuckDBStore
+from sinks.writer import BatchWriter, Written
 from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class SinkRunner:
         self.crash = crash or CrashPlan.from_env()
         self.metrics = SinkMetrics()
         self.store = DuckDBStore.for_sink(self.path, cfg.sink, cfg.replay.min_train_grade, self.crash)
+        self.writer = BatchWriter(self.store, cfg.sink.group_id)
         t = cfg.topics
         self.topics = BatchTopics(
             audited=t.name("trajectories_audited"),
@@ -119,9 +121,9 @@ class SinkRunner:
 
     def shutdown(self) -> None:
         try:
-            if self.batch.records:
-                self.flush()
+            self.flush()
         finally:
+            self.writer.close()
             self._fail_pending_erasures()
             if self._consumer is not None:
                 self._consumer.close()
@@ -138,6 +140,8 @@ class SinkRunner:
     def step(self) -> None:
         """One turn: serve erasures, consume up to a batch's worth, flush when full or old."""
         assert self._consumer is not None
+        if self.writer.done():
+            self._written(self.writer.finish())
         self._serve_erasures()
         sink = self.cfg.sink
         # Records to ask for: what fits in the batch at the rows per record seen so far (memory bound).
@@ -145,13 +149,14 @@ class SinkRunner:
         room = max(1, min(_MAX_CONSUME, (sink.batch_max_rows - self.batch.rows) // max(1, per_record)))
         wait = sink.batch_max_wait_s - self.batch.age_s() if self.batch.records else sink.batch_max_wait_s
         msgs = self._consumer.consume(num_messages=room, timeout=max(0.0, min(wait, 0.2)))
+        records = []
         for msg in msgs:
             err = msg.error()
             if err is not None:
                 self._on_error(err)
                 continue
             key = msg.key()
-            self.batch.add(
+            records.append(
                 SourceRecord(
                     topic=msg.topic(),
                     partition=msg.partition(),
@@ -160,12 +165,13 @@ class SinkRunner:
                     value=msg.value(),
                 )
             )
+        self.batch.add_all(records)
         if msgs:
             self.crash.reached("after_poll")
         if self.batch.records and (
             self.batch.rows >= sink.batch_max_rows or self.batch.age_s() >= sink.batch_max_wait_s
         ):
-            self.flush()
+            self._start_flush()
         now = time.monotonic()
         if now - self._last_lag >= sink.lag_interval_s:
             self._last_lag = now
@@ -175,24 +181,29 @@ class SinkRunner:
             log.info("sink progress: %s", self._progress_line())
 
     def flush(self) -> None:
-        """Write the open batch and its offsets in one transaction."""
+        """Write the open batch and its offsets in one transaction, and wait until it is committed."""
+        self._start_flush()
+        self._written(self.writer.finish())
+
+    def _start_flush(self) -> None:
+        """Hand the open batch to the writer (the loop goes on decoding while DuckDB inserts it)."""
         batch, self.batch = self.batch, self._new_batch()
-        if not batch.records:
+        if batch.records:
+            self._written(self.writer.submit(batch))
+
+    def _written(self, done: Written | None) -> None:
+        """Account for a committed batch: metrics, and its offsets as committed."""
+        if done is None:
             return
-        started = time.perf_counter()
-        try:
-            written = self.store.write(batch, self.cfg.sink.group_id)
-        except duckdb.Error as err:  # nothing of the batch is committed; a restart re-reads it
-            raise SinkError(f"writing a batch to {self.path} failed: {err}") from err
-        self.metrics.batch_seconds.observe(time.perf_counter() - started)
+        self.metrics.batch_seconds.observe(done.seconds)
         self.metrics.batches.inc()
-        for table, n in written.items():
+        for table, n in done.rows.items():
             self.metrics.rows.labels(table).inc(n)
-        for kind, n in batch.counts.as_dict().items():
+        for kind, n in done.batch.counts.as_dict().items():
             self.metrics.records.labels(kind).inc(n)
-        self.metrics.dead_letters.inc(written.get("dead_letters", 0))
-        self._committed.update(batch.offsets)
-        self._commit_to_broker(batch.offsets)
+        self.metrics.dead_letters.inc(done.rows.get("dead_letters", 0))
+        self._committed.update(done.batch.offsets)
+        self._commit_to_broker(done.batch.offsets)
 
     def _commit_to_broker(self, offsets: dict[tuple[str, int], int]) -> None:
         """Informational only (lag monitors): the offsets that count are in DuckDB."""
@@ -233,6 +244,7 @@ class SinkRunner:
         self._committed = self.store.stored_offsets(self.cfg.sink.group_id)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._written(self.writer.finish())  # the offsets of a batch being written count too
         stored = self.store.stored_offsets(self.cfg.sink.group_id)
         for tp in partitions:
             tp.offset = stored.get((tp.topic, tp.partition), OFFSET_BEGINNING)

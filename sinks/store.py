@@ -204,25 +204,53 @@ class DuckDBStore:
 
         Records whose rows do not convert to the store's types become dead letters (the rest is written).
         """
+        return self.write_tables(*self.arrow_tables(batch), group_id)
+
+    def arrow_tables(self, batch: PendingBatch) -> tuple[PendingBatch, dict[str, pa.Table]]:
+        """The batch's Arrow tables, and the batch they are of: when some records' rows do not convert
+        to the store's types, a batch with those records turned into dead letters."""
         try:
-            tables = batch.arrow_tables()
+            return batch, batch.arrow_tables()
         except (pa.ArrowException, OverflowError, TypeError, ValueError) as err:
             log.warning("batch does not convert (%s): isolating the records that do not fit", err)
             batch = batch.without_unstorable()
-            tables = batch.arrow_tables()
+            return batch, batch.arrow_tables()
+
+    def write_tables(
+        self,
+        batch: PendingBatch,
+        tables: dict[str, pa.Table],
+        group_id: str,
+        con: duckdb.DuckDBPyConnection | None = None,
+    ) -> dict[str, int]:
+        """Write a batch's tables (``arrow_tables``) and offsets atomically, on ``con`` (a ``cursor``
+        of this store for another thread; default: the store's connection)."""
+        con = con or self.con
         if _expects_no_conflicts(batch):
             try:
-                return self._write(batch, tables, group_id, INSERT_SQL)
+                return self._write(con, batch, tables, group_id, INSERT_SQL)
             except _Conflict:
                 log.debug("batch re-delivers stored rows: writing it again with upserts")
-        return self._write(batch, tables, group_id, UPSERT_SQL)
+        return self._write(con, batch, tables, group_id, UPSERT_SQL)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """Another connection to this store, for use on another thread (DuckDB connections are not
+        thread-safe), in the store's catalog (a cursor starts in DuckDB's in-memory one)."""
+        catalog = self.con.execute("SELECT current_database()").fetchone()[0]
+        cur = self.con.cursor()
+        cur.execute(f'USE "{catalog}"').fetchall()
+        return cur
 
     def _write(
-        self, batch: PendingBatch, tables: dict[str, pa.Table], group_id: str, sql: dict[str, str]
+        self,
+        con: duckdb.DuckDBPyConnection,
+        batch: PendingBatch,
+        tables: dict[str, pa.Table],
+        group_id: str,
+        sql: dict[str, str],
     ) -> dict[str, int]:
         """One transaction: deletes, one statement per table (``sql``), offsets, commit."""
         written: dict[str, int] = {}
-        con = self.con
         con.execute("BEGIN TRANSACTION").fetchall()
         try:
             if batch.deletes:
@@ -241,7 +269,7 @@ class DuckDBStore:
                     with contextlib.suppress(duckdb.Error):  # fails in an aborted transaction: see below
                         con.unregister(f"_in_{name}")
             self.crash.reached("after_write")
-            self._store_offsets(group_id, batch.offsets)
+            _store_offsets(con, group_id, batch.offsets)
             self.crash.reached("before_commit")
             con.execute("COMMIT").fetchall()
         except BaseException:
@@ -253,20 +281,6 @@ class DuckDBStore:
         self.crash.reached("after_commit")
         return written
 
-    def _store_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
-        if not offsets:
-            return
-        now = datetime.now(UTC)
-        rows = [
-            {"group_id": group_id, "topic": t, "partition": p, "next_offset": o, "updated_at": now}
-            for (t, p), o in offsets.items()
-        ]
-        self.con.register("_in_offsets", to_arrow("offsets", rows))
-        try:
-            self.con.execute("INSERT OR REPLACE INTO store.offsets SELECT * FROM _in_offsets").fetchall()
-        finally:
-            self.con.unregister("_in_offsets")
-
     def checkpoint(self) -> None:
         self.con.execute("CHECKPOINT").fetchall()
 
@@ -276,6 +290,23 @@ class DuckDBStore:
         except duckdb.Error as err:  # a failed checkpoint leaves the WAL, which replays on open
             log.warning("checkpoint on close failed: %s", err)
         self.con.close()
+
+
+def _store_offsets(
+    con: duckdb.DuckDBPyConnection, group_id: str, offsets: dict[tuple[str, int], int]
+) -> None:
+    if not offsets:
+        return
+    now = datetime.now(UTC)
+    rows = [
+        {"group_id": group_id, "topic": t, "partition": p, "next_offset": o, "updated_at": now}
+        for (t, p), o in offsets.items()
+    ]
+    con.register("_in_offsets", to_arrow("offsets", rows))
+    try:
+        con.execute("INSERT OR REPLACE INTO store.offsets SELECT * FROM _in_offsets").fetchall()
+    finally:
+        con.unregister("_in_offsets")
 
 
 def without_erased(con: duckdb.DuckDBPyConnection, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:

@@ -98,6 +98,8 @@ class KafkaPublisher:
         self._tracked = set(landing.raw_topics) if landing is not None else set()
         self.land_interval_s = land_interval_s
         self._landing_task: asyncio.Future[LandingReport] | None = None
+        self._landing_epoch = 0  # which cluster switch a running check started after
+        self._cluster_switches = 0
         self._next_landing = 0.0
         self._pending: deque[LogRecord] = deque()  # direct mode: waiting for room in flight
         self._in_flight: dict[int, LogRecord] = {}  # seq -> record handed to the producer
@@ -343,13 +345,14 @@ class KafkaPublisher:
             if not task.done():
                 return
             self._landing_task = None
-            if task.exception() is None:
-                self._apply_landing(task.result())
+            if task.exception() is None and self._landing_epoch == self._cluster_switches:
+                self._apply_landing(task.result())  # (a check that began before a switch read the old one)
             else:
                 log.debug("landing check failed: %s", task.exception())
         now = time.monotonic()
         if now >= self._next_landing:
             self._next_landing = now + self.land_interval_s
+            self._landing_epoch = self._cluster_switches
             self._landing_task = asyncio.get_running_loop().run_in_executor(None, self.landing.poll)
 
     def _apply_landing(self, report: LandingReport) -> None:
@@ -367,6 +370,7 @@ class KafkaPublisher:
 
     def _new_cluster(self, cluster: str) -> None:
         known = self.wal.cluster
+        self._cluster_switches += 1
         again = self.wal.forget_deliveries(cluster)
         if known is not None:
             (log.warning if again else log.info)(

@@ -1,0 +1,140 @@
+"""Trajectories decoded once and stored as received give exactly the rows of the model path."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from sinks.batch import BatchTopics, PendingBatch
+from sinks.flatten import SourceRecord, rows_of_fields, trajectory_rows
+from sinks.received import receive_trajectory, wire_validator
+from sluice.events import (
+    EligibilityDecision,
+    Message,
+    Reward,
+    ToolCall,
+    ToolResult,
+    Trajectory,
+    decode,
+    encode,
+)
+from testing.samples import make_trajectory
+
+NOW = datetime(2026, 11, 2, tzinfo=UTC)
+REC = SourceRecord("a", 1, 9, None, b"")
+TOPICS = BatchTopics(audited="a", deadletter="d")
+
+
+def _varied() -> list[Trajectory]:
+    """Sample trajectories that between them use optional parts, extras, unicode and odd numbers."""
+    plain = make_trajectory("t-plain", n_steps=3)
+    rewarded = make_trajectory("t-r", n_steps=4, version=3, reward=0.25, subject_ids=["u1"], session_id="s9")
+    audit = make_trajectory("t-audit", n_steps=2, decision="audit_only", grade="approximate")
+    rich = make_trajectory("t-rich", tenant="globex", n_steps=3, reward=-1.5)
+    step = rich.steps[1]
+    step.rewards.append(Reward(reward_id="t-rich-s1", value=1e-7, step_index=1, source="judge"))
+    step.observation.messages.append(Message(role="user", content='naïve café ✓ "quoted"\n', tag="x"))
+    step.action.choices[0].message.tool_calls = [ToolCall(id="c1", name="grep", arguments='{"q": 1}')]
+    step.action_result.tool_results.append(ToolResult(tool_call_id="c1", content=[{"type": "text"}]))
+    step.metadata.request_headers["user-agent"] = "agent/1"
+    step.metadata.cost_usd = 123456789.125
+    step.metadata.time_to_first_token_ms = 3.0
+    step.action_result.error, step.action_result.status_code = "upstream 500", 500
+    rich.steps[2].governance.redaction_report = None
+    rich.governance.eligibility = EligibilityDecision(
+        decision="train", retention_deadline=datetime(2027, 1, 1, 12, 30, 0, 250000, tzinfo=UTC)
+    )
+    rich.governance.replay = None
+    empty = make_trajectory("t-empty", n_steps=0)
+    return [plain, rewarded, audit, rich, empty]
+
+
+def test_the_schema_mirrors() -> None:
+    assert wire_validator() is not None
+
+
+def test_received_rows_equal_model_rows() -> None:
+    for t in _varied():
+        got = receive_trajectory(encode(t))
+        assert got is not None, t.trajectory_id
+        fast = rows_of_fields(got.fields, got.header_json, got.step_json, REC, NOW)
+        assert fast == trajectory_rows(t, REC, NOW), t.trajectory_id
+
+
+def test_step_records_are_the_bytes_received() -> None:
+    t = _varied()[3]
+    value = encode(t)
+    got = receive_trajectory(value)
+    assert got is not None
+    assert all(s.encode() in value for s in got.step_json)
+    assert got.step_json == [s.model_dump_json(exclude_none=True) for s in decode(value).steps]
+
+
+def test_other_spellings_take_the_model_path_and_store_the_same() -> None:
+    t = _varied()[1]
+    wire = encode(t)
+    spaced = json.dumps(json.loads(wire), indent=1).encode()  # valid, not in wire form
+    with_null = wire.replace(b'"status":', b'"outcome_note":null,"status":')
+    assert receive_trajectory(spaced) is None and receive_trajectory(with_null) is None
+    a, b = PendingBatch(TOPICS), PendingBatch(TOPICS)
+    a.add(SourceRecord("a", 0, 0, "t-r", wire), NOW)
+    b.add(SourceRecord("a", 0, 0, "t-r", spaced), NOW)
+    assert a.tables == b.tables and a.counts.trajectories == b.counts.trajectories == 1
+
+
+def test_invalid_records_still_dead_letter_with_the_model_reason() -> None:
+    t = make_trajectory("t-bad", n_steps=2)
+    good = encode(t)
+    cases = {
+        "extra field": good.replace(b'"status":', b'"surprise":1,"status":'),
+        "wrong type": good.replace(b'"step_index":1', b'"step_index":"one"'),
+        "bad literal": good.replace(b'"redaction":"redacted"', b'"redaction":"maybe"', 1),
+        "not json": good[:-3],
+    }
+    for name, value in cases.items():
+        assert receive_trajectory(value) is None, name
+        b = PendingBatch(TOPICS)
+        b.add(SourceRecord("a", 0, 5, "t-bad", value), NOW)
+        (row,) = b.tables["dead_letters"].values()
+        assert row["error_type"] == "ValidationError" and row["reason"].startswith("invalid record: "), name
+        assert not b.tables["steps"] and b.counts.invalid == 1, name
+
+
+def test_unredacted_and_mismatched_keys_are_refused_on_the_fast_path() -> None:
+    raw = make_trajectory("t-raw", n_steps=2)
+    raw.governance.redaction = "raw"
+    raw.steps[1].governance.redaction = "raw"
+    b = PendingBatch(TOPICS)
+    b.add(SourceRecord("a", 0, 0, "t-raw", encode(raw)), NOW)
+    b.add(SourceRecord("a", 0, 1, "other", encode(make_trajectory("t-ok"))), NOW)
+    reasons = {r["error_type"]: r for r in b.tables["dead_letters"].values()}
+    assert reasons["Unredacted"]["reason"].startswith("unredacted steps [1] refused")
+    assert reasons["Unredacted"]["original_withheld"] is True
+    assert reasons["KeyMismatch"]["reason"] == "record key 'other' is not its trajectory_id 't-ok'"
+
+
+def test_credentials_in_headers_are_scrubbed_through_the_model() -> None:
+    t = make_trajectory("t-h", n_steps=2)
+    t.steps[0].metadata.request_headers.update({"Authorization": "Bearer sk-x", "user-agent": "a/1"})
+    b = PendingBatch(TOPICS, sensitive_headers=("authorization",))
+    b.add_all([SourceRecord("a", 0, 0, "t-h", encode(t))], NOW)
+    (first, _) = sorted(b.tables["steps"].values(), key=lambda r: r["step_index"])
+    assert "sk-x" not in first["record"] and '"user-agent":"a/1"' in first["record"]
+
+
+def test_nulls_the_model_would_drop_take_the_model_path() -> None:
+    t = make_trajectory("t-n", n_steps=1)
+    wire = encode(t)
+    null_extra = wire.replace(b'"role":"system",', b'"role":"system","note":null,', 1)  # Message takes extras
+    null_field = wire.replace(b'"status":"ended"', b'"session_id":null,"status":"ended"', 1)
+    extra_in_closed = wire.replace(b'"request_headers":{}', b'"request_headers":{},"tool_versions_x":1', 1)
+    for value in (null_extra, null_field):
+        assert receive_trajectory(value) is None
+        b = PendingBatch(TOPICS)
+        b.add(SourceRecord("a", 0, 0, "t-n", value), NOW)
+        (step,) = b.tables["steps"].values()  # stored through the model, nulls dropped as before
+        assert "null" not in step["record"] and step["record"] == t.steps[0].model_dump_json(
+            exclude_none=True
+        )
+    # StepMetadata takes no extra fields: the model refuses this record too
+    assert receive_trajectory(extra_in_closed) is None
