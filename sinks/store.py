@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -76,14 +77,21 @@ def _expects_no_conflicts(batch: PendingBatch) -> bool:
     return all(r["version"] == 1 for r in batch.tables["trajectory_versions"].values())
 
 
+# How long a starting sink waits for a reader's lock on its file (a reader holds it for one query).
+SINK_LOCK_WAIT_S = 30.0
+
 # The catalog the sink attaches its file as (readers open the file as their default database instead).
 STORE_CATALOG = "sluice_store"
 
 
 def connect(
-    path: Path, read_only: bool = False, row_group_size: int | None = None
+    path: Path, read_only: bool = False, row_group_size: int | None = None, lock_wait_s: float = 0.0
 ) -> duckdb.DuckDBPyConnection:
     """Open the store file (file access from SQL disabled).
+
+    ``lock_wait_s``: how long to keep trying while another process holds the file's lock. A reader that
+    opened the file while no sink served it (``sluice query`` on the file, a wait loop) holds the lock for
+    one query; a sink restarting at that moment waits for it instead of failing its start.
 
     ``row_group_size`` (the sink): the file is attached as ``STORE_CATALOG`` with row groups of that many
     rows and made the default catalog. A batch's full row groups are then written compressed to the file
@@ -93,6 +101,25 @@ def connect(
     if read_only and not path.exists():
         raise SinkError(f"no store at {path}: start the sink (sluice sink) to create it")
     path.parent.mkdir(parents=True, exist_ok=True)
+    deadline, told = time.monotonic() + lock_wait_s, False
+    while True:
+        try:
+            return _open(path, read_only, row_group_size)
+        except SinkError as err:
+            if not is_lock_conflict(err) or time.monotonic() >= deadline:
+                raise
+            if not told:
+                log.info("%s is locked by another process; waiting for it (up to %.0fs)", path, lock_wait_s)
+                told = True
+            time.sleep(0.2)
+
+
+def is_lock_conflict(err: Exception) -> bool:
+    """DuckDB refused the file because another process holds its lock."""
+    return "lock" in str(err).lower()
+
+
+def _open(path: Path, read_only: bool, row_group_size: int | None) -> duckdb.DuckDBPyConnection:
     try:
         if row_group_size is None:
             return duckdb.connect(str(path), read_only=read_only, config={"enable_external_access": False})
@@ -122,9 +149,10 @@ class DuckDBStore:
         checkpoint_threshold_mb: int = 256,
         memory_limit: str | None = None,
         row_group_size: int | None = None,
+        lock_wait_s: float = 0.0,
     ) -> None:
         self.path = path
-        self.con = connect(path, row_group_size=row_group_size)
+        self.con = connect(path, row_group_size=row_group_size, lock_wait_s=lock_wait_s)
         self.con.execute(f"SET checkpoint_threshold = '{int(checkpoint_threshold_mb)}MB'").fetchall()
         if memory_limit:
             self.con.execute("SET memory_limit = ?", [memory_limit]).fetchall()
@@ -152,6 +180,7 @@ class DuckDBStore:
             sink.checkpoint_threshold_mb,
             sink.memory_limit,
             sink.row_group_size,
+            SINK_LOCK_WAIT_S,
         )
 
     def ensure_schema(self) -> None:

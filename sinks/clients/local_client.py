@@ -14,12 +14,12 @@ from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import SinkError
 from sinks.principal import resolve_principal
 from sinks.scoped_query import run_query
-from sinks.store import DuckDBStore, connect
+from sinks.store import DuckDBStore, connect, is_lock_conflict
 from sluice.config import SluiceConfig
 
 
 def _locked(err: SinkError) -> SinkError:
-    if "lock" in str(err).lower():
+    if is_lock_conflict(err):
         return SinkError(
             f"{err}\nanother process holds the database; if it is a sink, give it a query_port "
             "(sluice query/export/erase go through it)"

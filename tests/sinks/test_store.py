@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.config import SinkConfig
+from sinks.exceptions import SinkError
 from sinks.faults import CrashPlan
 from sinks.flatten import SourceRecord
 from sinks.store import DuckDBStore, connect
@@ -146,3 +150,32 @@ def test_offsets_of_another_broker_are_dropped(store: DuckDBStore) -> None:
     assert store.stored_offsets("g") == {}
     assert store.stored_offsets("h") != {}  # another group's offsets are its own business
     assert _one(store, "SELECT count(*) FROM trajectories") == 4  # rows stay
+
+
+def test_a_starting_sink_waits_for_a_readers_lock(tmp_path: Path) -> None:
+    """A reader that opened the file while no sink served it (a query, a wait loop) holds the lock for a
+    moment; a sink restarting then waits for it instead of failing its start, and still fails at once on a
+    plain open without a wait."""
+    path = tmp_path / "s.duckdb"
+    DuckDBStore(path).con.close()
+    reader = subprocess.Popen(
+        [sys.executable, "-c",
+         "import duckdb, sys, time\n"
+         f"c = duckdb.connect({str(path)!r}, read_only=True)\n"
+         "print('held', flush=True)\n"
+         "time.sleep(1.5)\n"
+         "c.close()\n"
+         "sys.stdin.read()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "held"
+        with pytest.raises(SinkError, match="lock"):
+            connect(path)
+        started = time.monotonic()
+        store = DuckDBStore.for_sink(path, SinkConfig(database=str(path)))
+        assert time.monotonic() - started >= 0.5
+        assert _one(store, "SELECT count(*) FROM trajectories") == 0
+        store.con.close()
+    finally:
+        reader.communicate("", timeout=10)
