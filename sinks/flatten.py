@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sluice.events import DeadLetter, StepEvent, Trajectory
+from sluice.events import DeadLetter, StepEvent, Trajectory, trajectory_version_id
 from sluice.evolution import LedgerEntry
 
 Row = dict[str, Any]
@@ -42,11 +42,6 @@ class SourceRecord:
     @property
     def position(self) -> str:
         return f"{self.topic}:{self.partition}:{self.offset}"
-
-
-def version_id(trajectory_id: str, version: int) -> str:
-    """Identity of one trajectory version (what ``Trajectory.event_id`` is by contract)."""
-    return f"{trajectory_id}:v{version}"
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: dumps() builds one per call
@@ -170,7 +165,7 @@ def rows_of_fields(
         )
     retention = gov.get("retention_deadline") or (elig.get("retention_deadline") if elig else None)
     header = {
-        "event_id": version_id(tid, version),
+        "event_id": trajectory_version_id(tid, version),
         "trajectory_id": tid,
         "version": version,
         "tenant": tenant,

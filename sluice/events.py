@@ -349,10 +349,16 @@ class RewardEvent(_Event):
     reward: Reward
 
 
+def trajectory_version_id(trajectory_id: str, version: int) -> str:
+    """Identity of one trajectory version: the ``event_id`` of that version's ``Trajectory``."""
+    return f"{trajectory_id}:v{version}"
+
+
 class Trajectory(_Event):
     """An assembled, governed trajectory. ``version`` grows when late rewards arrive; never edited in place.
 
-    ``event_id`` is ``"{trajectory_id}:v{version}"``, so re-emitting the same version is idempotent.
+    ``event_id`` is ``trajectory_version_id(trajectory_id, version)``, so re-emitting the same version is
+    idempotent.
     """
 
     event_type: Literal["trajectory"] = "trajectory"

@@ -28,6 +28,7 @@ from sluice.events import (
     StepMetadata,
     Trajectory,
     message_hash,
+    trajectory_version_id,
 )
 
 
@@ -117,7 +118,7 @@ def make_trajectory(
         else []
     )
     return Trajectory(
-        event_id=f"{tid}:v{version}",
+        event_id=trajectory_version_id(tid, version),
         trajectory_id=tid,
         tenant=tenant,
         version=version,
