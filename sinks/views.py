@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-GRADE_ORDER = ("deterministic", "approximate", "non_replayable")
+from sluice.events import REPLAY_GRADES
 
 _LATEST = """
     SELECT trajectory_id, version, tenant, session_id, status, reward, rewarded, reward_count,
@@ -158,7 +158,7 @@ _OVERLAY_OUTCOMES = """
 
 
 def _grades_ok(min_train_grade: str) -> str:
-    ok = GRADE_ORDER[: GRADE_ORDER.index(min_train_grade) + 1]
+    ok = REPLAY_GRADES[: REPLAY_GRADES.index(min_train_grade) + 1]
     return ", ".join(f"'{g}'" for g in ok)
 
 

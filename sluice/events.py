@@ -17,7 +17,7 @@ import hashlib
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -289,6 +289,15 @@ class EligibilityDecision(_Model):
 
 
 ReplayGradeName = Literal["deterministic", "approximate", "non_replayable"]
+REPLAY_GRADES: tuple[ReplayGradeName, ...] = get_args(ReplayGradeName)
+"""Replay grades from best to worst (the order of ``ReplayGradeName``)."""
+GRADE_RANK: dict[ReplayGradeName, int] = {g: len(REPLAY_GRADES) - 1 - i for i, g in enumerate(REPLAY_GRADES)}
+"""A grade's rank: higher is more replayable."""
+
+
+def grade_at_least(grade: ReplayGradeName, minimum: ReplayGradeName) -> bool:
+    """Whether ``grade`` is as replayable as ``minimum`` or more."""
+    return GRADE_RANK[grade] >= GRADE_RANK[minimum]
 
 
 class ReplayGrade(_Model):

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from sluice.events import (
     OTEL_GENAI_NAMES,
+    REPLAY_GRADES,
     Action,
     Choice,
     Message,
@@ -17,9 +18,11 @@ from sluice.events import (
     StepEvent,
     decode,
     encode,
+    grade_at_least,
     json_schema,
     message_hash,
     reconstruct_messages,
+    trajectory_version_id,
 )
 
 
@@ -85,3 +88,16 @@ def test_otel_names() -> None:
     assert attrs["gen_ai.response.finish_reasons"] == ["tool_calls"] and "gen_ai.finish.reasons" not in attrs
     assert attrs["gen_ai.operation.name"] == "chat" and attrs["gen_ai.conversation.id"] == "c-1"
     assert set(attrs) <= set(OTEL_GENAI_NAMES.values())
+
+
+def test_trajectory_version_id() -> None:
+    assert trajectory_version_id("acme~run-7", 3) == "acme~run-7:v3"
+
+
+def test_replay_grades_best_first() -> None:
+    assert REPLAY_GRADES == ("deterministic", "approximate", "non_replayable")
+    for i, better in enumerate(REPLAY_GRADES):
+        for worse in REPLAY_GRADES[i:]:
+            assert grade_at_least(better, worse)
+        for best in REPLAY_GRADES[:i]:
+            assert not grade_at_least(better, best)
