@@ -13,6 +13,7 @@ prefix they extend. ``reconstruct_messages`` rebuilds the full context from the 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import uuid
@@ -399,6 +400,34 @@ class DeadLetter(_Model):
     key: str | None = None
     original_b64: str = ""
     created_at: datetime = Field(default_factory=utcnow)
+
+    @classmethod
+    def of(
+        cls,
+        stage: str,
+        reason: str,
+        error_type: str = "",
+        *,
+        source_topic: str = "",
+        source_partition: int | None = None,
+        source_offset: int | None = None,
+        key: bytes | str | None = None,
+        original: bytes | None = None,
+    ) -> DeadLetter:
+        """The dead letter of a record ``stage`` could not process: a byte ``key`` is decoded as UTF-8
+        (undecodable bytes as backslash escapes), the ``original`` bytes are kept base64-encoded."""
+        if isinstance(key, bytes):
+            key = key.decode("utf-8", "backslashreplace")
+        return cls(
+            stage=stage,
+            reason=reason,
+            error_type=error_type,
+            source_topic=source_topic,
+            source_partition=source_partition,
+            source_offset=source_offset,
+            key=key,
+            original_b64=base64.b64encode(original or b"").decode("ascii"),
+        )
 
 
 # How a policy server names the version that produced a response (the proxy records it on the step).

@@ -7,7 +7,6 @@ redact stage can hold raw text, so the dead-letter topic is as sensitive as the 
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 from typing import Any, TypedDict, Unpack
@@ -51,16 +50,16 @@ class Source(TypedDict):
 
 
 def build_dead_letter(stage: str, reason: str, error_type: str, **source: Unpack[Source]) -> DeadLetter:
-    key, value = source["key"], source["value"]
-    return DeadLetter(
-        stage=stage,
-        reason=reason[:MAX_REASON],
-        error_type=error_type,
+    """A stage's dead letter: ``DeadLetter.of`` with the reason cut to ``MAX_REASON`` characters."""
+    return DeadLetter.of(
+        stage,
+        reason[:MAX_REASON],
+        error_type,
         source_topic=source["source_topic"],
         source_partition=source["source_partition"],
         source_offset=source["source_offset"],
-        key=key.decode("utf-8", "backslashreplace") if key is not None else None,
-        original_b64=base64.b64encode(value or b"").decode("ascii"),
+        key=source["key"],
+        original=source["value"],
     )
 
 

@@ -12,6 +12,7 @@ from sluice.events import (
     REPLAY_GRADES,
     Action,
     Choice,
+    DeadLetter,
     Message,
     Observation,
     RewardEvent,
@@ -101,3 +102,24 @@ def test_replay_grades_best_first() -> None:
             assert grade_at_least(better, worse)
         for best in REPLAY_GRADES[:i]:
             assert not grade_at_least(better, best)
+
+
+def test_dead_letter_builder() -> None:
+    letter = DeadLetter.of(
+        "redact",
+        "boom",
+        "ValueError",
+        source_topic="steps.raw",
+        source_partition=2,
+        source_offset=7,
+        key=b"acme~t\xff",
+        original=b"{not json",
+    )
+    assert (letter.stage, letter.reason, letter.error_type) == ("redact", "boom", "ValueError")
+    assert (letter.source_topic, letter.source_partition, letter.source_offset) == ("steps.raw", 2, 7)
+    assert letter.key == "acme~t\\xff"
+    assert letter.original_b64 == "e25vdCBqc29u"
+    assert decode(encode(letter)) == letter
+    bare = DeadLetter.of("proxy", "unrecordable", key="acme~t")
+    assert (bare.key, bare.original_b64, bare.error_type, bare.source_topic) == ("acme~t", "", "", "")
+    assert (bare.source_partition, bare.source_offset) == (None, None)
