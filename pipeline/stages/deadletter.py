@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
 from pydantic import ValidationError
 
 from pipeline.stages.counters import StageCounters
-from pipeline.stages.exceptions import RejectedEvent
+from pipeline.stages.exceptions import OutputError, RejectedEvent
 from pipeline.stages.outputs import send
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, encode
@@ -69,6 +72,13 @@ def dead_letter_for(stage: str, exc: BaseException, **source: Unpack[Source]) ->
     return build_dead_letter(stage, reason, error_type, **source)
 
 
+@dataclass
+class Caught:
+    """What ``DeadLetterSender.catching`` did with its block: the dead letter it sent, if any."""
+
+    letter: DeadLetter | None = None
+
+
 class DeadLetterSender:
     """One stage's way to the dead-letter topic: builds, logs, publishes and counts its dead letters."""
 
@@ -102,6 +112,20 @@ class DeadLetterSender:
         await self.publish(letter, key)
         self.counters.inc("deadlettered")
         return letter
+
+    @asynccontextmanager
+    async def catching(
+        self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> AsyncIterator[Caught]:
+        """Handle one record in the block: whatever it raises is dead-lettered (``reject``), so a poison
+        record never kills the agent, except an ``OutputError``, which leaves the record unacknowledged."""
+        caught = Caught()
+        try:
+            yield caught
+        except OutputError:
+            raise
+        except Exception as exc:
+            caught.letter = await self.reject(exc, topic, partition, offset, key, value)
 
     async def publish(self, letter: DeadLetter, key: bytes | None) -> None:
         """Publish a dead letter the stage built itself (keyed like its record)."""
