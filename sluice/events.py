@@ -383,6 +383,11 @@ class Trajectory(_Event):
     ended_at: datetime | None = None
     emitted_at: datetime = Field(default_factory=utcnow)
     governance: Governance = Field(default_factory=Governance)
+    train_blockers: list[str] | None = Field(
+        None,
+        description="Why this version may not be trained on, as the join stage decided ([]: it may, and "
+        "went to the train topic); None: undecided (a record from before the stage carried its decision).",
+    )
 
 
 class DeadLetter(_Model):

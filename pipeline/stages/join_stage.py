@@ -3,8 +3,9 @@
 Consumes the redacted topic (steps, ends, rewards) and the internal tick topic. Per record: decode and
 check, apply the pure transition (``governance.reward_join``), store or purge step bodies, try an
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
-(``build_emission``: eligibility at ``now``, replay grade), sends it to the audited topic (and to the
-train topic when ``train_blockers`` is empty), **waits until the broker has it**, and only then records
+(``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
+carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
+empty), **waits until the broker has it**, and only then records
 the emitted version in the state: a crash in between re-emits the same version (same ``event_id``), it
 never skips one. Ticks (from the timer) emit what waited long enough, dead-letter orphaned rewards and
 delete expired states.
