@@ -1,9 +1,10 @@
 """The views users query, over the store's base tables (``sinks.schema``): SQL templates, no DuckDB.
 
 ``trajectories`` is the latest version of each trajectory, ``training_set`` those of them the join
-stage let onto the train topic (its decision, carried by the record as ``train_blockers``, is empty), ``steps`` and ``redaction_reports`` the stored step columns plus fields read from the step record
-at query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows
-they describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
+stage let onto the train topic (its decision, carried by the record as ``train_blockers``, is empty),
+``steps`` and ``redaction_reports`` the stored step columns plus fields read from the step record at
+query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows they
+describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
 trajectory served under an overlay assignment with its arm and outcome, ``overlay_outcomes`` their
 counts and rewards per tenant, task, overlay and arm. Each template takes a row condition, so a tenant's connection gets the same names as
 TEMP views filtered to its rows (``tenant_view_ddl``).
