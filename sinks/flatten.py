@@ -1,7 +1,7 @@
 """Turn audited records into rows of the store's tables: pure functions, no DuckDB, no Kafka.
 
 A ``Trajectory`` version becomes one ``trajectory_versions`` row (its header JSON without steps, its
-eligibility decision, and where it was read: the lineage), one ``steps`` row per step (the columns
+eligibility decision, the join stage's train decision as it came, and where it was read: the lineage), one ``steps`` row per step (the columns
 queries filter on, the redaction counts and the step's full JSON, keyed by trajectory and step index)
 and one ``rewards`` row per reward, all built from the trajectory's fields as dicts
 (``rows_of_fields``): the wire-form dicts of ``sinks.received``, whose JSON is stored as received, or
@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sluice.events import DeadLetter, StepEvent, Trajectory
+from sluice.events import DeadLetter, StepEvent, Trajectory, trajectory_version_id
 from sluice.evolution import LedgerEntry
 
 Row = dict[str, Any]
@@ -42,11 +42,6 @@ class SourceRecord:
     @property
     def position(self) -> str:
         return f"{self.topic}:{self.partition}:{self.offset}"
-
-
-def version_id(trajectory_id: str, version: int) -> str:
-    """Identity of one trajectory version (what ``Trajectory.event_id`` is by contract)."""
-    return f"{trajectory_id}:v{version}"
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)  # one instance: dumps() builds one per call
@@ -146,7 +141,7 @@ def rows_of_fields(
     dicts of ``sinks.received``: optional fields absent or None alike), its JSON without steps, and each
     step's JSON (what the ``record`` columns store)."""
     gov = t["governance"]
-    elig, replay = gov.get("eligibility"), gov.get("replay")
+    elig, replay, blockers = gov.get("eligibility"), gov.get("replay"), t.get("train_blockers")
     tid, version, tenant = t["trajectory_id"], t["version"], t["tenant"]
     steps = [_step_row(t, s, j, now) for s, j in zip(t["steps"], step_json, strict=True)]
     rewards: dict[str, Row] = {}
@@ -170,7 +165,7 @@ def rows_of_fields(
         )
     retention = gov.get("retention_deadline") or (elig.get("retention_deadline") if elig else None)
     header = {
-        "event_id": version_id(tid, version),
+        "event_id": trajectory_version_id(tid, version),
         "trajectory_id": tid,
         "version": version,
         "tenant": tenant,
@@ -199,6 +194,7 @@ def rows_of_fields(
         "policy_version": elig["policy_version"] if elig else None,
         "replay_grade": replay["grade"] if replay else None,
         "replay_reasons": list(replay["reasons"]) if replay else None,
+        "train_blockers": None if blockers is None else list(blockers),
         "schema_version": t["schema_version"],
         "record": header_json,
         "ingested_at": now,

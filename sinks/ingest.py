@@ -53,7 +53,7 @@ class SinkRunner:
         self.path = cfg.path(cfg.sink.database)
         self.crash = crash or CrashPlan.from_env()
         self.metrics = SinkMetrics()
-        self.store = DuckDBStore.for_sink(self.path, cfg.sink, cfg.replay.min_train_grade, self.crash)
+        self.store = DuckDBStore.for_sink(self.path, cfg.sink, self.crash)
         self.writer = BatchWriter(self.store, cfg.sink.group_id)
         t = cfg.topics
         self.topics = BatchTopics(

@@ -7,8 +7,9 @@ from, so that the sink writes less (``python -m bench.sink`` measures the write 
   versions differ only in late rewards;
 - a step stores the columns queries filter on plus its full JSON ``record``; the other fields (token
   ids, logprobs, messages, fingerprints, redaction details) are read from the record at query time;
-- eligibility decisions and lineage (topic, partition, offset) are columns of the trajectory-version
-  and dead-letter rows they describe, not tables with indexes of their own;
+- eligibility decisions, the join stage's train decision (``train_blockers``) and lineage (topic,
+  partition, offset) are columns of the trajectory-version and dead-letter rows they describe, not
+  tables with indexes of their own;
 - ``record`` columns are stored with zstd rather than DuckDB's automatic choice (FSST/dictionary):
   JSON compresses far better that way and the checkpoint spends less time choosing.
 A store written at an older ``STORE_SCHEMA_VERSION`` is migrated in place when the sink opens it.
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 from sinks.exceptions import SinkError
 from sinks.views import VIEWS, quote_literal
+from sluice.events import GRADE_RANK
 
-STORE_SCHEMA_VERSION = "3"
+STORE_SCHEMA_VERSION = "4"
 
 # Lineage columns: where the sink read a stored trajectory version or dead letter.
 _LINEAGE_COLUMNS = (("record_topic", "VARCHAR"), ("record_partition", "INTEGER"), ("record_offset", "BIGINT"))
@@ -61,6 +63,7 @@ TABLES: dict[str, str] = {
         policy_version VARCHAR,
         replay_grade VARCHAR,
         replay_reasons VARCHAR[],
+        train_blockers VARCHAR[],
         schema_version VARCHAR,
         record VARCHAR USING COMPRESSION zstd,
         ingested_at TIMESTAMPTZ,
@@ -174,6 +177,33 @@ TABLES: dict[str, str] = {
 TRAJECTORY_TABLES = ("trajectory_versions", "steps", "rewards", "dead_letters")
 
 
+def _grade_rank(grade_sql: str) -> str:
+    return f"CASE {grade_sql} " + " ".join(f"WHEN '{g}' THEN {r}" for g, r in GRADE_RANK.items()) + " END"
+
+
+def _blocker(condition: str, reason_sql: str) -> str:
+    return f"CASE WHEN {condition} THEN [{reason_sql}] ELSE []::VARCHAR[] END"
+
+
+# The grade a store's training_set view was built with before the stages carried their decision (the
+# sink's default when none was recorded).
+_STORED_MIN_GRADE = "coalesce((SELECT value FROM store.meta WHERE key = 'min_train_grade'), 'approximate')"
+
+# The train decision of a row stored before the stages carried theirs: the rule that view applied, taken
+# once, as the blockers governance's train gate names.
+_FILL_TRAIN_BLOCKERS = (
+    "UPDATE store.trajectory_versions SET train_blockers = list_concat("
+    + _blocker("eligibility IS DISTINCT FROM 'train'", "'eligibility:' || coalesce(eligibility, 'undecided')")
+    + ", "
+    + _blocker("rewarded IS NOT TRUE OR reward IS NULL", "'unrewarded'")
+    + ", "
+    + _blocker(
+        f"({_grade_rank('replay_grade')} >= {_grade_rank(_STORED_MIN_GRADE)}) IS NOT TRUE",
+        f"'replay_grade:' || coalesce(replay_grade, 'ungraded') || '<' || {_STORED_MIN_GRADE}",
+    )
+    + ")"
+)
+
 # What brings a store written at an older schema version to the next one, keyed by the older version.
 MIGRATIONS: dict[str, tuple[str, ...]] = {
     # 2: step fields in STEP_RECORD_FIELDS are read from the record; lineage and eligibility decisions
@@ -204,6 +234,13 @@ MIGRATIONS: dict[str, tuple[str, ...]] = {
     # 3: the evolution ledger (store.evolution_ledger), created by CREATE TABLE IF NOT EXISTS above;
     # no stored row changes.
     "2": (),
+    # 4: the join stage's train decision is stored as it came (train_blockers) and training_set filters
+    # on it; stored rows get the decision the view's rule gave them, and the sink's grade is dropped.
+    "3": (
+        "ALTER TABLE store.trajectory_versions ADD COLUMN train_blockers VARCHAR[]",
+        _FILL_TRAIN_BLOCKERS,
+        "DELETE FROM store.meta WHERE key = 'min_train_grade'",
+    ),
 }  # fmt: skip
 
 
@@ -220,15 +257,13 @@ def migration_ddl(stored_version: str) -> list[str]:
     return stmts
 
 
-def schema_ddl(min_train_grade: str = "approximate", stored_version: str | None = None) -> list[str]:
+def schema_ddl(stored_version: str | None = None) -> list[str]:
     """Statements that create the base tables (if missing), migrate a store written at
     ``stored_version`` (None: a new store), (re)create the views and record the schema version."""
     stmts = ["CREATE SCHEMA IF NOT EXISTS store"]
     stmts += [f"CREATE TABLE IF NOT EXISTS store.{name} ({cols})" for name, cols in TABLES.items()]
     stmts += migration_ddl(stored_version or STORE_SCHEMA_VERSION)
-    stmts += [
-        f"CREATE OR REPLACE VIEW main.{name} AS {sql('TRUE', min_train_grade)}" for name, sql in VIEWS.items()
-    ]
+    stmts += [f"CREATE OR REPLACE VIEW main.{name} AS {sql('TRUE')}" for name, sql in VIEWS.items()]
     stmts.append(
         "INSERT OR REPLACE INTO store.meta VALUES ('store_schema_version', "
         f"{quote_literal(STORE_SCHEMA_VERSION)})"

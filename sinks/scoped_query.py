@@ -23,15 +23,6 @@ from sinks.views import TENANT_VIEWS, tenant_view_ddl
 BATCH_ROWS = 8192
 
 
-def min_train_grade(con: duckdb.DuckDBPyConnection, default: str = "approximate") -> str:
-    """The replay grade the store's training_set view was built with (recorded in store.meta)."""
-    try:
-        row = con.execute("SELECT value FROM store.meta WHERE key = 'min_train_grade'").fetchone()
-    except duckdb.Error:
-        return default
-    return row[0] if row else default
-
-
 @dataclass
 class QueryStream:
     """An open result: read ``reader`` to the end (or not), then ``close``."""
@@ -57,7 +48,7 @@ def scope_cursor(cur: duckdb.DuckDBPyConnection, principal: Principal) -> None:
     """Make the user views on this (fresh) cursor resolve to the principal's rows."""
     cur.execute("SET python_enable_replacements = false").fetchall()
     if principal.tenant is not None:
-        for stmt in tenant_view_ddl(principal.tenant, min_train_grade(cur)):
+        for stmt in tenant_view_ddl(principal.tenant):
             cur.execute(stmt).fetchall()
 
 

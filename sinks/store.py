@@ -144,7 +144,6 @@ class DuckDBStore:
     def __init__(
         self,
         path: Path,
-        min_train_grade: str = "approximate",
         crash: CrashPlan | None = None,
         checkpoint_threshold_mb: int = 256,
         memory_limit: str | None = None,
@@ -157,7 +156,6 @@ class DuckDBStore:
         if memory_limit:
             self.con.execute("SET memory_limit = ?", [memory_limit]).fetchall()
         self.crash = crash or CrashPlan(None)
-        self.min_train_grade = min_train_grade
         try:
             self.ensure_schema()
         except BaseException:
@@ -169,13 +167,11 @@ class DuckDBStore:
         cls,
         path: Path,
         sink: SinkConfig,
-        min_train_grade: str = "approximate",
         crash: CrashPlan | None = None,
     ) -> DuckDBStore:
         """The store opened with the sink's settings (what ``sluice sink`` and the benchmarks use)."""
         return cls(
             path,
-            min_train_grade,
             crash,
             sink.checkpoint_threshold_mb,
             sink.memory_limit,
@@ -188,12 +184,8 @@ class DuckDBStore:
         con = self.con
         con.execute("BEGIN TRANSACTION").fetchall()
         try:
-            for stmt in schema_ddl(self.min_train_grade, stored_schema_version(con)):
+            for stmt in schema_ddl(stored_schema_version(con)):
                 con.execute(stmt).fetchall()
-            con.execute(
-                "INSERT OR REPLACE INTO store.meta VALUES ('min_train_grade', "
-                f"{quote_literal(self.min_train_grade)})"
-            ).fetchall()
             con.execute("COMMIT").fetchall()
         except BaseException:
             rollback(con)

@@ -1,9 +1,10 @@
 """The views users query, over the store's base tables (``sinks.schema``): SQL templates, no DuckDB.
 
-``trajectories`` is the latest version of each trajectory, ``training_set`` the train topic's rule over
-it, ``steps`` and ``redaction_reports`` the stored step columns plus fields read from the step record
-at query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows
-they describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
+``trajectories`` is the latest version of each trajectory, ``training_set`` those of them the join
+stage let onto the train topic (its decision, carried by the record as ``train_blockers``, is empty),
+``steps`` and ``redaction_reports`` the stored step columns plus fields read from the step record at
+query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows they
+describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
 trajectory served under an overlay assignment with its arm and outcome, ``overlay_outcomes`` their
 counts and rewards per tenant, task, overlay and arm. Each template takes a row condition, so a tenant's connection gets the same names as
 TEMP views filtered to its rows (``tenant_view_ddl``).
@@ -15,11 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-GRADE_ORDER = ("deterministic", "approximate", "non_replayable")
-
 _LATEST = """
     SELECT trajectory_id, version, tenant, session_id, status, reward, rewarded, reward_count,
-           eligibility, eligibility_reasons, policy_version, replay_grade, replay_reasons,
+           eligibility, eligibility_reasons, policy_version, replay_grade, replay_reasons, train_blockers,
            step_count, input_tokens, output_tokens, input_tokens + output_tokens AS total_tokens, cost_usd,
            first_step_at, ended_at, emitted_at,
            epoch(ended_at) - epoch(first_step_at) AS duration_s,
@@ -114,7 +113,7 @@ _ELIGIBILITY = """
            policy_version,
            TRY_CAST(json_extract_string(record, '$.governance.eligibility.retention_deadline') AS TIMESTAMPTZ)
                AS retention_deadline,
-           replay_grade, replay_reasons, emitted_at AS decided_at, ingested_at
+           replay_grade, replay_reasons, train_blockers, emitted_at AS decided_at, ingested_at
     FROM store.trajectory_versions WHERE eligibility IS NOT NULL AND {cond}"""
 
 # Lineage is 1:1 with consumed records, each stored as a trajectory version or a dead letter with the
@@ -157,42 +156,34 @@ _OVERLAY_OUTCOMES = """
     FROM ({trajectories}) GROUP BY tenant, task_id, overlay_id, overlay_arm"""
 
 
-def _grades_ok(min_train_grade: str) -> str:
-    ok = GRADE_ORDER[: GRADE_ORDER.index(min_train_grade) + 1]
-    return ", ".join(f"'{g}'" for g in ok)
+def _training_set(cond: str) -> str:
+    """The latest versions the join stage sent to the train topic: the decision it carried, not a rule
+    taken again (a version without one, undecided, is not in it)."""
+    return f"SELECT * FROM ({_LATEST.format(cond=cond)}) WHERE len(train_blockers) = 0"
 
 
-def _training_set(cond: str, grade: str) -> str:
-    """The train topic's rule (governance.eligibility.train_gate) over the latest versions."""
-    return (
-        f"SELECT * FROM ({_LATEST.format(cond=cond)}) "
-        "WHERE eligibility = 'train' AND rewarded AND reward IS NOT NULL "
-        f"AND replay_grade IN ({_grades_ok(grade)})"
-    )
+def _simple(table: str) -> Callable[[str], str]:
+    return lambda cond: f"SELECT * FROM store.{table} WHERE {cond}"
 
 
-def _simple(table: str) -> Callable[[str, str], str]:
-    return lambda cond, _grade: f"SELECT * FROM store.{table} WHERE {cond}"
-
-
-# View name -> SQL template of (row condition: 'TRUE' or a tenant filter, min replay grade for training).
-VIEWS: dict[str, Callable[[str, str], str]] = {
-    "trajectories": lambda cond, _grade: _LATEST.format(cond=cond),
+# View name -> SQL template of the row condition ('TRUE' or a tenant filter).
+VIEWS: dict[str, Callable[[str], str]] = {
+    "trajectories": lambda cond: _LATEST.format(cond=cond),
     "training_set": _training_set,
-    "trajectory_versions": lambda cond, _grade: (
+    "trajectory_versions": lambda cond: (
         f"SELECT * REPLACE (record::JSON AS record) FROM store.trajectory_versions WHERE {cond}"
     ),
-    "steps": lambda cond, _grade: _STEPS.format(cond=cond),
+    "steps": lambda cond: _STEPS.format(cond=cond),
     "rewards": _simple("rewards"),
-    "redaction_reports": lambda cond, _grade: _REDACTION.format(cond=cond),
-    "eligibility_decisions": lambda cond, _grade: _ELIGIBILITY.format(cond=cond),
+    "redaction_reports": lambda cond: _REDACTION.format(cond=cond),
+    "eligibility_decisions": lambda cond: _ELIGIBILITY.format(cond=cond),
     "dead_letters": _simple("dead_letters"),
-    "lineage": lambda cond, _grade: _LINEAGE.format(cond=cond),
+    "lineage": lambda cond: _LINEAGE.format(cond=cond),
     "erasures": _simple("erasures"),
     "sink_offsets": _simple("offsets"),
     "evolution_ledger": _simple("evolution_ledger"),
-    "overlay_trajectories": lambda cond, _grade: _OVERLAY_TRAJECTORIES.format(cond=cond),
-    "overlay_outcomes": lambda cond, _grade: _OVERLAY_OUTCOMES.format(
+    "overlay_trajectories": lambda cond: _OVERLAY_TRAJECTORIES.format(cond=cond),
+    "overlay_outcomes": lambda cond: _OVERLAY_OUTCOMES.format(
         trajectories=_OVERLAY_TRAJECTORIES.format(cond=cond)
     ),
 }
@@ -217,9 +208,7 @@ def quote_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def tenant_view_ddl(tenant: str, min_train_grade: str = "approximate") -> list[str]:
+def tenant_view_ddl(tenant: str) -> list[str]:
     """TEMP views that shadow the user-facing names with the tenant's rows only (one connection)."""
     cond = f"tenant = {quote_literal(tenant)}"
-    return [
-        f"CREATE OR REPLACE TEMP VIEW {name} AS {VIEWS[name](cond, min_train_grade)}" for name in TENANT_VIEWS
-    ]
+    return [f"CREATE OR REPLACE TEMP VIEW {name} AS {VIEWS[name](cond)}" for name in TENANT_VIEWS]

@@ -13,11 +13,12 @@ prefix they extend. ``reconstruct_messages`` rebuilds the full context from the 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -289,6 +290,15 @@ class EligibilityDecision(_Model):
 
 
 ReplayGradeName = Literal["deterministic", "approximate", "non_replayable"]
+REPLAY_GRADES: tuple[ReplayGradeName, ...] = get_args(ReplayGradeName)
+"""Replay grades from best to worst (the order of ``ReplayGradeName``)."""
+GRADE_RANK: dict[ReplayGradeName, int] = {g: len(REPLAY_GRADES) - 1 - i for i, g in enumerate(REPLAY_GRADES)}
+"""A grade's rank: higher is more replayable."""
+
+
+def grade_at_least(grade: ReplayGradeName, minimum: ReplayGradeName) -> bool:
+    """Whether ``grade`` is as replayable as ``minimum`` or more."""
+    return GRADE_RANK[grade] >= GRADE_RANK[minimum]
 
 
 class ReplayGrade(_Model):
@@ -349,10 +359,16 @@ class RewardEvent(_Event):
     reward: Reward
 
 
+def trajectory_version_id(trajectory_id: str, version: int) -> str:
+    """Identity of one trajectory version: the ``event_id`` of that version's ``Trajectory``."""
+    return f"{trajectory_id}:v{version}"
+
+
 class Trajectory(_Event):
     """An assembled, governed trajectory. ``version`` grows when late rewards arrive; never edited in place.
 
-    ``event_id`` is ``"{trajectory_id}:v{version}"``, so re-emitting the same version is idempotent.
+    ``event_id`` is ``trajectory_version_id(trajectory_id, version)``, so re-emitting the same version is
+    idempotent.
     """
 
     event_type: Literal["trajectory"] = "trajectory"
@@ -367,6 +383,11 @@ class Trajectory(_Event):
     ended_at: datetime | None = None
     emitted_at: datetime = Field(default_factory=utcnow)
     governance: Governance = Field(default_factory=Governance)
+    train_blockers: list[str] | None = Field(
+        None,
+        description="Why this version may not be trained on, as the join stage decided ([]: it may, and "
+        "went to the train topic); None: undecided (a record from before the stage carried its decision).",
+    )
 
 
 class DeadLetter(_Model):
@@ -384,6 +405,34 @@ class DeadLetter(_Model):
     key: str | None = None
     original_b64: str = ""
     created_at: datetime = Field(default_factory=utcnow)
+
+    @classmethod
+    def of(
+        cls,
+        stage: str,
+        reason: str,
+        error_type: str = "",
+        *,
+        source_topic: str = "",
+        source_partition: int | None = None,
+        source_offset: int | None = None,
+        key: bytes | str | None = None,
+        original: bytes | None = None,
+    ) -> DeadLetter:
+        """The dead letter of a record ``stage`` could not process: a byte ``key`` is decoded as UTF-8
+        (undecodable bytes as backslash escapes), the ``original`` bytes are kept base64-encoded."""
+        if isinstance(key, bytes):
+            key = key.decode("utf-8", "backslashreplace")
+        return cls(
+            stage=stage,
+            reason=reason,
+            error_type=error_type,
+            source_topic=source_topic,
+            source_partition=source_partition,
+            source_offset=source_offset,
+            key=key,
+            original_b64=base64.b64encode(original or b"").decode("ascii"),
+        )
 
 
 # How a policy server names the version that produced a response (the proxy records it on the step).

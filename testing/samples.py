@@ -2,7 +2,7 @@
 
 They are shaped like what the stages emit on the audited topic: linear steps (each carries only its new
 messages plus the prefix it extends), token ids and logprobs, a redaction report per step, an
-eligibility decision and a replay grade.
+eligibility decision, a replay grade and the train decision the join stage takes on them.
 
     python -m bench.sink
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from governance.config import ReplayConfig
+from governance.eligibility import train_gate
 from sluice.events import (
     Action,
     Choice,
@@ -28,6 +30,7 @@ from sluice.events import (
     StepMetadata,
     Trajectory,
     message_hash,
+    trajectory_version_id,
 )
 
 
@@ -107,8 +110,10 @@ def make_trajectory(
     grade: str = "deterministic",
     subject_ids: list[str] | None = None,
     session_id: str | None = None,
+    train_blockers: list[str] | None = None,
 ) -> Trajectory:
-    """One audited trajectory version; ``reward`` given makes it rewarded."""
+    """One audited trajectory version; ``reward`` given makes it rewarded. ``train_blockers``: the join
+    stage's train decision it carries (None: the train gate's, at the default minimum grade)."""
     tid = trajectory_id or uuid.uuid4().hex
     steps = make_steps(tid, tenant, n_steps, session_id)
     rewards = (
@@ -116,8 +121,8 @@ def make_trajectory(
         if reward is not None
         else []
     )
-    return Trajectory(
-        event_id=f"{tid}:v{version}",
+    trajectory = Trajectory(
+        event_id=trajectory_version_id(tid, version),
         trajectory_id=tid,
         tenant=tenant,
         version=version,
@@ -139,3 +144,6 @@ def make_trajectory(
             subject_ids=list(subject_ids or []),
         ),
     )
+    if train_blockers is None:
+        train_blockers = train_gate(trajectory, ReplayConfig().min_train_grade)
+    return trajectory.model_copy(update={"train_blockers": train_blockers})

@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice.events import trajectory_version_id
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -35,7 +37,7 @@ class FedItem(_Model):
 
     @property
     def key(self) -> str:
-        return f"{self.trajectory_id}:v{self.version}"
+        return trajectory_version_id(self.trajectory_id, self.version)
 
 
 class TrainingTask(FedItem):

@@ -11,7 +11,8 @@ from governance.eligibility.data_class_rule import effective_data_class
 from governance.eligibility.decide import DEFAULT_RULES, decide_eligibility
 from governance.eligibility.facts import TrajectoryFacts
 from governance.eligibility.retention_rule import retention_deadline
-from governance.eligibility.train_gate import GRADE_RANK, grade_at_least, train_gate
+from governance.eligibility.train_gate import train_gate
+from sluice.events import GRADE_RANK, grade_at_least
 
 __all__ = [
     "DEFAULT_RULES",

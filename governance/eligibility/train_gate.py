@@ -5,13 +5,7 @@ train_gate(trajectory, min_grade) -> list[str]    # [] = goes to the train topic
 
 from __future__ import annotations
 
-from sluice.events import ReplayGradeName, Trajectory
-
-GRADE_RANK: dict[ReplayGradeName, int] = {"non_replayable": 0, "approximate": 1, "deterministic": 2}
-
-
-def grade_at_least(grade: ReplayGradeName, minimum: ReplayGradeName) -> bool:
-    return GRADE_RANK[grade] >= GRADE_RANK[minimum]
+from sluice.events import ReplayGradeName, Trajectory, grade_at_least
 
 
 def train_gate(trajectory: Trajectory, min_grade: ReplayGradeName) -> list[str]:

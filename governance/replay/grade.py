@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from governance.config import ReplayConfig
-from governance.eligibility.train_gate import GRADE_RANK
 from governance.replay.base import ReplayCheck, ReplayFinding
 from governance.replay.continuity_check import ContinuityCheck
 from governance.replay.failed_step_check import FailedStepCheck
@@ -32,7 +31,7 @@ from governance.replay.model_identity_check import ModelIdentityCheck
 from governance.replay.sampling_check import SamplingCheck
 from governance.replay.side_effect_check import SideEffectCheck
 from governance.replay.tool_check import ToolCheck
-from sluice.events import ReplayGrade, ReplayGradeName, Trajectory
+from sluice.events import GRADE_RANK, ReplayGrade, ReplayGradeName, Trajectory
 
 DEFAULT_CHECKS: tuple[ReplayCheck, ...] = (
     FailedStepCheck(),

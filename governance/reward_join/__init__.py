@@ -6,7 +6,7 @@ combination (``combine``) and feedback harvesting (``feedback``). No Kafka, no F
 ``pipeline/stages`` stores the state in changelog-backed tables and calls these.
 """
 
-from governance.reward_join.assemble import assemble_trajectory, trajectory_event_id
+from governance.reward_join.assemble import assemble_trajectory
 from governance.reward_join.combine import combine_rewards, trajectory_reward
 from governance.reward_join.emission import (
     EmissionPlan,
@@ -43,6 +43,5 @@ __all__ = [
     "next_due_at",
     "plan_emission",
     "reopen_unstored",
-    "trajectory_event_id",
     "trajectory_reward",
 ]

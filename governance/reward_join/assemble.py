@@ -4,7 +4,7 @@ Steps are ordered by step index (then event time), tool answers are attached to 
 step-level rewards (reward events with a ``step_index``, step-carried rewards, harvested feedback) are
 attached to their step and trajectory-level rewards to the trajectory; a step-level reward whose step
 never arrived stays on the trajectory with its ``step_index``, so nothing is lost. ``event_id`` is
-``"{trajectory_id}:v{version}"``, so re-emitting a version is idempotent downstream.
+``trajectory_version_id(trajectory_id, version)``, so re-emitting a version is idempotent downstream.
 """
 
 from __future__ import annotations
@@ -17,11 +17,7 @@ from governance.reward_join.emission import EmissionPlan
 from governance.reward_join.feedback import harvest_feedback
 from governance.reward_join.state import JoinState
 from governance.reward_join.tool_results import attach_tool_results
-from sluice.events import Reward, StepEvent, Trajectory
-
-
-def trajectory_event_id(trajectory_id: str, version: int) -> str:
-    return f"{trajectory_id}:v{version}"
+from sluice.events import Reward, StepEvent, Trajectory, trajectory_version_id
 
 
 def _attach_rewards(steps: list[StepEvent], rewards: list[Reward]) -> list[Reward]:
@@ -53,7 +49,7 @@ def assemble_trajectory(
     step_rewards = [r for s in ordered for r in s.rewards]
     trajectory_level = [r for r in traj_rewards if r.step_index is None]
     return Trajectory(
-        event_id=trajectory_event_id(state.trajectory_id, plan.version),
+        event_id=trajectory_version_id(state.trajectory_id, plan.version),
         trajectory_id=state.trajectory_id,
         tenant=state.tenant,
         created_at=now,
@@ -73,7 +69,7 @@ def assemble_trajectory(
 def dropped_envelope(state: JoinState, plan: EmissionPlan, now: datetime) -> Trajectory:
     """What the audit trail keeps of a dropped trajectory: identity, times, status — no content."""
     return Trajectory(
-        event_id=trajectory_event_id(state.trajectory_id, plan.version),
+        event_id=trajectory_version_id(state.trajectory_id, plan.version),
         trajectory_id=state.trajectory_id,
         tenant=state.tenant,
         created_at=now,

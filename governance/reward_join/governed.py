@@ -4,8 +4,9 @@
 
 The envelope merges the redaction reports of the steps (entity counts, residual PII; never values), the
 most restrictive data class, the consent seen, the eligibility decision (taken at ``now``) with its
-retention deadline, and the replay grade. ``train_blockers`` lists why it may not go to the train topic
-(empty: it goes). Dropped trajectories carry no steps and no rewards.
+retention deadline, and the replay grade. ``Trajectory.train_blockers`` lists why it may not go to the
+train topic (empty: it goes): the decision is taken here once and travels with the record, so the store
+keeps it rather than deciding again. Dropped trajectories carry no steps and no rewards.
 """
 
 from __future__ import annotations
@@ -37,10 +38,17 @@ from sluice.events import (
 
 
 class Emission(BaseModel):
+    """A governed trajectory version, carrying the train decision (``Trajectory.train_blockers``)."""
+
     model_config = ConfigDict(frozen=True)
 
     trajectory: Trajectory
-    train_blockers: list[str]
+
+    @property
+    def train_blockers(self) -> list[str]:
+        """Why it may not go to the train topic (empty: it goes)."""
+        blockers = self.trajectory.train_blockers
+        return ["undecided"] if blockers is None else blockers
 
     @property
     def to_train(self) -> bool:
@@ -114,4 +122,5 @@ def build_emission(
         trajectory = assemble_trajectory(state, steps, plan, join_cfg, at)
         grade = grade_replayability(trajectory, replay_cfg)
     trajectory.governance = governance_envelope(state.facts, steps, decision, grade, policy)
-    return Emission(trajectory=trajectory, train_blockers=train_gate(trajectory, replay_cfg.min_train_grade))
+    trajectory.train_blockers = train_gate(trajectory, replay_cfg.min_train_grade)
+    return Emission(trajectory=trajectory)

@@ -231,7 +231,7 @@ class StepRecorder:
         except Exception as err:  # noqa: BLE001 - whatever broke, the step must not vanish without a trace
             reason = _reason(err)  # never the offending values: they may be raw traffic
             log.error("step %s/%d could not be recorded: %s", key, step.plan.step_index, reason)
-            letter = DeadLetter(stage="proxy", reason=reason, error_type=type(err).__name__, key=key)
+            letter = DeadLetter.of("proxy", reason, type(err).__name__, key=key)
             self.publisher.publish(self.topics.deadletter, key, encode(letter))
             self.metrics.events.labels("deadletter").inc()
             return

@@ -7,15 +7,17 @@ redact stage can hold raw text, so the dead-letter topic is as sensitive as the 
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, TypedDict, Unpack
 
 from pydantic import ValidationError
 
 from pipeline.stages.counters import StageCounters
-from pipeline.stages.exceptions import RejectedEvent
+from pipeline.stages.exceptions import OutputError, RejectedEvent
 from pipeline.stages.outputs import send
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, encode
@@ -51,16 +53,16 @@ class Source(TypedDict):
 
 
 def build_dead_letter(stage: str, reason: str, error_type: str, **source: Unpack[Source]) -> DeadLetter:
-    key, value = source["key"], source["value"]
-    return DeadLetter(
-        stage=stage,
-        reason=reason[:MAX_REASON],
-        error_type=error_type,
+    """A stage's dead letter: ``DeadLetter.of`` with the reason cut to ``MAX_REASON`` characters."""
+    return DeadLetter.of(
+        stage,
+        reason[:MAX_REASON],
+        error_type,
         source_topic=source["source_topic"],
         source_partition=source["source_partition"],
         source_offset=source["source_offset"],
-        key=key.decode("utf-8", "backslashreplace") if key is not None else None,
-        original_b64=base64.b64encode(value or b"").decode("ascii"),
+        key=source["key"],
+        original=source["value"],
     )
 
 
@@ -68,6 +70,13 @@ def dead_letter_for(stage: str, exc: BaseException, **source: Unpack[Source]) ->
     """The dead letter of a record that raised ``exc`` (the reason never quotes the record)."""
     reason, error_type = describe_error(exc)
     return build_dead_letter(stage, reason, error_type, **source)
+
+
+@dataclass
+class Caught:
+    """What ``DeadLetterSender.catching`` did with its block: the dead letter it sent, if any."""
+
+    letter: DeadLetter | None = None
 
 
 class DeadLetterSender:
@@ -103,6 +112,20 @@ class DeadLetterSender:
         await self.publish(letter, key)
         self.counters.inc("deadlettered")
         return letter
+
+    @asynccontextmanager
+    async def catching(
+        self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> AsyncIterator[Caught]:
+        """Handle one record in the block: whatever it raises is dead-lettered (``reject``), so a poison
+        record never kills the agent, except an ``OutputError``, which leaves the record unacknowledged."""
+        caught = Caught()
+        try:
+            yield caught
+        except OutputError:
+            raise
+        except Exception as exc:
+            caught.letter = await self.reject(exc, topic, partition, offset, key, value)
 
     async def publish(self, letter: DeadLetter, key: bytes | None) -> None:
         """Publish a dead letter the stage built itself (keyed like its record)."""

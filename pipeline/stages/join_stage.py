@@ -3,8 +3,9 @@
 Consumes the redacted topic (steps, ends, rewards) and the internal tick topic. Per record: decode and
 check, apply the pure transition (``governance.reward_join``), store or purge step bodies, try an
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
-(``build_emission``: eligibility at ``now``, replay grade), sends it to the audited topic (and to the
-train topic when ``train_blockers`` is empty), **waits until the broker has it**, and only then records
+(``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
+carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
+empty), **waits until the broker has it**, and only then records
 the emitted version in the state: a crash in between re-emits the same version (same ``event_id``), it
 never skips one. Ticks (from the timer) emit what waited long enough, dead-letter orphaned rewards and
 delete expired states.
@@ -45,7 +46,7 @@ from pipeline.stages.counters import StageCounters
 from pipeline.stages.deadletter import DeadLetterSender, build_dead_letter
 from pipeline.stages.due_index import DueIndex
 from pipeline.stages.erasure_guard import ErasureGuard
-from pipeline.stages.exceptions import OutputError, RejectedEvent
+from pipeline.stages.exceptions import RejectedEvent
 from pipeline.stages.outputs import deliver_all
 from pipeline.stages.storage import (
     Table,
@@ -113,7 +114,7 @@ class JoinStage:
     ) -> None:
         self.counters.inc("join_in")
         tick: JoinTick | None = None
-        try:
+        async with self.dead_letters.catching(topic, partition, offset, key, value) as caught:
             if topic == self.ticks_topic_name:
                 tick = JoinTick.model_validate_json(value or b"")
                 await self._tick(tick.trajectory_id, partition)
@@ -129,12 +130,8 @@ class JoinStage:
             if isinstance(event, StepEvent | TrajectoryEndEvent) and event.governance.redaction != "redacted":
                 raise RejectedEvent("unredacted event on the redacted topic", "NotRedacted")
             await self._apply(event, partition)
-        except OutputError:
-            raise
-        except Exception as exc:  # a poison record must not kill the agent
-            await self.dead_letters.reject(exc, topic, partition, offset, key, value)
-            if tick is not None:  # look again later rather than never
-                self.index.set(partition, tick.trajectory_id, self.clock() + TICK_RETRY_S)
+        if caught.letter is not None and tick is not None:  # a failed tick: look again later, not never
+            self.index.set(partition, tick.trajectory_id, self.clock() + TICK_RETRY_S)
 
     # ------------------------------------------------------------------ records
 

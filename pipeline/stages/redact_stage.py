@@ -31,7 +31,7 @@ from pipeline.stages.codec import check_key, check_owner, decode_event
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.deadletter import DeadLetterSender
 from pipeline.stages.erasure_guard import ErasureGuard
-from pipeline.stages.exceptions import OutputError, RejectedEvent
+from pipeline.stages.exceptions import RejectedEvent
 from pipeline.stages.outputs import send
 from pipeline.stages.storage import Table, load_placeholders, store_placeholders
 from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
@@ -81,7 +81,7 @@ class RedactStage:
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
     ) -> None:
         self.counters.inc("redact_in")
-        try:
+        async with self.dead_letters.catching(topic, partition, offset, key, value):
             event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
             check_key(key, event.trajectory_id)
             check_owner(event.trajectory_id, event.tenant)
@@ -103,7 +103,3 @@ class RedactStage:
             if state is not None or new_state.size:
                 store_placeholders(self.placeholders, event.tenant, tid, new_state)
             self.counters.inc("redacted")
-        except OutputError:
-            raise
-        except Exception as exc:  # a poison record must not kill the agent
-            await self.dead_letters.reject(exc, topic, partition, offset, key, value)

@@ -56,7 +56,7 @@ class LocalStoreClient:
 
     def erase(self, request: ErasureRequest) -> ErasureResult:
         try:
-            store = DuckDBStore.for_sink(self.path, self.cfg.sink, self.cfg.replay.min_train_grade)
+            store = DuckDBStore.for_sink(self.path, self.cfg.sink)
         except SinkError as err:
             raise _locked(err) from None
         try:

@@ -217,11 +217,12 @@ def test_a_version_2_store_gains_the_ledger(tmp_path: Path) -> None:
     store.con.execute("DROP VIEW overlay_outcomes").fetchall()
     store.con.execute("DROP VIEW overlay_trajectories").fetchall()
     store.con.execute("DROP TABLE store.evolution_ledger").fetchall()
+    store.con.execute("ALTER TABLE store.trajectory_versions DROP COLUMN train_blockers").fetchall()  # v4
     store.con.execute("UPDATE store.meta SET value = '2' WHERE key = 'store_schema_version'").fetchall()
     store.close()
     store = DuckDBStore(path)
     try:
-        assert stored_schema_version(store.con) == STORE_SCHEMA_VERSION == "3"
+        assert stored_schema_version(store.con) == STORE_SCHEMA_VERSION == "4"
         write(store, ledger_records([entry(7)]))
         assert store.con.execute("SELECT entry_id FROM evolution_ledger").fetchall() == [("e7",)]
     finally:

@@ -47,6 +47,7 @@ def test_trajectory_header_aggregates_steps() -> None:
     assert header["models"] == ["sluice-tiny"] and header["model_versions"] == ["tiny-1"]
     assert header["eligibility"] == "train" and header["replay_grade"] == "deterministic"
     assert header["subject_ids"] == ["s-9"] and '"steps"' not in header["record"]
+    assert header["train_blockers"] == []
     assert [r["reward_id"] for r in rows["rewards"]] == ["t1-r2"]
     step = rows["steps"][1]
     assert step["entities"] == '{"PERSON":1}' and step["entity_count"] == 1
@@ -84,3 +85,13 @@ def test_dead_letter_from_raw_topic_keeps_only_hash() -> None:
     assert row["original_b64"] is None and row["original_withheld"] is True
     assert row["original_bytes"] == len(original) and len(row["original_sha256"]) == 64
     assert dead_letter_row(dl, rec, False, NOW)["original_b64"] == dl.original_b64
+
+
+def test_the_stages_train_decision_is_stored_as_it_came() -> None:
+    rec = SourceRecord("audited", 0, 1, "t1", b"{}")
+    blocked = make_trajectory("t1", reward=1.0, train_blockers=["replay_grade:approximate<deterministic"])
+    (header,) = trajectory_rows(blocked, rec, NOW)["trajectory_versions"]
+    assert header["train_blockers"] == ["replay_grade:approximate<deterministic"]
+    undecided = blocked.model_copy(update={"train_blockers": None})  # written before stages carried it
+    (header,) = trajectory_rows(undecided, rec, NOW)["trajectory_versions"]
+    assert header["train_blockers"] is None

@@ -1,4 +1,5 @@
-"""A store written at schema version 1 (``data/store_v1``: a v1 sink's export) opens migrated."""
+"""Stores written at older schema versions (``data/store_v1``, ``data/store_v3``: exports of sinks of
+those versions) open migrated."""
 
 from __future__ import annotations
 
@@ -16,17 +17,23 @@ from sinks.store import DuckDBStore, stored_schema_version
 from sluice.events import encode
 from testing.samples import make_trajectory
 
-V1 = Path(__file__).parent / "data" / "store_v1"
+DATA = Path(__file__).parent / "data"
+V1 = DATA / "store_v1"
+V3 = DATA / "store_v3"
+
+
+def _import(export: Path, path: Path, version: str) -> Path:
+    """Import an export into a new file, as the sink of that schema version left it."""
+    con = duckdb.connect(str(path))
+    con.execute((export / "schema.sql").read_text())
+    con.execute((export / "load.sql").read_text().replace("{dir}", str(export)))
+    assert stored_schema_version(con) == version
+    con.close()
+    return path
 
 
 def _v1_store(path: Path) -> Path:
-    """Import the export into a new file, as the v1 sink left it."""
-    con = duckdb.connect(str(path))
-    con.execute((V1 / "schema.sql").read_text())
-    con.execute((V1 / "load.sql").read_text().replace("{dir}", str(V1)))
-    assert stored_schema_version(con) == "1"
-    con.close()
-    return path
+    return _import(V1, path, "1")
 
 
 def _rows(store: DuckDBStore, sql: str) -> list[tuple]:
@@ -73,6 +80,12 @@ def test_v1_store_migrates_in_place(tmp_path: Path) -> None:
             ("t1", "train"),
             ("t2", "train"),
         ]
+        # the train decision of the view's rule, at the grade the v1 sink recorded (approximate)
+        assert _rows(store, "SELECT trajectory_id, train_blockers FROM trajectories ORDER BY 1") == [
+            ("t1", []),
+            ("t2", ["unrewarded"]),
+        ]
+        assert _rows(store, "SELECT trajectory_id FROM training_set") == [("t1",)]
         assert store.stored_offsets("sluice-sink") == {
             ("p.trajectories.audited", 0): 5,
             ("p.trajectories.audited", 1): 8,
@@ -86,6 +99,41 @@ def test_v1_store_migrates_in_place(tmp_path: Path) -> None:
     finally:
         store.close()
     DuckDBStore(tmp_path / "v1.duckdb").close()  # reopening a migrated store changes nothing
+
+
+def test_v3_store_gets_the_train_decision_its_training_set_applied(tmp_path: Path) -> None:
+    """The v3 sink applied the train rule in its training_set view, with the grade it recorded in
+    store.meta (deterministic here); the migration stores that rule's decision once per version, so the
+    training set stays what it was, and the view filters on the stored decision from then on."""
+    path = _import(V3, tmp_path / "v3.duckdb", "3")
+    con = duckdb.connect(str(path))
+    training_set = "SELECT trajectory_id, version FROM training_set ORDER BY 1"
+    before = con.execute(training_set).fetchall()
+    con.close()
+    assert before == [("late", 2), ("ok", 1)]
+    store = DuckDBStore(path)
+    try:
+        assert stored_schema_version(store.con) == STORE_SCHEMA_VERSION
+        assert _rows(store, "SELECT event_id, train_blockers FROM store.trajectory_versions ORDER BY 1") == [
+            ("approx:v1", ["replay_grade:approximate<deterministic"]),
+            ("audit:v1", ["eligibility:audit_only"]),
+            ("late:v1", ["unrewarded"]),
+            ("late:v2", []),
+            ("none:v1", ["unrewarded"]),
+            ("ok:v1", []),
+        ]
+        assert _rows(store, training_set) == before
+        assert _rows(store, "SELECT count(*) FROM store.meta WHERE key = 'min_train_grade'") == [(0,)]
+        # from now on the stage's decision decides, whatever the grade once recorded
+        b = PendingBatch(BatchTopics("p.trajectories.audited", "p.deadletter"))
+        approx = make_trajectory("approx", n_steps=1, version=2, reward=0.5, grade="approximate")
+        assert approx.train_blockers == []
+        b.add(SourceRecord("p.trajectories.audited", 1, 9, "approx", encode(approx)))
+        store.write(b, "sluice-sink")
+        assert _rows(store, training_set) == [("approx", 2), ("late", 2), ("ok", 1)]
+    finally:
+        store.close()
+    DuckDBStore(path).close()  # reopening a migrated store changes nothing
 
 
 def test_a_store_from_a_newer_sluice_is_refused(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ def _varied() -> list[Trajectory]:
     )
     rich.governance.replay = None
     empty = make_trajectory("t-empty", n_steps=0)
-    return [plain, rewarded, audit, rich, empty]
+    undecided = make_trajectory("t-old", n_steps=2, reward=1.0).model_copy(update={"train_blockers": None})
+    return [plain, rewarded, audit, rich, empty, undecided]
 
 
 def test_the_schema_mirrors() -> None:

@@ -34,7 +34,7 @@ def _one(store: DuckDBStore, sql: str) -> object:
 
 @pytest.fixture
 def store(tmp_path: Path) -> DuckDBStore:
-    s = DuckDBStore(tmp_path / "s.duckdb", min_train_grade="approximate")
+    s = DuckDBStore(tmp_path / "s.duckdb")
     yield s
     s.close()
 
@@ -89,6 +89,35 @@ def test_training_set_applies_the_train_rule(store: DuckDBStore) -> None:
     store.write(_batch(trajs), "g")
     ids = {r[0] for r in store.con.execute("SELECT trajectory_id FROM training_set").fetchall()}
     assert ids == {"ok", "approx"}
+
+
+def test_training_set_is_the_stages_carried_decision(store: DuckDBStore) -> None:
+    """The view filters on the decision the join stage carried, and takes no rule of its own: a
+    version the stage blocked for a reason eligibility, reward and grade do not show stays out, and
+    one without a decision (undecided) is not trained on."""
+    stricter = "replay_grade:approximate<deterministic"  # a stage that asks for a better grade
+    trajs = [
+        make_trajectory("ok", reward=1.0),
+        make_trajectory("strict", reward=1.0, grade="approximate", train_blockers=[stricter]),
+        make_trajectory("held", reward=1.0, train_blockers=["held:overlay canary"]),
+        make_trajectory("undecided", reward=1.0).model_copy(update={"train_blockers": None}),
+        make_trajectory("audit", reward=1.0, decision="audit_only"),
+    ]
+    store.write(_batch(trajs), "g")
+    rows = store.con.execute("SELECT trajectory_id, train_blockers FROM trajectories ORDER BY 1").fetchall()
+    assert rows == [
+        ("audit", ["eligibility:audit_only"]),
+        ("held", ["held:overlay canary"]),
+        ("ok", []),
+        ("strict", [stricter]),
+        ("undecided", None),
+    ]
+    ids = {r[0] for r in store.con.execute("SELECT trajectory_id FROM training_set").fetchall()}
+    assert ids == {"ok"}
+    decisions = store.con.execute(
+        "SELECT trajectory_id, train_blockers FROM eligibility_decisions WHERE trajectory_id = 'strict'"
+    ).fetchall()
+    assert decisions == [("strict", [stricter])]
 
 
 def test_erased_trajectories_stay_erased(store: DuckDBStore) -> None:

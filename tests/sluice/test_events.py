@@ -9,17 +9,21 @@ from pydantic import ValidationError
 
 from sluice.events import (
     OTEL_GENAI_NAMES,
+    REPLAY_GRADES,
     Action,
     Choice,
+    DeadLetter,
     Message,
     Observation,
     RewardEvent,
     StepEvent,
     decode,
     encode,
+    grade_at_least,
     json_schema,
     message_hash,
     reconstruct_messages,
+    trajectory_version_id,
 )
 
 
@@ -85,3 +89,37 @@ def test_otel_names() -> None:
     assert attrs["gen_ai.response.finish_reasons"] == ["tool_calls"] and "gen_ai.finish.reasons" not in attrs
     assert attrs["gen_ai.operation.name"] == "chat" and attrs["gen_ai.conversation.id"] == "c-1"
     assert set(attrs) <= set(OTEL_GENAI_NAMES.values())
+
+
+def test_trajectory_version_id() -> None:
+    assert trajectory_version_id("acme~run-7", 3) == "acme~run-7:v3"
+
+
+def test_replay_grades_best_first() -> None:
+    assert REPLAY_GRADES == ("deterministic", "approximate", "non_replayable")
+    for i, better in enumerate(REPLAY_GRADES):
+        for worse in REPLAY_GRADES[i:]:
+            assert grade_at_least(better, worse)
+        for best in REPLAY_GRADES[:i]:
+            assert not grade_at_least(better, best)
+
+
+def test_dead_letter_builder() -> None:
+    letter = DeadLetter.of(
+        "redact",
+        "boom",
+        "ValueError",
+        source_topic="steps.raw",
+        source_partition=2,
+        source_offset=7,
+        key=b"acme~t\xff",
+        original=b"{not json",
+    )
+    assert (letter.stage, letter.reason, letter.error_type) == ("redact", "boom", "ValueError")
+    assert (letter.source_topic, letter.source_partition, letter.source_offset) == ("steps.raw", 2, 7)
+    assert letter.key == "acme~t\\xff"
+    assert letter.original_b64 == "e25vdCBqc29u"
+    assert decode(encode(letter)) == letter
+    bare = DeadLetter.of("proxy", "unrecordable", key="acme~t")
+    assert (bare.key, bare.original_b64, bare.error_type, bare.source_topic) == ("acme~t", "", "", "")
+    assert (bare.source_partition, bare.source_offset) == (None, None)

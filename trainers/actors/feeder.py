@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 from collections import Counter, OrderedDict
@@ -166,11 +165,16 @@ class TaskFeeder:
         if self.producer is None:
             self.producer = Producer(self.cfg.broker.producer_config())
         key = msg.key().decode(errors="replace") if msg.key() else None
-        dl = DeadLetter(
-            stage=STAGE, reason=reason, error_type=error_type, source_topic=msg.topic(),
-            source_partition=msg.partition(), source_offset=msg.offset(), key=key,
-            original_b64=base64.b64encode(msg.value() or b"").decode(),
-        )  # fmt: skip
+        dl = DeadLetter.of(
+            STAGE,
+            reason,
+            error_type,
+            source_topic=msg.topic(),
+            source_partition=msg.partition(),
+            source_offset=msg.offset(),
+            key=key,
+            original=msg.value(),
+        )
         self.producer.produce(self.cfg.topics.name("deadletter"), key=key, value=encode(dl))
         self.producer.poll(0)
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from governance.config import EligibilityPolicy, ReplayConfig, RewardJoinConfig, TenantPolicy
 from governance.reward_join import apply_end, apply_reward, apply_step, build_emission, plan_emission
-from sluice.events import FeedbackSignal, ToolCall
+from sluice.events import FeedbackSignal, ToolCall, decode, encode
 from tests.governance.event_builders import T0, end, governance, metadata, reward_event, step
 
 CFG = RewardJoinConfig(required=["score"], combine="mean")
@@ -94,13 +94,15 @@ def test_governance_envelope_and_train_routing() -> None:
     assert gov.consent.training is True
     assert gov.retention_deadline == T0 + timedelta(days=90)
     assert e.trajectory.rewarded and e.trajectory.reward == 0.5
-    assert e.to_train
+    assert e.to_train and e.trajectory.train_blockers == []
 
 
 def test_unrewarded_or_ineligible_stays_off_train() -> None:
     unrewarded = run([step(), end()], now=1e6)
     assert unrewarded.trajectory.rewarded is False
     assert unrewarded.train_blockers == ["unrewarded"]
+    assert unrewarded.trajectory.train_blockers == ["unrewarded"]  # the decision travels with the record
+    assert decode(encode(unrewarded.trajectory)).train_blockers == ["unrewarded"]
     audit = run([step(tenant="globex"), end(tenant="globex"), reward_event(tenant="globex")])
     assert audit.train_blockers == ["eligibility:audit_only"]
     assert audit.trajectory.steps  # audit_only keeps the (redacted) content

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
 
 from pipeline.stages.codec import check_key, decode_event
-from pipeline.stages.deadletter import dead_letter_for
-from pipeline.stages.exceptions import RejectedEvent
+from pipeline.stages.counters import StageCounters
+from pipeline.stages.deadletter import Caught, DeadLetterSender, dead_letter_for
+from pipeline.stages.exceptions import OutputError, RejectedEvent
 from sluice.events import DeadLetter, RewardEvent, StepEvent, decode, encode
 from tests.governance.event_builders import reward_event, step
 
@@ -81,3 +83,42 @@ def test_unexpected_exception_names_only_its_type() -> None:
         value=b"x",
     )
     assert (dl.reason, dl.error_type, dl.key) == ("stage error: KeyError", "KeyError", None)
+
+
+class _Topic:
+    """A stand-in output topic: keeps what is sent, acknowledged at once."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[bytes | None, bytes | None]] = []
+
+    async def send(self, *, key: bytes | None, value: bytes | None, partition: int | None) -> asyncio.Future:
+        self.sent.append((key, value))
+        fut = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    def get_topic_name(self) -> str:
+        return "dl"
+
+
+def test_catching_dead_letters_what_the_block_raises_but_an_output_error() -> None:
+    topic, counters = _Topic(), StageCounters()
+    sender = DeadLetterSender("join", topic, counters)
+
+    async def run(exc: Exception | None) -> Caught:
+        async with sender.catching("in", 1, 5, b"t1", b"{}") as caught:
+            if exc is not None:
+                raise exc
+        return caught
+
+    assert asyncio.run(run(None)).letter is None and topic.sent == []
+    letter = asyncio.run(run(RejectedEvent("no", "Nope"))).letter
+    assert letter is not None and (letter.reason, letter.error_type, letter.source_offset) == (
+        "no",
+        "Nope",
+        5,
+    )
+    assert topic.sent == [(b"t1", encode(letter))] and counters.counts["deadlettered"] == 1
+    with pytest.raises(OutputError):
+        asyncio.run(run(OutputError("broker gone")))
+    assert len(topic.sent) == 1 and counters.counts["deadlettered"] == 1

@@ -233,6 +233,16 @@ def test_audit_only_and_dropped_stay_off_train(run: Run) -> None:
     assert train_ids == {"pii", "early", "late", "idle"}
 
 
+def test_the_train_decision_travels_with_every_audited_version(run: Run) -> None:
+    assert all(t.train_blockers is not None for t in run.audited)
+    trainable = {(t.trajectory_id, t.version) for t in run.audited if t.train_blockers == []}
+    assert trainable == {(t.trajectory_id, t.version) for t in run.train}
+    assert all(t.train_blockers == [] for t in run.train)
+    assert run.versions("late")[1].train_blockers == ["unrewarded"]
+    assert "eligibility:audit_only" in run.versions("globex")[1].train_blockers
+    assert "eligibility:drop" in run.versions("dropped")[1].train_blockers
+
+
 def test_poison_records_are_dead_lettered_with_reasons(run: Run) -> None:
     by_key = {d.key: d for d in run.deadletters}
     bad_json = by_key["poison-1"]
