@@ -129,13 +129,16 @@ class JoinStage:
             check_key(key, event.trajectory_id)
             if isinstance(event, StepEvent | TrajectoryEndEvent) and event.governance.redaction != "redacted":
                 raise RejectedEvent("unredacted event on the redacted topic", "NotRedacted")
-            await self._apply(event, partition)
+            await self._apply(event, value or b"", partition)
         if caught.letter is not None and tick is not None:  # a failed tick: look again later, not never
             self.index.set(partition, tick.trajectory_id, self.clock() + TICK_RETRY_S)
 
     # ------------------------------------------------------------------ records
 
-    async def _apply(self, event: StepEvent | TrajectoryEndEvent | RewardEvent, partition: int) -> None:
+    async def _apply(
+        self, event: StepEvent | TrajectoryEndEvent | RewardEvent, received: bytes, partition: int
+    ) -> None:
+        """``received``: the record's bytes as they came; a step body is stored as received."""
         now = self.clock()
         tid = event.trajectory_id
         if self.guard.covers(event):
@@ -147,7 +150,7 @@ class JoinStage:
         if isinstance(event, StepEvent):
             tr = apply_step(state, event, now, rules, self.cfg.eligibility)
             if tr.store_step:
-                self.steps[step_key(tid, event.event_id)] = encode(event)
+                self.steps[step_key(tid, event.event_id)] = received
         elif isinstance(event, RewardEvent):
             tr = apply_reward(state, event, now, rules)
         else:
