@@ -38,6 +38,7 @@ from sinks.query_server import QueryServer, QueryService, database_id
 from sinks.store import DuckDBStore
 from sinks.writer import BatchWriter, Written
 from sluice.config import SluiceConfig
+from sluice.heap import settle_heap
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class SinkRunner:
                 self.server = QueryServer(service, sink.query_host, sink.query_port).start()
             except OSError as err:
                 raise SinkError(f"query endpoint {sink.query_host}:{sink.query_port}: {err}") from None
+        settle_heap()  # the store, clients and pools live as long as the sink
         self.ready.set()
         self.metrics.ready.set(1)
         log.info(

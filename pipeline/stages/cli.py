@@ -11,7 +11,6 @@ stops it cleanly (in-flight records finish, offsets are committed).
 
 from __future__ import annotations
 
-import gc
 import logging
 from pathlib import Path
 
@@ -35,6 +34,7 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
     from pipeline.stages.internal_topics import ensure_stage_topics
     from pipeline.stages.names import app_id
     from pipeline.stages.worker_slot import acquire_slot
+    from sluice.heap import settle_heap
 
     cfg = load_or_exit(config_path)
     ensure_stage_topics(cfg)
@@ -57,7 +57,7 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
     # consumer thread's heartbeats stopped for longer than the session timeout: the broker expired the
     # member, which revoked again, and after a broker freeze the group never settled (lag stuck, rate 0).
     # Everything built so far lives as long as the worker: freeze it out of the collector's scans.
-    gc.freeze()
+    settle_heap()
     try:
         faust.Worker(stages.app, loglevel=log_level, redirect_stdouts=False).execute_from_commandline()
     finally:
