@@ -73,6 +73,13 @@ def _erased(state: JoinState) -> Transition:
     return Transition(state=state, changed=False, erased=True)
 
 
+def _current(
+    state: JoinState | None, event: StepEvent | RewardEvent | TrajectoryEndEvent, now: float
+) -> JoinState:
+    """The trajectory's state, or a new one owned (provisionally) by the event's tenant."""
+    return state or JoinState.new(event.trajectory_id, event.tenant, now)
+
+
 def _names(names: list[str], more: list[str]) -> list[str]:
     return sorted(set(names) | set(more))
 
@@ -111,7 +118,7 @@ def apply_step(
     cfg: RewardJoinConfig,
     policy: EligibilityPolicy,
 ) -> Transition:
-    state = state or JoinState.new(step.trajectory_id, step.tenant, now)
+    state = _current(state, step, now)
     if state.erased:
         return _erased(state)
     if step.event_id in state.step_ids:
@@ -139,7 +146,7 @@ def apply_step(
 def apply_reward(
     state: JoinState | None, event: RewardEvent, now: float, cfg: RewardJoinConfig
 ) -> Transition:
-    state = state or JoinState.new(event.trajectory_id, event.tenant, now)
+    state = _current(state, event, now)
     if state.erased:
         return _erased(state)
     reward = event.reward
@@ -164,7 +171,7 @@ def apply_reward(
 def apply_end(
     state: JoinState | None, end: TrajectoryEndEvent, now: float, policy: EligibilityPolicy
 ) -> Transition:
-    state = state or JoinState.new(end.trajectory_id, end.tenant, now)
+    state = _current(state, end, now)
     if state.erased:
         return _erased(state)
     if end.event_id == state.end_event_id:
