@@ -56,7 +56,8 @@ class SinkHttpClient:
             except ValueError:
                 detail = {"error": f"HTTP {err.code}"}
             msg, kind = detail.get("error", f"HTTP {err.code}"), detail.get("kind")
-            raise ERROR_BY_KIND.get(kind, QueryError)(msg) from None
+            error = ERROR_BY_KIND.get(kind, QueryError) if isinstance(kind, str) else QueryError
+            raise error(msg) from None
         except (urllib.error.URLError, OSError) as err:
             raise SinkError(f"sink at {self.url} did not answer: {err}") from None
 
