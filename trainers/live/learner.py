@@ -190,5 +190,3 @@ class LiveLearner(CheckpointedLearner):
             "learn_s": learn_s,
             "serving_versions": dict(self.push.serving) if self.push is not None else {},
         }
-
-    # ----------------------------------------------------------------------------- state
