@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from pydantic import ValidationError
@@ -37,6 +37,8 @@ from sinks.received import ReceivedTrajectory, receive_trajectory
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, Trajectory, decode
 from sluice.evolution import LedgerEntry
+
+E = TypeVar("E", Trajectory, DeadLetter)
 
 # Primary key of each batched table (what a repeat replaces).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -149,6 +151,20 @@ class PendingBatch:
         self.counts.invalid += 1
         self._put("dead_letters", invalid_row(rec, reason, error_type, now, withhold_original=withhold))
 
+    def _decoded(self, rec: SourceRecord, kind: type[E], what: str, now: datetime) -> E | None:
+        """The record's event when it decodes to a ``kind`` (``what`` names one in the reason); else the
+        record is kept as invalid and None."""
+        try:
+            event = decode(rec.value or b"")
+        except ValidationError as err:
+            self._invalid(rec, validation_reason(err), "ValidationError", now, withhold=False)
+            return None
+        if not isinstance(event, kind):
+            reason = f"expected {what} on {rec.topic}, got a {event.event_type} event"
+            self._invalid(rec, reason, "WrongEventType", now, withhold=False)
+            return None
+        return event
+
     def _add_trajectory(self, rec: SourceRecord, now: datetime) -> None:
         received = receive_trajectory(rec.value or b"")
         if received is None or not self._add_received(received, rec, now):
@@ -177,14 +193,8 @@ class PendingBatch:
         return True
 
     def _add_trajectory_model(self, rec: SourceRecord, now: datetime) -> None:
-        try:
-            event = decode(rec.value or b"")
-        except ValidationError as err:
-            self._invalid(rec, validation_reason(err), "ValidationError", now, withhold=False)
-            return
-        if not isinstance(event, Trajectory):
-            reason = f"expected a trajectory on {rec.topic}, got a {event.event_type} event"
-            self._invalid(rec, reason, "WrongEventType", now, withhold=False)
+        event = self._decoded(rec, Trajectory, "a trajectory", now)
+        if event is None:
             return
         if rec.key is not None and rec.key != event.trajectory_id:
             reason = f"record key {rec.key!r} is not its trajectory_id {event.trajectory_id!r}"
@@ -206,14 +216,8 @@ class PendingBatch:
     def _add_dead_letter(self, rec: SourceRecord, now: datetime) -> None:
         if rec.value is None:
             return  # a tombstone on the dead-letter topic carries nothing to keep
-        try:
-            event = decode(rec.value)
-        except ValidationError as err:
-            self._invalid(rec, validation_reason(err), "ValidationError", now, withhold=False)
-            return
-        if not isinstance(event, DeadLetter):
-            reason = f"expected a dead letter on {rec.topic}, got a {event.event_type} event"
-            self._invalid(rec, reason, "WrongEventType", now, withhold=False)
+        event = self._decoded(rec, DeadLetter, "a dead letter", now)
+        if event is None:
             return
         self.counts.dead_letters += 1
         withhold = event.source_topic in self.topics.raw

@@ -35,3 +35,15 @@ class ErasureError(SinkError):
 
 class ExportError(SinkError):
     """An export could not be written."""
+
+
+# The errors a sink endpoint answers with, by the ``kind`` of its JSON error body. Raised by a route that
+# answered, they (and QueryError) would not change with another route.
+ERROR_BY_KIND: dict[str, type[SinkError]] = {
+    "auth": AuthError,
+    "forbidden": AccessDenied,
+    "not_found": NotFound,
+    "rejected": QueryRejected,
+    "erasure": ErasureError,
+}
+ANSWERED_ERRORS: tuple[type[SinkError], ...] = (*ERROR_BY_KIND.values(), QueryError)

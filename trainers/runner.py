@@ -23,10 +23,10 @@ from trainers.exceptions import CheckpointError
 from trainers.rollout.select import resolve_backend
 
 if TYPE_CHECKING:
-    from trainers.loop import StopFlag
-    from trainers.metrics import MetricsLog
+    from trainers.loop_core import RunSetup
 
 log = logging.getLogger("sluice.trainer")
+live_log = logging.getLogger("sluice.trainer.live")
 
 
 class TrainSummary(BaseModel):
@@ -60,12 +60,18 @@ def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
     return load_tokenizer(path), int(getattr(conf, "max_position_embeddings", 2048))
 
 
-def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, str | None]:
-    t = cfg.trainer
+def _model_source(cfg: SluiceConfig) -> tuple[str, tuple[str, ...]]:
+    """Where the configured model loads from, and the model names built or unpacked locally."""
     from trainers.smollm2 import SMOLLM2_NAME
 
+    t = cfg.trainer
     named = (TINY_MODEL_NAME, SMOLLM2_NAME)  # built or unpacked locally, by name
-    source = t.model if t.model in named else str(cfg.path(t.model))
+    return (t.model if t.model in named else str(cfg.path(t.model))), named
+
+
+def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, str | None]:
+    t = cfg.trainer
+    source, named = _model_source(cfg)
     if source not in named and not Path(source).is_dir():
         raise CheckpointError(
             f"trainer.model: {source} is neither {' nor '.join(map(repr, named))} nor a model directory"
@@ -81,6 +87,37 @@ def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, st
     return state, str(found), str(found)
 
 
+def prepare_run(cfg: SluiceConfig, resume: bool, max_steps: int | None, live: bool = False) -> RunSetup:
+    """The start state (fresh or resumed), the model's tokenizer and context length, the output paths, the
+    stop flag and the metrics log of a run. A live run with LoRA checkpoints adapters only: resumed, the
+    model loads from the configured base."""
+    from trainers.loop_core import RunSetup, StopFlag
+    from trainers.metrics import MetricsLog
+
+    t = cfg.trainer
+    state, source, resume_from = _start_state(cfg, resume)
+    if resume_from is not None and live and t.live.lora_rank > 0:
+        source = _model_source(cfg)[0]
+    tokenizer, max_positions = _model_limits(source, cfg)
+    output_dir = cfg.path(t.output_dir)
+    if live:
+        live_log.info("trainer config in effect (live mode): %s", t.model_dump_json(exclude={"serve"}))
+    else:
+        log.info("trainer config in effect: %s", t.model_dump_json(exclude={"serve"}))
+    return RunSetup(
+        state=state,
+        source=source,
+        resume_from=resume_from,
+        tokenizer=tokenizer,
+        max_positions=max_positions,
+        max_steps=max_steps if max_steps is not None else t.max_steps,
+        output_dir=output_dir,
+        topic=cfg.topics.name("trajectories_train"),
+        stop=StopFlag(),
+        metrics=MetricsLog(output_dir / "metrics.jsonl"),
+    )
+
+
 def run_training(
     cfg: SluiceConfig,
     resume: bool = False,
@@ -92,8 +129,7 @@ def run_training(
     from trainers.actors.feeder import TaskFeeder
     from trainers.actors.learner import Learner
     from trainers.actors.rollout_worker import RolloutWorker
-    from trainers.loop import AsyncGRPOLoop, StopFlag
-    from trainers.metrics import MetricsLog
+    from trainers.loop import AsyncGRPOLoop
     from trainers.ray_session import ray_session
     from trainers.weight_sync.ray_object_store import RayObjectStoreWeightSync
 
@@ -101,57 +137,47 @@ def run_training(
     if t.resolved_mode == "live":  # the traffic is the rollout: no rollout workers
         from trainers.live.runner import run_live_training
 
-        return run_live_training(cfg, resume=resume, max_steps=max_steps, on_step=on_step)
+        return run_live_training(cfg, prepare_run(cfg, resume, max_steps, live=True), on_step)
     backend = resolve_backend(t.backend)  # before Ray starts
-    state, source, resume_from = _start_state(cfg, resume)
-    tokenizer, max_positions = _model_limits(source, cfg)
-    max_steps = max_steps if max_steps is not None else t.max_steps
-    output_dir = cfg.path(t.output_dir)
-    topic = cfg.topics.name("trajectories_train")
-    log.info("trainer config in effect: %s", t.model_dump_json(exclude={"serve"}))
-    stop = StopFlag()
-    metrics = MetricsLog(output_dir / "metrics.jsonl")
+    run = prepare_run(cfg, resume, max_steps)
+    state = run.state
     with ray_session(cfg):
         sync = RayObjectStoreWeightSync()
-        learner = ray.remote(num_cpus=1)(Learner).remote(cfg, source, sync, state.policy_version, resume_from)
+        learner = ray.remote(num_cpus=1)(Learner).remote(
+            cfg, run.source, sync, state.policy_version, run.resume_from
+        )
         gpus = 1 if backend == "vllm" else 0
         workers = [
-            ray.remote(num_cpus=1, num_gpus=gpus)(RolloutWorker).remote(cfg, backend, source, sync, i)
+            ray.remote(num_cpus=1, num_gpus=gpus)(RolloutWorker).remote(cfg, backend, run.source, sync, i)
             for i in range(t.rollout_workers)
         ]
         feeder = ray.remote(num_cpus=0)(TaskFeeder).remote(
             cfg,
-            tokenizer,
-            max_positions - t.max_new_tokens,
-            state.feeder_offsets.get(topic),
+            run.tokenizer,
+            run.max_positions - t.max_new_tokens,
+            state.feeder_offsets.get(run.topic),
             state.taken_versions,
         )
         # actors start in parallel (imports, model build); wait for all before the clock starts
         ray.get([learner.get_version.remote(), feeder.stats.remote(), *[w.info.remote() for w in workers]])
-        loop = AsyncGRPOLoop(
-            t, str(output_dir), topic, feeder, workers, learner, state, metrics, stop, on_step
-        )
-        reason, checkpoint = run_loop(
-            loop, max_steps, stop, metrics, feeder, [feeder, learner, *workers, sync.board]
-        )
+        loop = AsyncGRPOLoop(t, run, feeder, workers, learner, on_step)
+        reason, checkpoint = run_loop(loop, run, feeder, [feeder, learner, *workers, sync.board])
     rewards = [h["reward_mean"] for h in loop.history if h["reward_mean"] == h["reward_mean"]]
     return summarize(loop, state, reason, checkpoint, rewards, reward_failures=loop.failures_total)
 
 
-def run_loop(
-    loop: Any, max_steps: int | None, stop: StopFlag, metrics: MetricsLog, feeder: Any, actors: list[Any]
-) -> tuple[str, str]:
+def run_loop(loop: Any, run: RunSetup, feeder: Any, actors: list[Any]) -> tuple[str, str]:
     """Run a training loop to its end and checkpoint it, with the stop signals installed; then close
     the metrics log and the feeder and kill the actors, whatever happened. Returns (reason, checkpoint)."""
     import ray
 
-    stop.install()
+    run.stop.install()
     try:
-        reason = loop.run(max_steps)
+        reason = loop.run(run.max_steps)
         checkpoint = loop.checkpoint()
     finally:
-        stop.restore()
-        metrics.close()
+        run.stop.restore()
+        run.metrics.close()
         ray.get(feeder.close.remote())
         for actor in actors:
             ray.kill(actor)

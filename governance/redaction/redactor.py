@@ -79,23 +79,25 @@ class Redactor:
             self.analyzer, self.operators, ctx, self.config.score_threshold, self.config.step_timeout_s
         )
 
+    def _redact_one(
+        self, text: str, state: PlaceholderState | None, context: list[str] | str | None, walk_json: bool
+    ) -> tuple[str, PlaceholderState, Counter[str]]:
+        p = self._pass(state)
+        ctx = [context] if isinstance(context, str) else context
+        out = p.payload(text, ctx) if walk_json else p.text(text, ctx)
+        return out, p.ctx.state, p.redacted
+
     def redact_text(
         self, text: str, state: PlaceholderState | None = None, context: list[str] | str | None = None
     ) -> tuple[str, PlaceholderState, Counter[str]]:
         """Redact one plain text (no JSON walking); ``context`` words are e.g. the JSON key it came from."""
-        p = self._pass(state)
-        ctx = [context] if isinstance(context, str) else context
-        out = p.text(text, ctx)
-        return out, p.ctx.state, p.redacted
+        return self._redact_one(text, state, context, walk_json=False)
 
     def redact_payload(
         self, text: str, state: PlaceholderState | None = None, context: list[str] | str | None = None
     ) -> tuple[str, PlaceholderState, Counter[str]]:
         """Like ``redact_text`` but a JSON text is walked value by value with keys as context."""
-        p = self._pass(state)
-        ctx = [context] if isinstance(context, str) else context
-        out = p.payload(text, ctx)
-        return out, p.ctx.state, p.redacted
+        return self._redact_one(text, state, context, walk_json=True)
 
     def redact_event(self, event: E, state: PlaceholderState | None = None) -> tuple[E, PlaceholderState]:
         """A new event with every text redacted (and its redaction report), and the new state."""

@@ -7,6 +7,8 @@ nothing caps it). Checks read only the recorded envelope of the assembled trajec
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -40,3 +42,18 @@ def non_replayable(reason: str) -> ReplayFinding:
 def tool_calls(step: StepEvent) -> list[ToolCall]:
     """Every tool call the step's choices made."""
     return [tc for choice in step.action.choices for tc in (choice.message.tool_calls or [])]
+
+
+class StepCalls(NamedTuple):
+    step: StepEvent
+    calls: list[ToolCall]
+    answered: set[str]  # ids of the calls whose results the step recorded
+    last: bool  # the trajectory's last step: its calls may stay unanswered
+
+
+def steps_with_calls(trajectory: Trajectory) -> Iterator[StepCalls]:
+    """The trajectory's steps in order, each with its tool calls and the ids of those answered."""
+    steps = sorted(trajectory.steps, key=lambda s: s.step_index)
+    for pos, step in enumerate(steps):
+        answered = {r.tool_call_id for r in step.action_result.tool_results}
+        yield StepCalls(step, tool_calls(step), answered, pos == len(steps) - 1)

@@ -7,7 +7,13 @@ from __future__ import annotations
 import fnmatch
 
 from governance.config import ReplayConfig
-from governance.replay.base import ReplayCheck, ReplayFinding, approximate, non_replayable, tool_calls
+from governance.replay.base import (
+    ReplayCheck,
+    ReplayFinding,
+    approximate,
+    non_replayable,
+    steps_with_calls,
+)
 from sluice.events import Trajectory
 
 
@@ -16,12 +22,9 @@ class SideEffectCheck(ReplayCheck):
 
     def check(self, trajectory: Trajectory, cfg: ReplayConfig) -> list[ReplayFinding]:
         out = []
-        steps = sorted(trajectory.steps, key=lambda s: s.step_index)
-        for pos, step in enumerate(steps):
+        for step, calls, answered, last in steps_with_calls(trajectory):
             declared = set(step.metadata.side_effects)
-            answered = {r.tool_call_id for r in step.action_result.tool_results}
-            last = pos == len(steps) - 1
-            for call in tool_calls(step):
+            for call in calls:
                 risky = call.name in declared or any(
                     fnmatch.fnmatchcase(call.name, pat) for pat in cfg.nondeterministic_tools
                 )

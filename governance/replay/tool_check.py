@@ -5,7 +5,7 @@ step may stay unanswered (the trajectory ended on them)."""
 from __future__ import annotations
 
 from governance.config import ReplayConfig
-from governance.replay.base import ReplayCheck, ReplayFinding, approximate, tool_calls
+from governance.replay.base import ReplayCheck, ReplayFinding, approximate, steps_with_calls
 from sluice.events import Trajectory
 
 
@@ -14,11 +14,8 @@ class ToolCheck(ReplayCheck):
 
     def check(self, trajectory: Trajectory, cfg: ReplayConfig) -> list[ReplayFinding]:
         out = []
-        steps = sorted(trajectory.steps, key=lambda s: s.step_index)
-        for pos, step in enumerate(steps):
-            answered = {r.tool_call_id for r in step.action_result.tool_results}
-            last = pos == len(steps) - 1
-            for call in tool_calls(step):
+        for step, calls, answered, last in steps_with_calls(trajectory):
+            for call in calls:
                 if call.id not in answered and not last:
                     out.append(approximate(f"tool_result_missing:{call.name}@{step.step_index}"))
                 if call.name not in step.metadata.tool_versions:

@@ -22,6 +22,7 @@ themselves as seen (it stays dropped).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,6 +73,13 @@ def _erased(state: JoinState) -> Transition:
     return Transition(state=state, changed=False, erased=True)
 
 
+def _current(
+    state: JoinState | None, event: StepEvent | RewardEvent | TrajectoryEndEvent, now: float
+) -> JoinState:
+    """The trajectory's state, or a new one owned (provisionally) by the event's tenant."""
+    return state or JoinState.new(event.trajectory_id, event.tenant, now)
+
+
 def _names(names: list[str], more: list[str]) -> list[str]:
     return sorted(set(names) | set(more))
 
@@ -83,6 +91,26 @@ def _check_drop(state: JoinState, facts: TrajectoryFacts, policy: EligibilityPol
     return decision.reasons if decision.decision == "drop" else []
 
 
+def _dirty(state: JoinState) -> bool:
+    """Whether a change leaves the state to emit: not once a dropped trajectory was emitted."""
+    return state.dirty or not (state.dropped and state.emitted_version > 0)
+
+
+def _screened(
+    state: JoinState, facts: TrajectoryFacts, policy: EligibilityPolicy, now: float
+) -> tuple[dict[str, Any], list[str]]:
+    """The update of a step or an end that adds to the facts (the facts, the drop decision on them, the
+    rewards kept, dirty), and the drop reasons."""
+    drop = _check_drop(state, facts, policy, now)
+    update = {
+        "facts": facts,
+        "drop_reasons": drop,
+        "rewards": [] if drop else state.rewards,
+        "dirty": _dirty(state),
+    }
+    return update, drop
+
+
 def apply_step(
     state: JoinState | None,
     step: StepEvent,
@@ -90,16 +118,13 @@ def apply_step(
     cfg: RewardJoinConfig,
     policy: EligibilityPolicy,
 ) -> Transition:
-    state = state or JoinState.new(step.trajectory_id, step.tenant, now)
+    state = _current(state, step, now)
     if state.erased:
         return _erased(state)
     if step.event_id in state.step_ids:
         return Transition(state=state, changed=False, store_step=step.event_id in state.stored_step_ids)
     state = _claim(state, step.tenant)
-    facts = state.facts.add_step(step)
-    drop = _check_drop(state, facts, policy, now)
-    newly_dropped = bool(drop) and not state.dropped
-    settled = state.dropped and state.emitted_version > 0
+    screened, drop = _screened(state, state.facts.add_step(step), policy, now)
     step_rewards = [*step.rewards, *harvest_feedback(step, cfg)]
     new = state.model_copy(
         update={
@@ -111,19 +136,17 @@ def apply_step(
             "reward_names": _names(state.reward_names, [r.name for r in step_rewards]),
             "value_rewards": state.value_rewards
             + sum(reward_value(r, cfg) is not None for r in step_rewards),
-            "facts": facts,
-            "drop_reasons": drop,
-            "rewards": [] if drop else state.rewards,
-            "dirty": state.dirty or not settled,
+            **screened,
         }
     )
-    return Transition(state=new, changed=True, store_step=not drop, purge_steps=newly_dropped)
+    purge = bool(drop) and not state.dropped
+    return Transition(state=new, changed=True, store_step=not drop, purge_steps=purge)
 
 
 def apply_reward(
     state: JoinState | None, event: RewardEvent, now: float, cfg: RewardJoinConfig
 ) -> Transition:
-    state = state or JoinState.new(event.trajectory_id, event.tenant, now)
+    state = _current(state, event, now)
     if state.erased:
         return _erased(state)
     reward = event.reward
@@ -133,14 +156,13 @@ def apply_reward(
         raise TenantMismatch(
             f"reward for trajectory {event.trajectory_id} from a tenant that does not own it"
         )
-    settled = state.dropped and state.emitted_version > 0
     new = state.model_copy(
         update={
             "rewards": state.rewards if state.dropped else [*state.rewards, reward],
             "reward_ids": [*state.reward_ids, reward.reward_id],
             "reward_names": _names(state.reward_names, [reward.name]),
             "value_rewards": state.value_rewards + int(reward_value(reward, cfg) is not None),
-            "dirty": state.dirty or not settled,
+            "dirty": _dirty(state),
         }
     )
     return Transition(state=new, changed=True)
@@ -149,29 +171,23 @@ def apply_reward(
 def apply_end(
     state: JoinState | None, end: TrajectoryEndEvent, now: float, policy: EligibilityPolicy
 ) -> Transition:
-    state = state or JoinState.new(end.trajectory_id, end.tenant, now)
+    state = _current(state, end, now)
     if state.erased:
         return _erased(state)
     if end.event_id == state.end_event_id:
         return Transition(state=state, changed=False)
     state = _claim(state, end.tenant)
-    facts = state.facts.add_end(end)
-    drop = _check_drop(state, facts, policy, now)
-    newly_dropped = bool(drop) and not state.dropped
-    settled = state.dropped and state.emitted_version > 0
+    screened, drop = _screened(state, state.facts.add_end(end), policy, now)
     new = state.model_copy(
         update={
             "end_event_id": end.event_id,
             "end_seen_at": state.end_seen_at if state.end_seen_at is not None else now,
             "ended_at": end.created_at,
             "outcome": end.outcome or state.outcome,
-            "facts": facts,
-            "drop_reasons": drop,
-            "rewards": [] if drop else state.rewards,
-            "dirty": state.dirty or not settled,
+            **screened,
         }
     )
-    return Transition(state=new, changed=True, purge_steps=newly_dropped)
+    return Transition(state=new, changed=True, purge_steps=bool(drop) and not state.dropped)
 
 
 def mark_emitted(state: JoinState, version: int, decision: EligibilityDecision, now: float) -> Transition:

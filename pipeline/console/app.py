@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -130,6 +131,16 @@ def _require(console: Console, request: web.Request) -> Session:
     return session
 
 
+async def _lookup(
+    console: Console, request: web.Request, key: str, sql_of: Callable[[str], str]
+) -> tuple[Session, str, list[dict[str, Any]]]:
+    """The signed-in session, the id at ``key`` in the path and the rows ``sql_of(id)`` reads: none for an
+    unknown id, and none alike for another tenant's."""
+    session = _require(console, request)
+    name = request.match_info[key]
+    return session, name, await console.query(session, sql_of(name))
+
+
 def make_app(cfg: SluiceConfig) -> web.Application:
     console = Console(cfg)
     routes = web.RouteTableDef()
@@ -198,10 +209,8 @@ def make_app(cfg: SluiceConfig) -> web.Application:
 
     @routes.get("/trajectories/{tid}")
     async def trajectory(request: web.Request) -> web.Response:
-        session = _require(console, request)
-        tid = request.match_info["tid"]
-        found = await console.query(session, q.trajectory_sql(tid))
-        if not found:  # another tenant's id reads exactly like an unknown one
+        session, tid, found = await _lookup(console, request, "tid", q.trajectory_sql)
+        if not found:
             return console.not_found(session, f"trajectory {tid}")
         versions, rewards, steps = await asyncio.gather(
             console.query(session, q.versions_sql(tid)),
@@ -238,10 +247,8 @@ def make_app(cfg: SluiceConfig) -> web.Application:
 
     @routes.get("/evolution/{pid}")
     async def proposal(request: web.Request) -> web.Response:
-        session = _require(console, request)
-        pid = request.match_info["pid"]
-        entries = await console.query(session, q.ledger_sql(pid))
-        if not entries:  # another tenant's proposal reads exactly like an unknown one
+        session, pid, entries = await _lookup(console, request, "pid", q.ledger_sql)
+        if not entries:
             return console.not_found(session, f"proposal {pid}")
         for e in entries:
             e["evidence"] = pretty_json(e["evidence"])

@@ -94,30 +94,36 @@ FACETS_SQL = {
 }
 
 
+def _of_trajectory(columns: str, table: str, trajectory_id: str, order_by: str = "") -> str:
+    """``columns`` of ``table``'s rows of one trajectory, ordered by ``order_by`` when given."""
+    sql = f"SELECT {columns} FROM {table} WHERE trajectory_id = {quote_literal(trajectory_id)}"
+    return f"{sql} ORDER BY {order_by}" if order_by else sql
+
+
 def trajectory_sql(trajectory_id: str) -> str:
-    return f"SELECT * EXCLUDE (subject_ids) FROM trajectories WHERE trajectory_id = {quote_literal(trajectory_id)}"
+    return _of_trajectory("* EXCLUDE (subject_ids)", "trajectories", trajectory_id)
 
 
 def versions_sql(trajectory_id: str) -> str:
-    return (
-        "SELECT version, reward, rewarded, reward_count, eligibility, eligibility_reasons, replay_grade, "
-        "replay_reasons, step_count, emitted_at FROM trajectory_versions "
-        f"WHERE trajectory_id = {quote_literal(trajectory_id)} ORDER BY version"
+    columns = (
+        "version, reward, rewarded, reward_count, eligibility, eligibility_reasons, replay_grade, "
+        "replay_reasons, step_count, emitted_at"
     )
+    return _of_trajectory(columns, "trajectory_versions", trajectory_id, "version")
 
 
 def rewards_sql(trajectory_id: str) -> str:
-    return f"SELECT * FROM rewards WHERE trajectory_id = {quote_literal(trajectory_id)} ORDER BY created_at"
+    return _of_trajectory("*", "rewards", trajectory_id, "created_at")
 
 
 def steps_sql(trajectory_id: str) -> str:
-    return (
-        "SELECT step_index, request_model, model_version, finish_reason, input_tokens, output_tokens, "
+    columns = (
+        "step_index, request_model, model_version, finish_reason, input_tokens, output_tokens, "
         "latency_ms, error, status_code, entity_count, CAST(new_messages AS VARCHAR) AS new_messages, "
         "CAST(completion AS VARCHAR) AS completion, CAST(json_extract(record, '$.governance.redaction_report.entities') "
-        "AS VARCHAR) AS entities FROM steps "
-        f"WHERE trajectory_id = {quote_literal(trajectory_id)} ORDER BY step_index"
+        "AS VARCHAR) AS entities"
     )
+    return _of_trajectory(columns, "steps", trajectory_id, "step_index")
 
 
 # The learning curve: trajectories by the policy version that served them (a step's metadata.model_version),

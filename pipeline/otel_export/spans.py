@@ -163,6 +163,30 @@ def _reward_event(r: Reward) -> Event:
     return Event(name, attrs, timestamp=_ns(r.created_at))
 
 
+def _span(
+    resource: Resource,
+    name: str,
+    context: SpanContext,
+    parent: SpanContext | None,
+    attrs: dict[str, Any],
+    start: int | None,
+    end: int | None,
+    **more: Any,
+) -> ReadableSpan:
+    """A finished span of Sluice's instrumentation scope; ``more``: kind, status, events, links."""
+    return ReadableSpan(
+        name,
+        context,
+        parent,
+        resource,
+        attrs,
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=SCOPE,
+        **more,
+    )
+
+
 def trajectory_spans(traj: Trajectory, resource: Resource, content: bool = True) -> list[ReadableSpan]:
     """Every span of one audited trajectory version (see the module docstring for the shape)."""
     tid = trace_id(traj.trajectory_id)
@@ -184,17 +208,16 @@ def trajectory_spans(traj: Trajectory, resource: Resource, content: bool = True)
         model = step.metadata.gen_ai.request_model or step.metadata.gen_ai.response_model or ""
         op = step.metadata.gen_ai.otel_attributes()["gen_ai.operation.name"]
         spans.append(
-            ReadableSpan(
-                name=f"{op} {model}".strip(),
-                context=_ctx(tid, sid),
-                parent=root_ctx,
-                resource=resource,
-                attributes=step_attributes(step, conversation, content),
+            _span(
+                resource,
+                f"{op} {model}".strip(),
+                _ctx(tid, sid),
+                root_ctx,
+                step_attributes(step, conversation, content),
+                s_start,
+                s_end,
                 kind=SpanKind.CLIENT,
                 status=Status(StatusCode.ERROR, step.action_result.error or "") if failed else Status(),
-                start_time=s_start,
-                end_time=s_end,
-                instrumentation_scope=SCOPE,
             )
         )
         for choice in step.action.choices:
@@ -212,16 +235,15 @@ def trajectory_spans(traj: Trajectory, resource: Resource, content: bool = True)
                     if call.id in results:
                         attrs["gen_ai.tool.call.result"] = results[call.id]
                 spans.append(
-                    ReadableSpan(
-                        name=f"execute_tool {call.name}",
-                        context=_ctx(tid, span_id(traj.trajectory_id, "tool", step.event_id, str(n))),
-                        parent=_ctx(tid, sid),
-                        resource=resource,
-                        attributes=attrs,
+                    _span(
+                        resource,
+                        f"execute_tool {call.name}",
+                        _ctx(tid, span_id(traj.trajectory_id, "tool", step.event_id, str(n))),
+                        _ctx(tid, sid),
+                        attrs,
+                        s_end,
+                        s_end,
                         kind=SpanKind.INTERNAL,
-                        start_time=s_end,
-                        end_time=s_end,
-                        instrumentation_scope=SCOPE,
                     )
                 )
     version_attrs: dict[str, Any] = {
@@ -239,17 +261,16 @@ def trajectory_spans(traj: Trajectory, resource: Resource, content: bool = True)
     ]
     emitted = _ns(traj.emitted_at) or end
     spans.append(
-        ReadableSpan(
-            name=f"sluice.version {traj.version}",
-            context=_ctx(tid, span_id(traj.trajectory_id, "version", str(traj.version))),
-            parent=root_ctx,
-            resource=resource,
-            attributes=version_attrs,
+        _span(
+            resource,
+            f"sluice.version {traj.version}",
+            _ctx(tid, span_id(traj.trajectory_id, "version", str(traj.version))),
+            root_ctx,
+            version_attrs,
+            emitted,
+            emitted,
             events=[_reward_event(r) for r in traj.rewards],
             links=links,
-            start_time=emitted,
-            end_time=emitted,
-            instrumentation_scope=SCOPE,
         )
     )
     root_attrs = {
@@ -258,16 +279,15 @@ def trajectory_spans(traj: Trajectory, resource: Resource, content: bool = True)
         **governance_attributes(traj),
     }
     spans.append(
-        ReadableSpan(
-            name="invoke_agent",
-            context=root_ctx,
-            parent=None,
-            resource=resource,
-            attributes=root_attrs,
+        _span(
+            resource,
+            "invoke_agent",
+            root_ctx,
+            None,
+            root_attrs,
+            start,
+            max(end or 0, start or 0),
             kind=SpanKind.INTERNAL,
-            start_time=start,
-            end_time=max(end or 0, start or 0),
-            instrumentation_scope=SCOPE,
         )
     )
     return spans

@@ -25,17 +25,30 @@ from pipeline.proxy.state import ProxyState
 from sluice.config import SluiceConfig
 
 
-class MetricsMiddleware:
-    """Counts every HTTP exchange by endpoint and status and times it to its last byte (pure ASGI)."""
+class HttpMiddleware:
+    """A pure ASGI middleware that acts on HTTP exchanges (``exchange``) and passes anything else through."""
 
-    def __init__(self, app: ASGIApp, metrics: ProxyMetrics) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.exchange(scope, receive, send)
+
+    async def exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class MetricsMiddleware(HttpMiddleware):
+    """Counts every HTTP exchange by endpoint and status and times it to its last byte (pure ASGI)."""
+
+    def __init__(self, app: ASGIApp, metrics: ProxyMetrics) -> None:
+        super().__init__(app)
+        self.metrics = metrics
+
+    async def exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
         t0 = time.perf_counter()
         status = 500
 
@@ -53,7 +66,7 @@ class MetricsMiddleware:
             self.metrics.observe_request(route, status, time.perf_counter() - t0)
 
 
-class DurableResponseMiddleware:
+class DurableResponseMiddleware(HttpMiddleware):
     """Sends no part of a response before the events it depends on are durable (pure ASGI).
 
     Steps finished while serving the request are published just before the next message goes out, and
@@ -62,13 +75,10 @@ class DurableResponseMiddleware:
     ends published by a handler wait the same way."""
 
     def __init__(self, app: ASGIApp, state: ProxyState) -> None:
-        self.app = app
+        super().__init__(app)
         self.state = state
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def exchange(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = self.state
         steps: list = []
 

@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.proxy.stream_assembly import ChoiceTail, StreamAssembly
+
 
 def tool_call_id(response_id: str | None, choice: int, call: int) -> str:
     """A stable id for a tool call the backend sent without one."""
@@ -28,24 +30,18 @@ class _ToolCallAcc:
 
 
 @dataclass(slots=True)
-class _ChoiceAcc:
+class _ChoiceAcc(ChoiceTail):
     role: str = "assistant"
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     refusal: list[str] = field(default_factory=list)
     tool_calls: dict[int, _ToolCallAcc] = field(default_factory=dict)
-    finish_reason: str | None = None
-    logprobs: list[Any] | None = None
-    token_ids: list[int] | None = None
 
 
-class ChatStreamAssembler:
+class ChatStreamAssembler(StreamAssembly[_ChoiceAcc]):
     def __init__(self) -> None:
-        self.head: dict[str, Any] = {}
-        self.choices: dict[int, _ChoiceAcc] = {}
-        self.usage: dict[str, Any] | None = None
+        super().__init__()
         self.prompt_token_ids: list[int] | None = None
-        self.first_token_at: float | None = None
         self.chunks = 0
 
     def feed(self, chunk: dict[str, Any], now: float = 0.0) -> None:
@@ -85,14 +81,10 @@ class ChatStreamAssembler:
                 text or delta.get("tool_calls") or delta.get("reasoning_content")
             ):
                 self.first_token_at = now
-            if c.get("finish_reason"):
-                acc.finish_reason = c["finish_reason"]
             lp = c.get("logprobs")
-            if isinstance(lp, dict) and isinstance(lp.get("content"), list):
-                acc.logprobs = (acc.logprobs or []) + lp["content"]
-            ids = c.get("token_ids")
-            if isinstance(ids, list):
-                acc.token_ids = (acc.token_ids or []) + ids
+            acc.extend(
+                c, lp["content"] if isinstance(lp, dict) and isinstance(lp.get("content"), list) else None
+            )
 
     @staticmethod
     def _merge_tool_call(acc: _ChoiceAcc, tc: Any) -> None:
@@ -111,9 +103,6 @@ class ChatStreamAssembler:
             call.name = fn["name"] if not call.name else call.name
         if fn.get("arguments"):
             call.arguments.append(fn["arguments"])
-
-    def finished_all(self) -> bool:
-        return bool(self.choices) and all(c.finish_reason for c in self.choices.values())
 
     @property
     def has_data(self) -> bool:
@@ -143,14 +132,8 @@ class ChatStreamAssembler:
                 message["reasoning_content"] = "".join(acc.reasoning)
             if acc.refusal:
                 message["refusal"] = "".join(acc.refusal)
-            choice: dict[str, Any] = {"index": index, "message": message, "finish_reason": acc.finish_reason}
-            choice["logprobs"] = {"content": acc.logprobs} if acc.logprobs is not None else None
-            if acc.token_ids is not None:
-                choice["token_ids"] = acc.token_ids
-            choices.append(choice)
-        out: dict[str, Any] = {**self.head, "object": "chat.completion", "choices": choices}
-        if self.usage is not None:
-            out["usage"] = self.usage
+            choices.append({"index": index, "message": message, **acc.fields("content")})
+        out = self.response("chat.completion", choices)
         if self.prompt_token_ids is not None:
             out["prompt_token_ids"] = self.prompt_token_ids
         return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -63,20 +64,16 @@ class ErasureRule(BaseModel):
         return any(_digest(s) == self.target_digest for s in subjects)
 
 
+@dataclass(eq=False)
 class ErasureGuard:
-    def __init__(
-        self,
-        states: Table,
-        rules: Table,
-        keep_s: float,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.states = states
-        self.rules = rules
-        self.keep_s = keep_s
-        self.clock = clock
-        self._cache: dict[str, ErasureRule] = {}
-        self._loaded_at: float | None = None
+    """The erased markers in ``states`` and the rules in ``rules``, each kept ``keep_s`` by ``clock``."""
+
+    states: Table
+    rules: Table
+    keep_s: float
+    clock: Callable[[], float] = time.time
+    _cache: dict[str, ErasureRule] = field(default_factory=dict, init=False, repr=False)
+    _loaded_at: float | None = field(default=None, init=False, repr=False)
 
     # ------------------------------------------------------------------ rules
 

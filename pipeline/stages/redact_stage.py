@@ -23,6 +23,7 @@ re-sends a changelog write that a crash may have lost, so placeholder numbers st
 from __future__ import annotations
 
 import logging
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from governance.redaction import Redactor
@@ -40,22 +41,21 @@ STAGE = "redact"
 log = logging.getLogger("sluice.stages")
 
 
+@dataclass(eq=False)
 class RedactStage:
-    def __init__(
-        self,
-        redactor: Redactor,
-        placeholders: Table,
-        redacted_topic: Any,
-        deadletter_topic: Any,
-        counters: StageCounters,
-        guard: ErasureGuard,
-    ) -> None:
-        self.guard = guard
-        self.redactor = redactor
-        self.placeholders = placeholders
-        self.redacted_topic = redacted_topic
-        self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, counters)
-        self.counters = counters
+    """Redacts raw records with ``redactor`` (placeholders kept per trajectory in ``placeholders``) onto
+    ``redacted_topic``; what it cannot redact goes to ``deadletter_topic``."""
+
+    redactor: Redactor
+    placeholders: Table
+    redacted_topic: Any
+    deadletter_topic: InitVar[Any]
+    counters: StageCounters
+    guard: ErasureGuard
+    dead_letters: DeadLetterSender = field(init=False, repr=False)
+
+    def __post_init__(self, deadletter_topic: Any) -> None:
+        self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, self.counters)
 
     async def _withhold(
         self,

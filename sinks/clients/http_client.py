@@ -14,15 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from sinks.erasure_models import ErasureRequest, ErasureResult
-from sinks.exceptions import (
-    AccessDenied,
-    AuthError,
-    ErasureError,
-    NotFound,
-    QueryError,
-    QueryRejected,
-    SinkError,
-)
+from sinks.exceptions import ERROR_BY_KIND, QueryError, SinkError
 from sinks.query_server import database_id
 from sluice.config import SluiceConfig
 
@@ -64,17 +56,8 @@ class SinkHttpClient:
             except ValueError:
                 detail = {"error": f"HTTP {err.code}"}
             msg, kind = detail.get("error", f"HTTP {err.code}"), detail.get("kind")
-            if kind == "auth":
-                raise AuthError(msg) from None
-            if kind == "forbidden":
-                raise AccessDenied(msg) from None
-            if kind == "not_found":
-                raise NotFound(msg) from None
-            if kind == "rejected":
-                raise QueryRejected(msg) from None
-            if kind == "erasure":
-                raise ErasureError(msg) from None
-            raise QueryError(msg) from None
+            error = ERROR_BY_KIND.get(kind, QueryError) if isinstance(kind, str) else QueryError
+            raise error(msg) from None
         except (urllib.error.URLError, OSError) as err:
             raise SinkError(f"sink at {self.url} did not answer: {err}") from None
 

@@ -24,21 +24,10 @@ from sinks.base import StoreClient
 from sinks.clients.http_client import SinkHttpClient, probe_sink
 from sinks.clients.local_client import LocalStoreClient
 from sinks.erasure_models import ErasureRequest, ErasureResult
-from sinks.exceptions import (
-    AccessDenied,
-    AuthError,
-    ErasureError,
-    NotFound,
-    QueryError,
-    QueryRejected,
-    SinkError,
-)
+from sinks.exceptions import ANSWERED_ERRORS, SinkError
 from sluice.config import SluiceConfig
 
 T = TypeVar("T")
-
-# Raised by a route that answered: picking another route would not change them.
-_ANSWERS = (AccessDenied, AuthError, ErasureError, NotFound, QueryError, QueryRejected)
 
 
 def pick_route(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
@@ -51,7 +40,7 @@ def pick_route(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
 
 def is_route_failure(err: SinkError) -> bool:
     """The route itself failed (file locked by a sink that came up, sink that stopped answering)."""
-    return not isinstance(err, _ANSWERS)
+    return not isinstance(err, ANSWERED_ERRORS)
 
 
 class RoutedStoreClient:

@@ -14,7 +14,6 @@ complete, next to ``<file>.manifest.json`` (query, scope, counts, policy and mod
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -24,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from sinks.base import ExportWriter, StoreClient
 from sinks.exceptions import ExportError
+from sinks.export.digest import file_sha256
 from sinks.export.jsonl_writer import JsonlWriter
 from sinks.export.layout import RL_SCHEMA, Granularity, rl_rows
 from sinks.export.parquet_writer import ParquetWriter
@@ -89,14 +89,6 @@ def _rl_sql(user_sql: str, names: list[str], feedback: bool = False) -> str:
         )
         + f"FROM __q LEFT JOIN trajectory_versions tv ON tv.trajectory_id = __q.trajectory_id AND {version}"
     )
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def export(
@@ -182,7 +174,7 @@ def export(
         scope=scope,
         file=out.name,
         bytes=out.stat().st_size,
-        sha256=_sha256(out),
+        sha256=file_sha256(out),
         rows=rows_written,
         trajectories=len(stats["traj"]),
         skipped=skipped,

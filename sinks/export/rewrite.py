@@ -9,7 +9,6 @@ row group by row group, so memory stays bounded by one row group.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -17,13 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from sinks.export.digest import file_sha256
 
 
 def _filter_jsonl(src: Path, dst: Path, erased: set[str]) -> tuple[int, int]:
@@ -71,7 +64,11 @@ def rewrite_without(manifest: Path, erased: set[str]) -> int:
         tmp.unlink(missing_ok=True)
     left = sorted(set(data.get("trajectory_ids") or []) - erased)
     data.update(
-        rows=kept, trajectories=len(left), trajectory_ids=left, bytes=src.stat().st_size, sha256=_sha256(src)
+        rows=kept,
+        trajectories=len(left),
+        trajectory_ids=left,
+        bytes=src.stat().st_size,
+        sha256=file_sha256(src),
     )
     manifest.write_text(json.dumps(data, indent=2) + "\n")
     return dropped

@@ -12,17 +12,16 @@ import copy
 import logging
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from sluice.config import SluiceConfig
-from trainers.checkpoint import TrainerState, read_optimizer_state, save_checkpoint
 from trainers.grpo.advantages import group_advantages, staleness_weight
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
 from trainers.grpo.loss import LossConfig, grpo_loss
 from trainers.grpo.trust_region import StepOutcome, UpdateBound, bounded_step, token_kl
+from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.samples import Group, Sample
 from trainers.tiny_model import load_model
 from trainers.weight_sync.base import WeightSync
@@ -30,7 +29,7 @@ from trainers.weight_sync.base import WeightSync
 log = logging.getLogger("sluice.trainer.learner")
 
 
-class Learner:
+class Learner(CheckpointedLearner):
     def __init__(
         self,
         cfg: SluiceConfig,
@@ -47,10 +46,8 @@ class Learner:
         self.model.train()
         self.ref = copy.deepcopy(self.model).eval().requires_grad_(False) if t.kl_coef > 0 else None
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay)
-        if resume_from is not None:
-            opt_state = read_optimizer_state(Path(resume_from))
-            if opt_state is not None:
-                self.opt.load_state_dict(opt_state)
+        restore_optimizer(self.opt, resume_from)
+        self.keep_checkpoints = t.keep_checkpoints
         self.loss_cfg = LossConfig(
             clip_low=t.clip_low, clip_high=t.clip_high, mask_low=t.mask_low, mask_high=t.mask_high,
             kl_coef=t.kl_coef, agg=t.loss_agg,
@@ -182,18 +179,3 @@ class Learner:
 
         params = [p for p in self.model.parameters() if p.requires_grad]
         return bounded_step(params, self.opt.step, measure, self.bound)
-
-    def save(self, output_dir: str, state: TrainerState) -> str:
-        state = state.model_copy(update={"policy_version": self.version})
-        path = save_checkpoint(
-            Path(output_dir),
-            self.model,
-            self.tokenizer,
-            state,
-            self.opt.state_dict(),
-            keep=self.tcfg.keep_checkpoints,
-        )
-        return str(path)
-
-    def get_version(self) -> int:
-        return self.version

@@ -15,19 +15,15 @@ Shapes: B samples, T completion positions (right-padded).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
+from trainers.grpo.ppo_terms import ClipConfig, aggregate, clipped_surrogate, icepop_keep
+
 
 @dataclass(frozen=True)
-class LossConfig:
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    mask_low: float = 0.5
-    mask_high: float = 2.0
+class LossConfig(ClipConfig):
     kl_coef: float = 0.0
-    agg: Literal["token_mean", "seq_mean"] = "token_mean"
 
 
 def grpo_loss(
@@ -46,13 +42,11 @@ def grpo_loss(
     weights = torch.ones_like(advantages) if weights is None else weights
     log_ratio = (logprobs - behaviour_logprobs) * mask  # [B, T]; 0 on padding so exp() stays finite
     ratio = torch.exp(log_ratio)  # [B, T]
-    adv = advantages[:, None]  # [B, 1]
-    surr1 = ratio * adv  # [B, T]
-    surr2 = torch.clamp(ratio, 1.0 - cfg.clip_low, 1.0 + cfg.clip_high) * adv  # [B, T]
+    surr1, surr2 = clipped_surrogate(ratio, advantages, cfg)
     pg = -torch.minimum(surr1, surr2)  # [B, T]
     with torch.no_grad():
         r = ratio.detach()
-        keep = ((r >= cfg.mask_low) & (r <= cfg.mask_high)).to(mask.dtype) * mask  # [B, T] IcePop mask
+        keep = icepop_keep(r, mask, cfg)  # [B, T]
         clipped = (surr2.detach() < surr1.detach()).to(mask.dtype) * keep  # min took the clipped branch
     per_token = pg  # [B, T]
     kl = torch.zeros_like(pg)
@@ -62,13 +56,7 @@ def grpo_loss(
         delta = ref_logprobs - logprobs  # [B, T]; k3 estimator: e^d - d - 1 >= 0, unbiased for KL(pi||ref)
         kl = (torch.exp(delta) - delta - 1.0) * mask
         per_token = per_token + cfg.kl_coef * kl
-    token_w = keep * weights[:, None]  # [B, T]
-    if cfg.agg == "token_mean":
-        denom = normalizer if normalizer is not None else mask.sum().clamp(min=1.0)
-        loss = (per_token * token_w).sum() / denom
-    else:
-        lengths = mask.sum(-1).clamp(min=1.0)  # [B]
-        loss = ((per_token * token_w).sum(-1) / lengths).sum() / (normalizer or max(1, logprobs.shape[0]))
+    loss = aggregate(per_token, keep * weights[:, None], mask, cfg, normalizer)
     n_tok = mask.sum().clamp(min=1.0)
     stats = {
         "clip_frac": clipped.sum() / n_tok,

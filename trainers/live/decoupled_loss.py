@@ -19,19 +19,15 @@ Shapes: B samples, T completion positions (right-padded).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
+from trainers.grpo.ppo_terms import ClipConfig, aggregate, clipped_surrogate, icepop_keep
+
 
 @dataclass(frozen=True)
-class DecoupledLossConfig:
-    clip_low: float = 0.2
-    clip_high: float = 0.28
-    mask_low: float = 0.5
-    mask_high: float = 2.0
+class DecoupledLossConfig(ClipConfig):
     behaviour_weight_cap: float = 5.0
-    agg: Literal["token_mean", "seq_mean"] = "token_mean"
 
 
 def decoupled_ppo_loss(
@@ -51,21 +47,13 @@ def decoupled_ppo_loss(
     prox = proximal_logprobs.detach()
     with torch.no_grad():
         behav_w = torch.exp((prox - behaviour_logprobs) * mask)  # [B, T]; 1 on padding
-        keep = ((behav_w >= cfg.mask_low) & (behav_w <= cfg.mask_high)).to(mask.dtype) * mask  # IcePop
+        keep = icepop_keep(behav_w, mask, cfg)
         capped = (behav_w > cfg.behaviour_weight_cap).to(mask.dtype) * keep
         behav_w = behav_w.clamp(max=cfg.behaviour_weight_cap)
     ratio = torch.exp((logprobs - prox) * mask)  # [B, T]
-    adv = advantages[:, None]  # [B, 1]
-    surr1 = ratio * adv
-    surr2 = torch.clamp(ratio, 1.0 - cfg.clip_low, 1.0 + cfg.clip_high) * adv
+    surr1, surr2 = clipped_surrogate(ratio, advantages, cfg)
     pg = -torch.minimum(surr1, surr2) * behav_w  # [B, T]
-    token_w = keep * weights[:, None]  # [B, T]
-    if cfg.agg == "token_mean":
-        denom = normalizer if normalizer is not None else mask.sum().clamp(min=1.0)
-        loss = (pg * token_w).sum() / denom
-    else:
-        lengths = mask.sum(-1).clamp(min=1.0)  # [B]
-        loss = ((pg * token_w).sum(-1) / lengths).sum() / (normalizer or max(1, logprobs.shape[0]))
+    loss = aggregate(pg, keep * weights[:, None], mask, cfg, normalizer)
     with torch.no_grad():
         n_tok = mask.sum().clamp(min=1.0)
         clipped = (surr2 < surr1).to(mask.dtype) * keep

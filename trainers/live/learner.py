@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from trainers.checkpoint import TrainerState, read_optimizer_state, save_checkpoint
 from trainers.config import TrainerConfig
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
+from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.live.decoupled_loss import DecoupledLossConfig, decoupled_ppo_loss
 from trainers.live.samples import LiveRow
 from trainers.live.weight_push import WeightPush
@@ -47,7 +47,7 @@ def _packed(rows: list[LiveRow], pad_id: int) -> tuple[PackedBatch, torch.Tensor
     return packed, temps
 
 
-class LiveLearner:
+class LiveLearner(CheckpointedLearner):
     def __init__(
         self,
         tcfg: TrainerConfig,
@@ -66,10 +66,8 @@ class LiveLearner:
         self.model = model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.opt = torch.optim.AdamW(params, lr=tcfg.learning_rate, weight_decay=tcfg.weight_decay)
-        if resume_from is not None:
-            opt_state = read_optimizer_state(Path(resume_from))
-            if opt_state is not None:
-                self.opt.load_state_dict(opt_state)
+        restore_optimizer(self.opt, resume_from)
+        self.keep_checkpoints = tcfg.keep_checkpoints
         self.loss_cfg = DecoupledLossConfig(
             clip_low=tcfg.clip_low, clip_high=tcfg.clip_high, mask_low=tcfg.mask_low, mask_high=tcfg.mask_high,
             behaviour_weight_cap=self.live.behaviour_weight_cap, agg=tcfg.loss_agg,
@@ -192,20 +190,3 @@ class LiveLearner:
             "learn_s": learn_s,
             "serving_versions": dict(self.push.serving) if self.push is not None else {},
         }
-
-    # ----------------------------------------------------------------------------- state
-
-    def save(self, output_dir: str, state: TrainerState) -> str:
-        state = state.model_copy(update={"policy_version": self.version})
-        path = save_checkpoint(  # LoRA: peft saves the adapters only; --resume loads them on the base model
-            Path(output_dir),
-            self.model,
-            self.tokenizer,
-            state,
-            self.opt.state_dict(),
-            keep=self.t.keep_checkpoints,
-        )
-        return str(path)
-
-    def get_version(self) -> int:
-        return self.version

@@ -17,22 +17,19 @@ import logging
 import statistics
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import ray
 
-from trainers.checkpoint import TrainerState
 from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.samples import LiveItem, LiveRow
 from trainers.live.staleness import apply_staleness
-from trainers.loop import StopFlag, save_checkpoint
-from trainers.metrics import MetricsLog, StepProgress
+from trainers.loop_core import OnStep, RunSetup, TrainingLoop
 
-log = logging.getLogger("sluice.trainer.live")
 TAKE_BATCH = 256  # trajectory versions asked of the feeder per call
 
 
@@ -43,74 +40,47 @@ def _pct(values: list[float], q: float) -> float | None:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-class LiveLoop:
+class LiveLoop(TrainingLoop):
+    log = logging.getLogger("sluice.trainer.live")
+
     def __init__(
-        self,
-        tcfg: TrainerConfig,
-        output_dir: str,
-        topic: str,
-        feeder: Any,
-        learner: Any,
-        state: TrainerState,
-        metrics: MetricsLog,
-        stop: StopFlag,
-        on_step: Callable[[dict[str, Any]], None] | None = None,
+        self, tcfg: TrainerConfig, run: RunSetup, feeder: Any, learner: Any, on_step: OnStep | None = None
     ) -> None:
-        self.t, self.live = tcfg, tcfg.live
-        self.output_dir, self.topic = output_dir, topic
-        self.feeder, self.learner = feeder, learner
-        self.state, self.metrics, self.stop, self.on_step = state, metrics, stop, on_step
+        super().__init__(tcfg, run, feeder, learner, on_step)
+        self.live = tcfg.live
         self.groups = GroupAssembler(
             tcfg.group_size, self.live.group_wait_s, self.live.baseline_decay, tcfg.scale_rewards
         )
         self.ready: deque[tuple[LiveRow, float]] = deque()
         self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
         self.totals: Counter[str] = Counter()
-        self.feeder_stats: dict[str, Any] = {}
-        self.history: list[dict[str, Any]] = []
         self.serving: dict[str, str] = {}
-        self.checkpoint_path: str | None = None
         self.version = 0
         self.last_pushed: int | None = None
 
     # ----------------------------------------------------------------------------- main loop
 
-    def run(self, max_steps: int | None) -> str:
-        start = time.monotonic()
-        self.last_step_at = self.last_data_at = start
+    def _begin(self) -> None:
         self.version = ray.get(self.learner.get_version.remote())
         self.state.policy_version = self.version
         self._write_state()
-        steps = 0
-        with StepProgress(max_steps, enabled=self.t.progress) as progress:
-            while not self.stop:
-                if max_steps is not None and steps >= max_steps:
-                    self.stop.set("max_steps")
-                    break
-                items, self.feeder_stats = ray.get(self.feeder.take.remote(TAKE_BATCH, self.t.poll_timeout_s))
-                now = time.monotonic()
-                if items:
-                    self.last_data_at = now
-                for item in items:
-                    self.items[item.trajectory_id] = item
-                    self.groups.add(item, now)
-                self.ready.extend((row, now) for row in self.groups.take_ready(now))
-                if self._due(now):
-                    m = self._update(start)
-                    if m is not None:
-                        steps += 1
-                        progress.update(m)
-                        if self.state.step % self.t.checkpoint_every == 0:
-                            self.checkpoint()
-                idle = time.monotonic() - self.last_data_at
-                if (
-                    self.t.idle_timeout_s is not None
-                    and idle > self.t.idle_timeout_s
-                    and not self.ready
-                    and not self.groups.groups
-                ):
-                    self.stop.set("idle")
-        return self.stop.reason
+
+    def _turn(self, start: float) -> Iterator[dict[str, Any]]:
+        items, self.feeder_stats = ray.get(self.feeder.take.remote(TAKE_BATCH, self.t.poll_timeout_s))
+        now = time.monotonic()
+        if items:
+            self.last_data_at = now
+        for item in items:
+            self.items[item.trajectory_id] = item
+            self.groups.add(item, now)
+        self.ready.extend((row, now) for row in self.groups.take_ready(now))
+        if self._due(now):
+            m = self._update(start)
+            if m is not None:
+                yield m
+
+    def _busy(self) -> bool:
+        return bool(self.ready or self.groups.groups)
 
     def _due(self, now: float) -> bool:
         if not self.ready:
@@ -128,7 +98,7 @@ class LiveLoop:
         self.totals.update(counts)
         self.totals["offered"] += len(rows)
         if not kept:
-            log.info("no row of %d within the staleness bound (%s): no update", len(rows), dict(counts))
+            self.log.info("no row of %d within the staleness bound (%s): no update", len(rows), dict(counts))
             return None
         lm = ray.get(self.learner.train.remote(kept))
         now = time.monotonic()
@@ -182,9 +152,7 @@ class LiveLoop:
             "kl": 0.0,
             "reward_to_serving_s_p50": _pct(latency, 0.5) if pushed else None,
             "reward_to_serving_s_max": max(latency) if pushed and latency else None,
-            "skipped_total": self.feeder_stats.get("skipped", 0),
-            "dead_letters_total": self.feeder_stats.get("dead_letters", 0),
-            "duplicates_total": self.feeder_stats.get("duplicates", 0),
+            **self.feeder_totals(),
             **{
                 k: v
                 for k, v in lm.items()
@@ -192,15 +160,13 @@ class LiveLoop:
             },
             "serving_versions": self.serving,
         }
-        self.metrics.write(m)
-        self.history.append(m)
-        self.state.last_metrics = {k: v for k, v in m.items() if isinstance(v, int | float)}
         if pushed:
             self.last_pushed = self.version
-        self._write_state()
-        if self.on_step is not None:
-            self.on_step(m)
+        self._record(m)
         return m
+
+    def _recorded(self, m: dict[str, Any]) -> None:
+        self._write_state()
 
     def _write_state(self) -> None:
         write_policy_state(
@@ -220,9 +186,3 @@ class LiveLoop:
         open_ids |= {row.sample.trajectory_id for row, _ in self.ready}
         self.items = {tid: item for tid, item in self.items.items() if tid in open_ids}
         return list(self.items.values())
-
-    def checkpoint(self) -> str:
-        self.checkpoint_path = save_checkpoint(
-            self.feeder, self.learner, self.output_dir, self.topic, self.state, self.untrained(), log
-        )
-        return self.checkpoint_path

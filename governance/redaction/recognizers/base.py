@@ -133,6 +133,20 @@ class SluiceRecognizer(Prefiltered):
             recognition_metadata=metadata,
         )
 
+    def analyze(
+        self,
+        text: str,
+        entities: list[str] | None = None,
+        nlp_artifacts: NlpArtifacts | None = None,
+        regex_flags: int | None = None,
+    ) -> list[RecognizerResult]:
+        """What ``scan`` finds in ``text``, through ``refine``."""
+        return self.refine(text, self.scan(text, entities, nlp_artifacts, regex_flags))
+
+    def scan(self, text: str, *presidio_args: object) -> list[RecognizerResult]:
+        """The findings before ``refine``: by default those of the Presidio recognizer mixed in after this."""
+        return super().analyze(text, *presidio_args)
+
     def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
         """The findings to report of those the patterns made (drop or rescore over-matches)."""
         return results
@@ -175,13 +189,8 @@ class SluicePatternRecognizer(SluiceRecognizer, PatternRecognizer):
         )
         self._compiled = [(p, re.compile(p.regex, self.FLAGS)) for p in self.patterns]
 
-    def analyze(
-        self,
-        text: str,
-        entities: list[str] | None = None,
-        nlp_artifacts: NlpArtifacts | None = None,
-        regex_flags: int | None = None,
-    ) -> list[RecognizerResult]:
+    def scan(self, text: str, *presidio_args: object) -> list[RecognizerResult]:
+        """Every pattern over ``text``: the value group ``v`` where a pattern has one, else the match."""
         results: list[RecognizerResult] = []
         for pattern, rx in self._compiled:
             for m in rx.finditer(text):
@@ -197,7 +206,7 @@ class SluicePatternRecognizer(SluiceRecognizer, PatternRecognizer):
                     score = EntityRecognizer.MIN_SCORE
                 if score > EntityRecognizer.MIN_SCORE:
                     results.append(self.result(start, end, score, pattern.name))
-        return self.refine(text, EntityRecognizer.remove_duplicates(results) if len(results) > 1 else results)
+        return EntityRecognizer.remove_duplicates(results) if len(results) > 1 else results
 
 
 class SluiceLocalRecognizer(SluiceRecognizer, LocalRecognizer):
@@ -221,15 +230,6 @@ class RefinedPresidio(SluiceRecognizer):
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language=supported_language, name=type(self).__name__)
-
-    def analyze(
-        self,
-        text: str,
-        entities: list[str] | None = None,
-        nlp_artifacts: NlpArtifacts | None = None,
-        regex_flags: int | None = None,
-    ) -> list[RecognizerResult]:
-        return self.refine(text, super().analyze(text, entities, nlp_artifacts, regex_flags))
 
 
 def boost_by_key_context(

@@ -62,32 +62,22 @@ def _check_target(request: Request) -> None:
     )
 
 
+def _reward(req: RewardRequest | FeedbackRequest, **fields: Any) -> Reward:
+    """The reward a request posts: its own id (or a new one), source and step, and ``fields``."""
+    return Reward(reward_id=req.id or new_id(), source=req.source, step_index=req.step, **fields)
+
+
 async def post_reward(request: Request) -> Response:
     _check_target(request)
     req: RewardRequest = await _parse(request, RewardRequest)
-    reward = Reward(
-        reward_id=req.id or new_id(),
-        name=req.name,
-        kind=req.kind,
-        value=req.value,
-        critique=req.text,
-        source=req.source,
-        step_index=req.step,
-    )
+    reward = _reward(req, name=req.name, kind=req.kind, value=req.value, critique=req.text)
     return _publish_reward(request, reward, req.id)
 
 
 async def post_feedback(request: Request) -> Response:
     _check_target(request)
     req: FeedbackRequest = await _parse(request, FeedbackRequest)
-    reward = Reward(
-        reward_id=req.id or new_id(),
-        name=req.kind,
-        kind="feedback",
-        critique=req.detail,
-        source=req.source,
-        step_index=req.step,
-    )
+    reward = _reward(req, name=req.kind, kind="feedback", critique=req.detail)
     return _publish_reward(request, reward, req.id)
 
 
