@@ -14,11 +14,13 @@ from __future__ import annotations
 import gc
 
 
-def settle_heap(gen0_threshold: int | None = None) -> int:
-    """Collect, freeze what is alive out of later scans; optionally raise the young-generation threshold
-    (request paths that make little cyclic garbage pay for fewer, not larger, pauses). Returns how many
-    objects are frozen."""
-    gc.collect()
+def settle_heap(gen0_threshold: int | None = None, collect: bool = True) -> int:
+    """Collect (unless ``collect`` is false: a service already serving, whose event loop a full pause
+    would stall), freeze what is alive out of later scans; optionally raise the young-generation
+    threshold (request paths that make little cyclic garbage pay for fewer, not larger, pauses). Returns
+    how many objects are frozen."""
+    if collect:
+        gc.collect()
     gc.freeze()
     if gen0_threshold is not None:
         _, gen1, gen2 = gc.get_threshold()

@@ -69,7 +69,9 @@ class TickScheduler:
         if partitions != self.active:
             n = self.rebuild(partitions)
             self.active = partitions
-            settle_heap(GEN0_THRESHOLD)  # what recovery and assignment built lives as long as the worker
+            # what recovery and assignment built lives as long as the worker; no collection here: a pause
+            # in the middle of a rebalance would hold the consumer's heartbeats
+            settle_heap(GEN0_THRESHOLD, collect=False)
             log.info(
                 "%s: app=%s partitions=%s pending=%d",
                 READY_LINE,
