@@ -55,6 +55,7 @@ from typing import Any
 import httpx
 import yaml
 
+from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from bench.evolve_tools import BookingTool, grader_pattern, propose_from_diagnosis, tool_trajectory
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, rows, wait_until
@@ -63,7 +64,6 @@ from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.wiring import open_runner
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from sluice.events import scoped_trajectory_id
 from sluice.evolution import FailureCluster, HarnessItem, LedgerEntry, MemoryEntry, Overlay, Proposal
 from trainers.smollm2 import smollm2_dir
@@ -275,7 +275,7 @@ def write_explains(
             sql = f"SELECT count(*) AS n FROM evolution_ledger WHERE proposal_id = '{pid}'"
             wait_until(lambda sql=sql, n=n: rows(client, sql)[0]["n"] >= n, 120, f"the ledger of {pid}")
             got = subprocess.run(
-                [sys.executable, "-m", "sluice.cli", "evolve", "explain", pid, "--config", str(path)],
+                [sys.executable, "-m", "app.cli", "evolve", "explain", pid, "--config", str(path)],
                 capture_output=True, text=True, timeout=120, check=True,
             )  # fmt: skip
             (out_dir / f"{name}.txt").write_text(f"$ sluice evolve explain {pid}\n{got.stdout}")

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from app.config import SluiceConfig
 from governance.evolve.diagnosis import Diagnosis
 from pipeline.evolve.cli import ledger_entry
 from pipeline.evolve.diagnose import run_diagnosis
@@ -30,7 +31,6 @@ from pipeline.evolve.proposers.registry import draft_proposals
 from pipeline.evolve.proposers.tool_format import ToolFormatProposer
 from pipeline.evolve.publish import EvolutionPublisher
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig
 from sluice.evolution import Proposal
 
 ISO_DATE = r"\d{4}-\d{2}-\d{2}"

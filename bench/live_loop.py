@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from app.config import DEFAULT_CONFIG, load_config
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
@@ -42,7 +43,6 @@ from pipeline.learn.tasks import build_tasks
 from pipeline.supervisor import ServiceSpec, sluice_argv
 from pipeline.up import http_ok, running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, load_config
 from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 LIVE_KEY, CONTROL_KEY = "sk-bench-live", "sk-bench-control"

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig, parse_config
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sinks.arrow_tables import columns
@@ -42,7 +43,6 @@ from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
 from sinks.store import DuckDBStore, connect
-from sluice.config import SluiceConfig, parse_config
 from sluice.events import Trajectory, encode
 from testing.samples import make_trajectory
 

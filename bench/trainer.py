@@ -75,9 +75,9 @@ def _end_ray_leftovers(temp_dir: Path) -> None:
 
 
 def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any]:
+    from app.config import parse_config
     from infra.broker import LocalBroker
     from pipeline.topics import create_topics
-    from sluice.config import parse_config
     from testing.toy_traffic import make_trajectories, produce
     from trainers.ray_session import ray_temp_dir
     from trainers.runner import run_training

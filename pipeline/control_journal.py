@@ -36,8 +36,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from app.config import SluiceConfig
 from pipeline.stages.names import app_id
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 

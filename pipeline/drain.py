@@ -17,9 +17,9 @@ import time
 
 from confluent_kafka import KafkaException
 
+from app.config import SluiceConfig
 from pipeline.stages.names import app_id
 from pipeline.status import group_offsets
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 

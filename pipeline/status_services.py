@@ -15,9 +15,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from app.config import SluiceConfig
 from pipeline.health import Backlog, ServiceHealth, State, consumer, probed, stage_worker
 from pipeline.stages.heartbeat import age_s, pid_alive, read_heartbeats
-from sluice.config import SluiceConfig
 
 
 def up_services(cfg: SluiceConfig) -> dict[str, dict]:

@@ -20,11 +20,11 @@ from typing import TextIO
 
 import click
 
+from app.cli import config_option, load_or_exit
+from app.config import SluiceConfig
 from infra.broker import port_open
 from pipeline.control_journal import ControlJournal
 from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
 
 
 def http_ok(url: str) -> Callable[[], bool]:

@@ -15,7 +15,7 @@ import os
 import secrets
 from pathlib import Path
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 
 log = logging.getLogger("sluice.sink")
 

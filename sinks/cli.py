@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
+from app.cli import config_option, load_or_exit
 from sinks.exceptions import SinkError
-from sluice.cli import config_option, load_or_exit
 
 log = logging.getLogger(__name__)
 

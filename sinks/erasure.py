@@ -28,13 +28,13 @@ import duckdb
 import pyarrow as pa
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig
 from sinks.erasure_models import ErasureEvent, ErasureRequest, ErasureResult
 from sinks.erasure_receipt import build_receipt
 from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.faults import CrashPlan
 from sinks.principal import Principal
 from sinks.store import delete_trajectories, rollback
-from sluice.config import SluiceConfig
 from sluice.events import new_id, scoped_trajectory_id, trajectory_owner
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from app.config import SluiceConfig
 from sinks.erasure_models import ErasurePlace, ErasureResult
 from sinks.export.rewrite import rewrite_without
-from sluice.config import SluiceConfig
 
 
 def _hours(cfg: SluiceConfig) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from app.config import SluiceConfig
 from sinks.admin_key import ensure_admin_key
 from sinks.batch import KEYS, BatchTopics, PendingBatch
 from sinks.erasure import erase, erasure_producer
@@ -37,7 +38,6 @@ from sinks.principal import Principal
 from sinks.query_server import QueryServer, QueryService, database_id
 from sinks.store import DuckDBStore
 from sinks.writer import BatchWriter, Written
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
+from app.config import SluiceConfig
 from sinks.admin_key import read_admin_key
 from sinks.exceptions import AuthError
-from sluice.config import SluiceConfig
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 
 log = logging.getLogger("sluice.trainer.ray")
 MAX_TEMP_DIR_CHARS = 40

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from trainers.checkpoint import TrainerState, latest_checkpoint, read_state
 from trainers.config import TINY_MODEL_NAME
 from trainers.exceptions import CheckpointError

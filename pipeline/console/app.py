@@ -26,6 +26,7 @@ from typing import Any
 from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from app.config import SluiceConfig
 from pipeline.console import queries as q
 from pipeline.console.render import (
     highlight_redactions,
@@ -37,7 +38,6 @@ from pipeline.console.render import (
 from sinks.clients import connect_client
 from sinks.exceptions import AuthError, SinkError
 from sinks.principal import Principal, resolve_principal
-from sluice.config import SluiceConfig
 
 HERE = Path(__file__).parent
 COOKIE = "sluice_session"

@@ -25,14 +25,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from app.cli import config_option, load_or_exit
+from app.config import SluiceConfig
 from pipeline.demo.progress import DemoProgress
 from pipeline.demo.summary import EXAMPLE_QUERIES, landed, rows, summarise, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
 from pipeline.supervisor import shown_path
 from pipeline.up import http_ok, running_stack
 from sinks.clients import connect_client
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
 
 
 def drive(

@@ -15,10 +15,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from app.config import SluiceConfig
 from pipeline.demo.summary import id_list, rows
 from pipeline.demo.traffic import RunReport
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig
 
 PROGRESS_SQL = (
     "SELECT count(*) AS landed, count(*) FILTER (WHERE rewarded) AS rewarded, "

@@ -19,10 +19,10 @@ from typing import Any
 
 import click
 
+from app.cli import config_option, load_or_exit
+from app.config import SluiceConfig
 from sinks.cli import api_key_option
 from sinks.exceptions import SinkError
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
 from sluice.evolution import FailureCluster, LedgerEntry, Proposal
 
 SUBCOMMANDS: dict[str, str] = {

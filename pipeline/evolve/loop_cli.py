@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from sluice.cli import config_option, load_or_exit
+from app.cli import config_option, load_or_exit
 
 
 @click.command("run")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 import threading
 
+from app.config import SluiceConfig
 from pipeline.evolve.runner import PassReport
 from pipeline.evolve.wiring import open_runner
-from sluice.config import SluiceConfig
 
 log = logging.getLogger("sluice.evolve")
 

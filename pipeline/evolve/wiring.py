@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from app.config import SluiceConfig
 from pipeline.evolve.backend import EvalClient
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.runner import EvolveRunner
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig
 
 
 @contextmanager

@@ -19,6 +19,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from app.cli import load_or_exit
+from app.config import DEFAULT_CONFIG, SluiceConfig
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
@@ -28,8 +30,6 @@ from pipeline.learn.settings import AGENT_MODEL, LearnSettings, learning_config
 from pipeline.learn.tasks import build_tasks
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.cli import load_or_exit
-from sluice.config import DEFAULT_CONFIG, SluiceConfig
 
 PREFIX = "learn-"
 

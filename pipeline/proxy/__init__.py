@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from sluice.config import SluiceConfig
+    from app.config import SluiceConfig
 
 
 def create_app(config: SluiceConfig) -> Starlette:

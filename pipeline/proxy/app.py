@@ -18,11 +18,11 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.config import SluiceConfig
 from pipeline.proxy.errors import EXCEPTION_HANDLERS
 from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.recorder import collect_steps, end_collecting
 from pipeline.proxy.state import ProxyState
-from sluice.config import SluiceConfig
 
 
 class MetricsMiddleware:

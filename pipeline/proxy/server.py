@@ -17,8 +17,8 @@ from typing import Any
 
 import uvicorn
 
+from app.config import SluiceConfig
 from pipeline.proxy.app import create_app
-from sluice.config import SluiceConfig
 
 log = logging.getLogger("sluice.proxy")
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from app.config import SluiceConfig
 from pipeline.proxy.auth import KeyResolver
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.erasure_listener import ErasureListener
@@ -27,7 +28,6 @@ from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.recorder import StepRecorder, Topics
 from pipeline.proxy.upstream import Upstreams
 from pipeline.stages.names import app_id as stage_group
-from sluice.config import SluiceConfig
 from sluice.events import ErasureEvent
 from sluice.evolution import OverlayAssignment
 

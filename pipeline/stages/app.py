@@ -26,6 +26,7 @@ from typing import Any
 
 import faust
 
+from app.config import SluiceConfig
 from governance.redaction import Redactor
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.due_index import DueIndex
@@ -38,7 +39,6 @@ from pipeline.stages.outputs import exit_now
 from pipeline.stages.redact_stage import RedactStage
 from pipeline.stages.scheduler import TickScheduler
 from pipeline.stages.transport import set_fetch_max_wait_ms
-from sluice.config import SluiceConfig
 
 log = logging.getLogger("sluice.stages")
 

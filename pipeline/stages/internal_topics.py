@@ -9,10 +9,10 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
+from app.config import SluiceConfig
 from pipeline.stages.exceptions import StagesError
 from pipeline.stages.names import changelog_topics, ticks_topic
 from pipeline.topics import admin_client, create_topics, existing_topics
-from sluice.config import SluiceConfig
 
 
 def ensure_stage_topics(cfg: SluiceConfig, timeout_s: float = 30.0) -> None:

@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from app.config import SluiceConfig
 from governance.reward_join import (
     JoinState,
     Transition,
@@ -59,7 +60,6 @@ from pipeline.stages.storage import (
     step_key,
 )
 from pipeline.stages.ticks import JoinTick
-from sluice.config import SluiceConfig
 from sluice.events import (
     ErasureEvent,
     RewardEvent,

@@ -4,7 +4,7 @@ tick topic and its tables' changelog topics. The topic prefix is part of the app
 
 from __future__ import annotations
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 
 TABLES = ("placeholders", "join_state", "join_steps", "erasure_rules")
 

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 
 import duckdb
 
+from app.config import SluiceConfig
 from governance.reward_join import next_due_at, reopen_unstored
 from pipeline.stages.storage import decode_state, encode_state, is_erased_value, peek_due
 from sinks.store import connect
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 

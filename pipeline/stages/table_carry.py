@@ -30,11 +30,11 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig
 from pipeline.stages.exceptions import StagesError
 from pipeline.stages.internal_topics import ensure_stage_topics
 from pipeline.stages.names import TABLES, app_id
 from pipeline.stages.reemit import reopened_states
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 

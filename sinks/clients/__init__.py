@@ -6,12 +6,12 @@ sluice query "SELECT 1"
 
 from __future__ import annotations
 
+from app.config import SluiceConfig
 from sinks.admin_key import ensure_admin_key
 from sinks.base import StoreClient
 from sinks.clients.http_client import SinkHttpClient
 from sinks.clients.local_client import LocalStoreClient
 from sinks.clients.routed_client import RoutedStoreClient
-from sluice.config import SluiceConfig
 
 
 def connect_client(cfg: SluiceConfig, api_key: str | None) -> StoreClient:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from app.config import SluiceConfig
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import (
     AccessDenied,
@@ -24,7 +25,6 @@ from sinks.exceptions import (
     SinkError,
 )
 from sinks.query_server import database_id
-from sluice.config import SluiceConfig
 
 
 def probe_sink(cfg: SluiceConfig, timeout_s: float = 2.0) -> str | None:

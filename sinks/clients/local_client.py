@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from app.config import SluiceConfig
 from sinks.erasure import erase, erasure_producer
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import SinkError
 from sinks.principal import resolve_principal
 from sinks.scoped_query import run_query
 from sinks.store import DuckDBStore, connect
-from sluice.config import SluiceConfig
 
 
 def _locked(err: SinkError) -> SinkError:

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 import pyarrow as pa
 
+from app.config import SluiceConfig
 from sinks.base import StoreClient
 from sinks.clients.http_client import SinkHttpClient, probe_sink
 from sinks.clients.local_client import LocalStoreClient
@@ -33,7 +34,6 @@ from sinks.exceptions import (
     QueryRejected,
     SinkError,
 )
-from sluice.config import SluiceConfig
 
 T = TypeVar("T")
 

@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig, load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig, load_config
 from sluice.events import encode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,14 +73,14 @@ def produce_trajectories(cfg: SluiceConfig, trajectories: list[Any]) -> None:
 
 
 class SinkProcess:
-    """`python -m sluice.cli sink --config PATH` as a child process."""
+    """`python -m app.cli sink --config PATH` as a child process."""
 
     def __init__(self, config_path: Path, cfg: SluiceConfig, env: dict[str, str] | None = None) -> None:
         self.cfg = cfg
         self.log = config_path.parent / f"sink-{uuid.uuid4().hex[:6]}.log"
         self._log = self.log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "sink", "--config", str(config_path)],
+            [sys.executable, "-m", "app.cli", "sink", "--config", str(config_path)],
             cwd=REPO,
             stdout=self._log,
             stderr=subprocess.STDOUT,

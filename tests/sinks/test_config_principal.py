@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from app.config import parse_config
 from sinks.admin_key import ensure_admin_key
 from sinks.config import SinkConfig
 from sinks.exceptions import AuthError
 from sinks.principal import OPERATOR, Principal, resolve_principal
-from sluice.config import parse_config
 from sluice.errors import ConfigError
 
 

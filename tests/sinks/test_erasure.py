@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker, free_port
 from sinks.admin_key import ensure_admin_key
 from sinks.batch import BatchTopics, PendingBatch
@@ -20,7 +21,6 @@ from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.export.exporter import export, manifest_path
 from sinks.flatten import SourceRecord
 from sinks.store import DuckDBStore
-from sluice.config import SluiceConfig
 from sluice.events import encode
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic

@@ -14,13 +14,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from sinks.admin_key import ensure_admin_key
 from sinks.base import StoreClient
 from sinks.clients import SinkHttpClient, connect_client
 from sinks.erasure_models import ErasureEvent
 from sinks.faults import CRASH_ENV, CRASH_EXIT_CODE
-from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, StepEvent, encode
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow
 
 
 def cli(config: Path, *args: str, api_key: str | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "sluice.cli", args[0], "--config", str(config), *args[1:]]
+    cmd = [sys.executable, "-m", "app.cli", args[0], "--config", str(config), *args[1:]]
     if api_key:
         cmd += ["--api-key", api_key]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)

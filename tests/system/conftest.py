@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
@@ -17,7 +18,6 @@ from pipeline.status import collect, render
 from pipeline.supervisor import Supervisor
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
 
 
 class Stack:

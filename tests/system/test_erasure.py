@@ -18,11 +18,11 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from app.config import SluiceConfig, load_config
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.stages.names import changelog_topics
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig, load_config
 from tests.system.conftest import stack_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def _chat(http: httpx.Client, key: str, tid: str, subject: str, text: str) -> ht
 
 def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sluice.cli", *args, "--config", str(path)],
+        [sys.executable, "-m", "app.cli", *args, "--config", str(path)],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -22,6 +22,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from app.cli import cli as sluice_cli
+from app.config import SluiceConfig, load_config
 from governance.evolve.overlay_apply import MEMORY_HEADER
 from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
@@ -29,8 +31,6 @@ from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.wiring import open_runner
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.cli import cli as sluice_cli
-from sluice.config import SluiceConfig, load_config
 from sluice.events import scoped_trajectory_id
 from sluice.evolution import FailureCluster, LedgerEntry, MemoryEntry, Overlay, Proposal, scope_key
 from tests.pipeline.evolve.scripted_backend import ScriptedBackend

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from app.config import load_config
 from pipeline.demo.summary import id_list, landed
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import load_config
 from tests.system.conftest import Stack, late_reward_config
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.config import parse_config
+from app.config import parse_config
 from sluice.errors import ConfigError
 from trainers.ray_session import ray_temp_dir
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, decode
 from testing.toy_traffic import make_trajectories, produce
 from tests.conftest import make_config
@@ -28,7 +28,7 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    from sluice.config import parse_config
+    from app.config import parse_config
     from trainers.ray_session import init_ray, ray_temp_dir
 
     home_token = Path.home() / ".ray" / "auth_token"

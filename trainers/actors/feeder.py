@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from sluice.events import DeadLetter, Trajectory, decode, encode
 from trainers.exceptions import TaskError, TrainerError
 from trainers.samples import TrainingTask

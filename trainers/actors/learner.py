@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from trainers.checkpoint import TrainerState, read_optimizer_state, save_checkpoint
 from trainers.grpo.advantages import group_advantages, staleness_weight
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack

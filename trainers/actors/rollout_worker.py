@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, Field
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from trainers.rollout.base import SamplingSpec
 from trainers.rollout.select import build_backend
 from trainers.samples import Group, Sample, TrainingTask

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from trainers.config import TINY_MODEL_NAME
 from trainers.runner import TrainSummary, _model_limits, _start_state, run_loop, summarize
 from trainers.smollm2 import SMOLLM2_NAME

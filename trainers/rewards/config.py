@@ -1,6 +1,6 @@
 """YAML specs of the reward functions: one pydantic model per kind, a discriminated union on ``kind``.
 
-Kept free of torch so that ``sluice.config`` can import it cheaply. ``trainers.rewards.registry.build_reward``
+Kept free of torch so that ``app.config`` can import it cheaply. ``trainers.rewards.registry.build_reward``
 turns a spec into a callable ``RewardFunction``.
 
     trainer:

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from trainers.live.policy_state import read_policy_state
 from trainers.serving.policy_client import PolicyClientError, PolicyFleet
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import uvicorn
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from sluice.events import PolicyEvent
 from trainers.checkpoint import latest_checkpoint
 from trainers.config import TINY_MODEL_NAME

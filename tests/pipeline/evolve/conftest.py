@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.config import SluiceConfig, load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.demo.summary import id_list, scalar
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig, load_config
 from sluice.events import Trajectory
 from tests.pipeline.evolve.scripted_backend import ScriptedBackend
 from tests.pipeline.evolve.world import MODEL, TASK, recorded_traffic

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.config import SluiceConfig, parse_config
 from pipeline.up import service_specs
-from sluice.config import SluiceConfig, parse_config
 from sluice.errors import ConfigError
 
 

@@ -17,13 +17,13 @@ import httpx
 import pytest
 import yaml
 
+from app.config import load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.proxy.overlay_routing import share_point
 from pipeline.topics import create_topics
 from sinks.clients import connect_client
-from sluice.config import load_config
 from sluice.events import scoped_trajectory_id
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay, OverlayAssignment
 from tests.pipeline.proxy.conftest import BACKEND_KEY, KEY, KEY_GLOBEX, proxy_section, serve

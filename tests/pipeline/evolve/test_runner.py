@@ -10,13 +10,13 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner
 
+from app.cli import cli as sluice_cli
 from pipeline.demo.summary import scalar, wait_until
 from pipeline.evolve.backend import EvalClient
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.runner import EvolveRunner
 from sinks.clients import connect_client
-from sluice.cli import cli as sluice_cli
 from sluice.evolution import LedgerEntry, Proposal, scope_key
 from tests.pipeline.evolve.conftest import World
 from tests.pipeline.evolve.world import CANDIDATES, TASK, TENANT, canary_traffic, proposal

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import StepEvent, Trajectory, decode, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, reward_event

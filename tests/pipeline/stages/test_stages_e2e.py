@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker, free_port
 from pipeline.stages.names import changelog_topics
 from pipeline.status import scrape
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, StepEvent, Trajectory, decode, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, governance, reward_event

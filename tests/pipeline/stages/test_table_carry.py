@@ -8,9 +8,9 @@ from pathlib import Path
 import rocksdict
 from confluent_kafka import Consumer, TopicPartition
 
+from app.config import SluiceConfig
 from pipeline.stages.names import app_id
 from pipeline.stages.table_carry import OFFSET_KEY, carry_tables, newest_copies
-from sluice.config import SluiceConfig
 
 
 def _table_file(

@@ -6,7 +6,7 @@ import json
 
 from confluent_kafka import Producer
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from sluice.events import DeadLetter, Reward, RewardEvent, Trajectory, decode, encode
 from testing.toy_traffic import make_trajectories, produce
 from tests.kafka_helpers import read_topic

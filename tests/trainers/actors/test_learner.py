@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sluice.config import parse_config
+from app.config import parse_config
 from testing.toy_traffic import make_trajectories
 from trainers.actors.learner import Learner
 from trainers.actors.rollout_worker import RolloutWorker

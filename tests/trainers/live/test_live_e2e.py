@@ -18,10 +18,10 @@ import openai
 import pytest
 import yaml
 
+from app.config import load_config
 from pipeline.demo.summary import rows, wait_until
 from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import load_config
 from sluice.events import scoped_trajectory_id
 from tests.system.conftest import stack_config
 from trainers.live.policy_state import read_policy_state

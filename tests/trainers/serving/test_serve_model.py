@@ -25,7 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cfg.write_text(yaml.safe_dump({"trainer": {"output_dir": str(tmp / "trainer")}}))
     port = free_port()
     log = (tmp / "serve.log").open("wb")
-    cmd = [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
+    cmd = [sys.executable, "-m", "app.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )
@@ -195,7 +195,7 @@ def test_cli_rejects_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"trainer": {"serve": {"port": "nope"}}}))
     out = subprocess.run(
-        [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(bad)],
+        [sys.executable, "-m", "app.cli", "serve-model", "--config", str(bad)],
         capture_output=True,
         text=True,
     )
@@ -203,7 +203,7 @@ def test_cli_rejects_bad_config(tmp_path: Path) -> None:
 
 
 def test_weights_resolution_prefers_explicit_then_latest_checkpoint(tmp_path: Path) -> None:
-    from sluice.config import parse_config
+    from app.config import parse_config
     from trainers.checkpoint import TrainerState, save_checkpoint
     from trainers.serving.server import resolve_weights
     from trainers.tiny_model import build_tiny

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from sluice.config import SluiceConfig, load_config
+from app.config import SluiceConfig, load_config
 from sluice.errors import ConfigError, SluiceError
 
 # command name -> "module:attribute" of a click command, loaded on first use (keeps `sluice --help` fast).
