@@ -26,6 +26,7 @@ from pipeline.proxy.config import ProxyConfig
 from pipeline.stages.config import StagesConfig
 from pipeline.up_config import UpConfig
 from sinks.config import SinkConfig
+from sinks.settings import SinkSettings, TenantKey
 from sluice.broker_config import BrokerConfig
 from sluice.errors import ConfigError, validation_problems
 from sluice.frozen import Frozen
@@ -83,6 +84,20 @@ class SluiceConfig(Frozen):
         """Resolve a config-relative path."""
         p = Path(p)
         return p if p.is_absolute() else self.base_dir / p
+
+    def sink_settings(self) -> SinkSettings:
+        """What the sink, its query server and its clients read."""
+        return SinkSettings(
+            sink=self.sink,
+            broker=self.broker,
+            topics=self.topics,
+            base_dir=self.base_dir,
+            tenant_keys=tuple(TenantKey(key=k.key, tenant=k.tenant) for k in self.proxy.api_keys),
+            sensitive_headers=tuple(self.proxy.sensitive_headers),
+            min_train_grade=self.replay.min_train_grade,
+            keep_erased_s=self.rewards.keep_erased_s,
+            checkpoints_dir=self.trainer.output_dir / "checkpoints",
+        )
 
 
 def format_validation_error(err: ValidationError) -> list[str]:

@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx
 
+from app.commands.evolve import ledger_entry
 from app.config import SluiceConfig
 from governance.evolve.diagnosis import Diagnosis
-from pipeline.evolve.cli import ledger_entry
 from pipeline.evolve.diagnose import run_diagnosis
 from pipeline.evolve.proposers.base import ProposerContext
 from pipeline.evolve.proposers.registry import draft_proposals
@@ -99,7 +99,7 @@ def propose_from_diagnosis(
 ) -> tuple[Proposal, Diagnosis]:
     """Diagnose the store as ``sluice evolve propose`` does, take the tool-schema cluster of the scope and
     tool, draft its proposal with the rule-based tool proposer, and record it in the ledger."""
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         diagnosis, rows = run_diagnosis(client, cfg.evolve.propose.diagnosis)
     finally:

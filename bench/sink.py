@@ -182,7 +182,7 @@ def bench_e2e(values: list[tuple[str, bytes]], workdir: Path) -> tuple[float, fl
             producer.produce(topic, key=key, value=value)
             producer.poll(0)
         producer.flush(120)
-        runner = SinkRunner(cfg)
+        runner = SinkRunner(cfg.sink_settings())
         runner.start()
         started, cpu = time.perf_counter(), time.process_time()
         want = len(values)

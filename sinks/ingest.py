@@ -25,7 +25,6 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from app.config import SluiceConfig
 from sinks.admin_key import ensure_admin_key
 from sinks.batch import KEYS, BatchTopics, PendingBatch
 from sinks.erasure import erase, erasure_producer
@@ -36,6 +35,7 @@ from sinks.flatten import SourceRecord
 from sinks.metrics import SinkMetrics
 from sinks.principal import Principal
 from sinks.query_server import QueryServer, QueryService, database_id
+from sinks.settings import SinkSettings
 from sinks.store import DuckDBStore
 from sinks.writer import BatchWriter, Written
 
@@ -48,12 +48,12 @@ _ROWS_PER_RECORD_GUESS = 8
 class SinkRunner:
     """One sink: owns the DuckDB file, a consumer, and the query endpoint."""
 
-    def __init__(self, cfg: SluiceConfig, crash: CrashPlan | None = None) -> None:
+    def __init__(self, cfg: SinkSettings, crash: CrashPlan | None = None) -> None:
         self.cfg = cfg
         self.path = cfg.path(cfg.sink.database)
         self.crash = crash or CrashPlan.from_env()
         self.metrics = SinkMetrics()
-        self.store = DuckDBStore.for_sink(self.path, cfg.sink, cfg.replay.min_train_grade, self.crash)
+        self.store = DuckDBStore.for_sink(self.path, cfg.sink, cfg.min_train_grade, self.crash)
         self.writer = BatchWriter(self.store, cfg.sink.group_id)
         t = cfg.topics
         self.topics = BatchTopics(
@@ -217,7 +217,7 @@ class SinkRunner:
     def _new_batch(self) -> PendingBatch:
         return PendingBatch(
             topics=self.topics,
-            sensitive_headers=tuple(self.cfg.proxy.sensitive_headers),
+            sensitive_headers=tuple(self.cfg.sensitive_headers),
             require_redacted=self.cfg.sink.require_redacted,
             apply_tombstones=self.cfg.sink.tombstones == "delete",
         )

@@ -100,7 +100,7 @@ class Console:
 
     async def status(self) -> dict[str, Any]:
         """``sluice status`` (one-second rate sample), cached for a refresh period."""
-        from pipeline.status import collect
+        from app.status import collect
 
         async with self._status_lock:
             now = time.monotonic()

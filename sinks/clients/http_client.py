@@ -13,7 +13,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.config import SluiceConfig
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import (
     AccessDenied,
@@ -25,9 +24,10 @@ from sinks.exceptions import (
     SinkError,
 )
 from sinks.query_server import database_id
+from sinks.settings import SinkSettings
 
 
-def probe_sink(cfg: SluiceConfig, timeout_s: float = 2.0) -> str | None:
+def probe_sink(cfg: SinkSettings, timeout_s: float = 2.0) -> str | None:
     """URL of the sink serving this config's database, or None when nothing listens there."""
     sink = cfg.sink
     if not sink.query_port:

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from app.config import SluiceConfig
 from sinks.erasure import erase, erasure_producer
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import SinkError
 from sinks.principal import resolve_principal
 from sinks.scoped_query import run_query
+from sinks.settings import SinkSettings
 from sinks.store import DuckDBStore, connect
 
 
@@ -28,7 +28,7 @@ def _locked(err: SinkError) -> SinkError:
 
 
 class LocalStoreClient:
-    def __init__(self, cfg: SluiceConfig, api_key: str | None) -> None:
+    def __init__(self, cfg: SinkSettings, api_key: str | None) -> None:
         self.cfg = cfg
         self.path = cfg.path(cfg.sink.database)
         self.principal = resolve_principal(cfg, api_key)
@@ -56,7 +56,7 @@ class LocalStoreClient:
 
     def erase(self, request: ErasureRequest) -> ErasureResult:
         try:
-            store = DuckDBStore.for_sink(self.path, self.cfg.sink, self.cfg.replay.min_train_grade)
+            store = DuckDBStore.for_sink(self.path, self.cfg.sink, self.cfg.min_train_grade)
         except SinkError as err:
             raise _locked(err) from None
         try:

@@ -20,7 +20,6 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-from app.config import SluiceConfig
 from sinks.base import StoreClient
 from sinks.clients.http_client import SinkHttpClient, probe_sink
 from sinks.clients.local_client import LocalStoreClient
@@ -34,6 +33,7 @@ from sinks.exceptions import (
     QueryRejected,
     SinkError,
 )
+from sinks.settings import SinkSettings
 
 T = TypeVar("T")
 
@@ -41,7 +41,7 @@ T = TypeVar("T")
 _ANSWERS = (AccessDenied, AuthError, ErasureError, NotFound, QueryError, QueryRejected)
 
 
-def pick_route(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
+def pick_route(cfg: SinkSettings, api_key: str | None) -> StoreClient:
     """The sink's endpoint when a sink serves this config's database now, else the file."""
     url = probe_sink(cfg)
     if url is not None:
@@ -55,7 +55,7 @@ def is_route_failure(err: SinkError) -> bool:
 
 
 class RoutedStoreClient:
-    def __init__(self, cfg: SluiceConfig, api_key: str | None, route_wait_s: float = 20.0) -> None:
+    def __init__(self, cfg: SinkSettings, api_key: str | None, route_wait_s: float = 20.0) -> None:
         self._cfg, self._api_key, self._route_wait_s = cfg, api_key, route_wait_s
         self._route = pick_route(cfg, api_key)
 

@@ -14,13 +14,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from sinks.admin_key import ensure_admin_key
 from sinks.base import StoreClient
 from sinks.clients import SinkHttpClient, connect_client
 from sinks.erasure_models import ErasureEvent
 from sinks.faults import CRASH_ENV, CRASH_EXIT_CODE
+from sinks.settings import SinkSettings
 from sluice.events import DeadLetter, StepEvent, encode
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
@@ -102,7 +102,7 @@ def test_crash_at_any_point_leaves_no_gap_and_no_duplicate(broker: LocalBroker, 
         assert sink.stop() == 0, sink.output()
 
 
-def _bad_records(cfg: SluiceConfig) -> None:
+def _bad_records(cfg: SinkSettings) -> None:
     raw = make_trajectory("raw1", tenant="acme")
     raw.governance.redaction = "raw"
     raw.steps[0].governance.redaction = "raw"

@@ -29,12 +29,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from app.config import load_config
+from app.up import running_stack
 from pipeline.control_journal import ControlJournal, read_journal
 from pipeline.demo.summary import id_list
 from pipeline.demo.traffic import RunReport
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
-from pipeline.up import running_stack
 from sluice.evolution import LedgerEntry, OverlayAssignment
 from tests.system.conftest import Stack, late_reward_config
 

@@ -22,13 +22,13 @@ import pytest
 import yaml
 
 from app.config import load_config
+from app.status import collect, render
+from app.up import running_stack
 from infra.broker import free_port
 from pipeline.demo.personas import canaries
 from pipeline.demo.summary import id_list
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.otel_export.spans import trace_id
-from pipeline.status import collect, render
-from pipeline.up import running_stack
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay
 from tests.otlp_receiver import OtlpReceiver
 from tests.phoenix_server import PHOENIX_BIN, PhoenixServer

@@ -25,9 +25,9 @@ import pytest
 import yaml
 
 from app.config import load_config
+from app.up import running_stack
 from pipeline.demo.personas import PERSONAS, canaries
 from pipeline.stages.names import changelog_topics, ticks_topic
-from pipeline.up import running_stack
 from sluice.events import scoped_trajectory_id
 from tests.kafka_helpers import read_topic
 from tests.system.conftest import Stack, stack_config

@@ -56,7 +56,7 @@ class World:
         """Produce to the audited topic and wait until the sink stored every one."""
         produce_trajectories(self.cfg, trajectories)
         ids = [t.trajectory_id for t in trajectories]
-        client = connect_client(self.cfg, None)
+        client = connect_client(self.cfg.sink_settings(), None)
         try:
             deadline = time.monotonic() + timeout_s
             sql = f"SELECT count(*) FROM trajectories WHERE trajectory_id IN ({id_list(ids)})"

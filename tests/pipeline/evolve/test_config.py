@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import SluiceConfig, parse_config
-from pipeline.up import service_specs
+from app.up import service_specs
 from sluice.errors import ConfigError
 
 

@@ -127,7 +127,7 @@ def test_canary_outcomes_and_ledger_land_in_duckdb(broker: LocalBroker, tmp_path
                         assert fact in got["messages"][0]["content"], (tid, turn)
 
                 scoped = [scoped_trajectory_id("acme", t) for t in ids]
-                admin = connect_client(cfg, None)
+                admin = connect_client(cfg.sink_settings(), None)
                 try:
                     wait_until(
                         lambda: (
@@ -183,7 +183,7 @@ def test_canary_outcomes_and_ledger_land_in_duckdb(broker: LocalBroker, tmp_path
                     assert [r["tenant"] for r in ledger] == ["acme", "globex"]  # each entry once
                 finally:
                     admin.close()
-                tenant = connect_client(cfg, KEY)
+                tenant = connect_client(cfg.sink_settings(), KEY)
                 try:
                     assert rows(tenant, "SELECT DISTINCT tenant FROM overlay_outcomes") == [
                         {"tenant": "acme"}

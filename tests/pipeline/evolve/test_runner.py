@@ -36,7 +36,7 @@ def record_proposal(pub: EvolutionPublisher, p: Proposal) -> None:
 @pytest.fixture
 def runner(world: World) -> Iterator[EvolveRunner]:
     cfg = world.cfg
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     pub = EvolutionPublisher(cfg.broker, cfg.topics, 15)
     with EvalClient(cfg.proxy, cfg.evolve.eval) as ev:
         yield EvolveRunner(cfg.evolve, client, pub, ev, lambda: read_ledger(cfg.broker, cfg.topics, 15))

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from app.config import SluiceConfig
+from app.status import scrape
 from infra.broker import LocalBroker, free_port
 from pipeline.stages.names import changelog_topics
-from pipeline.status import scrape
 from pipeline.topics import create_topics
 from sluice.events import DeadLetter, StepEvent, Trajectory, decode, utcnow
 from tests.conftest import make_config

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from app.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 
 @click.command("proxy")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from app.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 if TYPE_CHECKING:
     from trainers.serving.policy_client import FleetResult

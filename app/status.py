@@ -21,11 +21,11 @@ from pathlib import Path
 import click
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from app.cli import config_option, load_or_exit
 from app.config import SluiceConfig
+from app.options import config_option, load_or_exit
+from app.status_services import judge_services, stage_app_dir
 from pipeline.health import Backlog
 from pipeline.stages.heartbeat import pid_alive, read_heartbeats
-from pipeline.status_services import judge_services, stage_app_dir
 from trainers.serving.policy_view import PolicyView, policy_view, render_policy
 
 

@@ -20,8 +20,8 @@ from typing import TextIO
 
 import click
 
-from app.cli import config_option, load_or_exit
 from app.config import SluiceConfig
+from app.options import config_option, load_or_exit
 from infra.broker import port_open
 from pipeline.control_journal import ControlJournal
 from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
@@ -163,7 +163,7 @@ def stop_draining(sup: Supervisor, cfg: SluiceConfig) -> None:
     """Stop the stack without leaving records in the embedded broker: the proxy first (it hands its
     write-ahead log to the broker), then wait until the stages and the sink consumed everything, then the
     rest in reverse start order. A real cluster keeps its topics: everything stops at once."""
-    from pipeline.drain import drain
+    from app.drain import drain
 
     if cfg.broker.embedded and cfg.up.drain_timeout_s > 0 and "proxy" in sup.names():
         alive = set(sup.names()) - set(sup.dead())

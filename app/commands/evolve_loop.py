@@ -1,4 +1,4 @@
-"""The loop's commands in the ``sluice evolve`` group (registered lazily by ``pipeline.evolve.cli``).
+"""The loop's commands in the ``sluice evolve`` group (registered lazily by ``app.commands.evolve``).
 
 sluice evolve run              # one pass: decide running canaries, gate pending proposals
 sluice evolve list             # every proposal and where it stands
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from app.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 
 @click.command("run")
@@ -66,7 +66,7 @@ def explain_command(config_path: Path | None, proposal_id: str, as_json: bool) -
     from sinks.clients import connect_client
 
     cfg = load_or_exit(config_path)
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         got = ledger_rows(client, proposal_id)
     finally:

@@ -18,8 +18,8 @@ import time
 from confluent_kafka import KafkaException
 
 from app.config import SluiceConfig
+from app.status import group_offsets
 from pipeline.stages.names import app_id
-from pipeline.status import group_offsets
 
 log = logging.getLogger(__name__)
 
