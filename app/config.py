@@ -32,6 +32,7 @@ from sluice.errors import ConfigError, validation_problems
 from sluice.frozen import Frozen
 from sluice.topics_config import TopicsConfig
 from trainers.config import TrainerConfig
+from trainers.settings import TrainerSettings
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "sluice.yaml"
 
@@ -84,6 +85,12 @@ class SluiceConfig(Frozen):
         """Resolve a config-relative path."""
         p = Path(p)
         return p if p.is_absolute() else self.base_dir / p
+
+    def trainer_settings(self) -> TrainerSettings:
+        """What the trainer and the model server read."""
+        return TrainerSettings(
+            trainer=self.trainer, broker=self.broker, topics=self.topics, base_dir=self.base_dir
+        )
 
     def sink_settings(self) -> SinkSettings:
         """What the sink, its query server and its clients read."""

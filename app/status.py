@@ -159,7 +159,7 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
             status.proxy,
         ).items()
     }
-    status.policy = policy_view(cfg)
+    status.policy = policy_view(cfg.trainer_settings())
     return status
 
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from app.config import SluiceConfig
 from trainers.checkpoint import TrainerState, latest_checkpoint, read_state
 from trainers.config import TINY_MODEL_NAME
 from trainers.exceptions import CheckpointError
 from trainers.rollout.select import resolve_backend
+from trainers.settings import TrainerSettings
 
 if TYPE_CHECKING:
     from trainers.loop import StopFlag
@@ -45,7 +45,7 @@ class TrainSummary(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
 
 
-def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
+def _model_limits(source: str, cfg: TrainerSettings) -> tuple[Any, int]:
     """The tokenizer (for the feeder) and the model's context length, without loading weights."""
     from trainers.tiny_model import build_tokenizer, load_tokenizer
 
@@ -60,7 +60,7 @@ def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
     return load_tokenizer(path), int(getattr(conf, "max_position_embeddings", 2048))
 
 
-def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, str | None]:
+def _start_state(cfg: TrainerSettings, resume: bool) -> tuple[TrainerState, str, str | None]:
     t = cfg.trainer
     from trainers.smollm2 import SMOLLM2_NAME
 
@@ -82,7 +82,7 @@ def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, st
 
 
 def run_training(
-    cfg: SluiceConfig,
+    cfg: TrainerSettings,
     resume: bool = False,
     max_steps: int | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,

@@ -36,7 +36,7 @@ def train_command(ctx: click.Context, config_path: Path | None, resume: bool, ma
     from trainers.runner import run_training
 
     cfg = load_or_exit(config_path)  # a bad config fails here, before Ray starts
-    summary = run_training(cfg, resume=resume, max_steps=max_steps)
+    summary = run_training(cfg.trainer_settings(), resume=resume, max_steps=max_steps)
     click.echo(summary.model_dump_json())
 
 
@@ -110,4 +110,4 @@ def serve_model_command(
     from trainers.serving.server import serve
 
     cfg = load_or_exit(config_path)
-    serve(cfg, checkpoint=checkpoint, port=port, threads=threads)
+    serve(cfg.trainer_settings(), checkpoint=checkpoint, port=port, threads=threads)

@@ -76,6 +76,8 @@ def test_train_command_runs_and_stops_cleanly_on_sigterm(broker: LocalBroker, tm
     assert summary["stopped"] == "SIGTERM" and summary["step"] >= 2
     state = read_state(Path(summary["checkpoint"]))  # the final checkpoint is written on the way out
     assert state.step == summary["step"] and state.feeder_offsets
-    ray_dir = ray_temp_dir(cfg)  # var/ray, or /tmp/sluice-ray-<hash> when var/ray is too long a path
+    ray_dir = ray_temp_dir(
+        cfg.trainer_settings()
+    )  # var/ray, or /tmp/sluice-ray-<hash> when var/ray is too long a path
     assert any(ray_dir.glob("session_*")), ray_dir
     shutil.rmtree(ray_dir, ignore_errors=True)

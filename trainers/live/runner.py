@@ -13,16 +13,16 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from app.config import SluiceConfig
 from trainers.config import TINY_MODEL_NAME
 from trainers.runner import TrainSummary, _model_limits, _start_state, run_loop, summarize
+from trainers.settings import TrainerSettings
 from trainers.smollm2 import SMOLLM2_NAME
 
 log = logging.getLogger("sluice.trainer.live")
 
 
 def run_live_training(
-    cfg: SluiceConfig,
+    cfg: TrainerSettings,
     resume: bool = False,
     max_steps: int | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,

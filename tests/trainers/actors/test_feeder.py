@@ -20,7 +20,7 @@ def version(t: Trajectory, v: int, reward: float) -> Trajectory:
 
 
 def feeder(cfg: SluiceConfig, **kw: object) -> TaskFeeder:
-    return TaskFeeder(cfg, build_tokenizer(), max_prompt_tokens=512, **kw)
+    return TaskFeeder(cfg.trainer_settings(), build_tokenizer(), max_prompt_tokens=512, **kw)
 
 
 def test_feeder_idempotent_dead_letters_and_resume(config: SluiceConfig) -> None:

@@ -209,9 +209,11 @@ def test_weights_resolution_prefers_explicit_then_latest_checkpoint(tmp_path: Pa
     from trainers.tiny_model import build_tiny
 
     cfg = parse_config({"trainer": {"output_dir": "out"}}, base_dir=tmp_path)
-    assert resolve_weights(cfg, None) == "sluice-tiny"  # nothing trained yet: the seeded model
+    assert (
+        resolve_weights(cfg.trainer_settings(), None) == "sluice-tiny"
+    )  # nothing trained yet: the seeded model
     model, tok = build_tiny()
     save_checkpoint(tmp_path / "out", model, tok, TrainerState(step=3))
     newest = save_checkpoint(tmp_path / "out", model, tok, TrainerState(step=12))
-    assert resolve_weights(cfg, None) == str(newest)
-    assert resolve_weights(cfg, Path("elsewhere")) == str(tmp_path / "elsewhere")
+    assert resolve_weights(cfg.trainer_settings(), None) == str(newest)
+    assert resolve_weights(cfg.trainer_settings(), Path("elsewhere")) == str(tmp_path / "elsewhere")
