@@ -23,6 +23,7 @@ from pipeline.console.config import ConsoleConfig
 from pipeline.evolve.loop_config import EvolveConfig
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
+from pipeline.proxy.settings import ProxySettings
 from pipeline.stages.config import StagesConfig
 from pipeline.up_config import UpConfig
 from sinks.config import SinkConfig
@@ -91,6 +92,10 @@ class SluiceConfig(Frozen):
         return TrainerSettings(
             trainer=self.trainer, broker=self.broker, topics=self.topics, base_dir=self.base_dir
         )
+
+    def proxy_settings(self) -> ProxySettings:
+        """What the proxy reads."""
+        return ProxySettings(proxy=self.proxy, broker=self.broker, topics=self.topics, base_dir=self.base_dir)
 
     def sink_settings(self) -> SinkSettings:
         """What the sink, its query server and its clients read."""

@@ -24,4 +24,4 @@ def proxy_command(config_path: Path | None, host: str | None, port: int | None) 
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     if overrides:
         cfg = cfg.model_copy(update={"proxy": cfg.proxy.model_copy(update=overrides)})
-    run_proxy(cfg)
+    run_proxy(cfg.proxy_settings())

@@ -10,7 +10,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.config import SluiceConfig
 from pipeline.proxy.auth import KeyResolver
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.erasure_listener import ErasureListener
@@ -26,6 +25,7 @@ from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.proxy.publishing.landing import LandingTracker
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.settings import ProxySettings
 from pipeline.proxy.upstream import Upstreams
 from pipeline.stages.names import app_id as stage_group
 from sluice.events import ErasureEvent
@@ -41,7 +41,7 @@ LINK_KEY_FILE = "links.key"  # the key of the linker's digests, mode 0600, made 
 
 
 class ProxyState:
-    def __init__(self, config: SluiceConfig) -> None:
+    def __init__(self, config: ProxySettings) -> None:
         self.config = config
         proxy = config.proxy
         self.spool_dir: Path = config.path(proxy.spool_dir)

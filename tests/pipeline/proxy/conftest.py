@@ -108,7 +108,7 @@ class LiveProxy:
 @contextlib.contextmanager
 def serve(config: SluiceConfig) -> Iterator[LiveProxy]:
     """``create_app`` served by uvicorn in a thread of the test process."""
-    app = create_app(config)
+    app = create_app(config.proxy_settings())
     port = config.proxy.port
     server = uvicorn.Server(
         uvicorn.Config(
