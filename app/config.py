@@ -21,10 +21,13 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from governance.config import EligibilityPolicy, RedactionConfig, ReplayConfig, RewardJoinConfig
 from pipeline.console.config import ConsoleConfig
 from pipeline.evolve.loop_config import EvolveConfig
+from pipeline.evolve.settings import EvolveSettings
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.proxy.config import ProxyConfig
 from pipeline.proxy.settings import ProxySettings
 from pipeline.stages.config import StagesConfig
+from pipeline.stages.names import app_id
+from pipeline.stages.settings import StagesSettings
 from pipeline.up_config import UpConfig
 from sinks.config import SinkConfig
 from sinks.settings import SinkSettings, TenantKey
@@ -95,7 +98,37 @@ class SluiceConfig(Frozen):
 
     def proxy_settings(self) -> ProxySettings:
         """What the proxy reads."""
-        return ProxySettings(proxy=self.proxy, broker=self.broker, topics=self.topics, base_dir=self.base_dir)
+        return ProxySettings(
+            proxy=self.proxy,
+            broker=self.broker,
+            topics=self.topics,
+            stages_group=app_id(self.topics, self.stages),
+            base_dir=self.base_dir,
+        )
+
+    def stages_settings(self) -> StagesSettings:
+        """What the stage worker reads."""
+        return StagesSettings(
+            stages=self.stages,
+            broker=self.broker,
+            topics=self.topics,
+            redaction=self.redaction,
+            eligibility=self.eligibility,
+            rewards=self.rewards,
+            replay=self.replay,
+            sink_database=self.sink.database,
+            base_dir=self.base_dir,
+        )
+
+    def evolve_settings(self) -> EvolveSettings:
+        """What the control plane's loop reads."""
+        return EvolveSettings(
+            evolve=self.evolve,
+            broker=self.broker,
+            topics=self.topics,
+            proxy=self.proxy,
+            store=self.sink_settings(),
+        )
 
     def sink_settings(self) -> SinkSettings:
         """What the sink, its query server and its clients read."""

@@ -101,8 +101,8 @@ def consumer_groups(cfg: SluiceConfig) -> list[tuple[str, str]]:
     from pipeline.stages.names import app_id as stages_group  # topic prefix + stages.app_id
 
     pairs = [
-        (stages_group(cfg), t.name("steps_raw")),
-        (stages_group(cfg), t.name("rewards_raw")),
+        (stages_group(cfg.topics, cfg.stages), t.name("steps_raw")),
+        (stages_group(cfg.topics, cfg.stages), t.name("rewards_raw")),
     ]
     if cfg.trainer.enabled:
         pairs.append((cfg.trainer.consumer_group, t.name("trajectories_train")))
@@ -167,7 +167,7 @@ def stage_backlog(cfg: SluiceConfig, groups: list[GroupLag]) -> Backlog | None:
     """The stage group's backlog over its input topics (None when the broker could not be read)."""
     from pipeline.stages.names import app_id
 
-    mine = [g for g in groups if g.group == app_id(cfg)]
+    mine = [g for g in groups if g.group == app_id(cfg.topics, cfg.stages)]
     if not mine:
         return None
     rates = [g.rate_per_s for g in mine]

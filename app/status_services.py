@@ -42,7 +42,7 @@ def answers(url: str) -> bool:
 def stage_app_dir(cfg: SluiceConfig) -> Path:
     from pipeline.stages.names import app_id
 
-    return cfg.path(cfg.stages.data_dir) / app_id(cfg)
+    return cfg.path(cfg.stages.data_dir) / app_id(cfg.topics, cfg.stages)
 
 
 def judge_services(

@@ -304,7 +304,7 @@ def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, A
         passes = 0
         deadline = t_start + 60 * a.budget_min
         while time.monotonic() < deadline:
-            with open_runner(cfg, actor="bench") as runner:
+            with open_runner(cfg.evolve_settings(), actor="bench") as runner:
                 report = runner.run_pass()
             passes += 1
             for act in report.actions:

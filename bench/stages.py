@@ -242,7 +242,7 @@ def main() -> None:
                 ("stages", stages_argv, "trajectories_audited", args.trajectories, "sluice stages ready"),
             ]:
                 cfg = bench_config(broker.bootstrap_servers, tmp, args.partitions, profile)
-                ensure_stage_topics(cfg)
+                ensure_stage_topics(cfg.stages_settings())
                 rate = run_endtoend(cfg, tmp, events, out, expect, argv, ready)
                 rates[f"{name}_{profile}"] = rate
                 print(f"{name} ({profile} profile): {rate:,.0f} events/s", file=sys.stderr)

@@ -27,7 +27,6 @@ from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.recorder import StepRecorder, Topics
 from pipeline.proxy.settings import ProxySettings
 from pipeline.proxy.upstream import Upstreams
-from pipeline.stages.names import app_id as stage_group
 from sluice.events import ErasureEvent
 from sluice.evolution import OverlayAssignment
 
@@ -125,7 +124,7 @@ class ProxyState:
         topics = self.config.topics
         return LandingTracker(
             self.config.broker,
-            stage_group(self.config),
+            self.config.stages_group,
             [topics.name("steps_raw"), topics.name("rewards_raw")],
             topics.name("steps_redacted"),
         )

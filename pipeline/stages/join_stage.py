@@ -27,7 +27,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from app.config import SluiceConfig
 from governance.reward_join import (
     JoinState,
     Transition,
@@ -48,6 +47,7 @@ from pipeline.stages.due_index import DueIndex
 from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import OutputError, RejectedEvent
 from pipeline.stages.outputs import deliver_all
+from pipeline.stages.settings import StagesSettings
 from pipeline.stages.storage import (
     Table,
     decode_state,
@@ -77,7 +77,7 @@ TICK_RETRY_S = 60.0
 class JoinStage:
     def __init__(
         self,
-        cfg: SluiceConfig,
+        cfg: StagesSettings,
         *,
         states: Table,
         steps: Table,

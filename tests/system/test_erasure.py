@@ -145,7 +145,7 @@ def test_erasure_reaches_every_copy_and_nothing_comes_back(config: tuple[Path, P
             assert done.returncode == 0, done.stderr
             assert MARK.encode() in export.read_bytes()
 
-            topics = [*cfg.topics.all().values(), *changelog_topics(cfg)]
+            topics = [*cfg.topics.all().values(), *changelog_topics(cfg.topics, cfg.stages)]
             before = _ends(cfg, topics)
             raw_copy = next(
                 (p, v)

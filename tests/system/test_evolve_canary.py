@@ -161,7 +161,7 @@ def test_a_canary_that_loses_to_control_rolls_back_by_itself(stack: EvolveStack)
                                task_id=TASK, summary=p.rationale, diff={"proposal": p.model_dump(mode="json")}))  # fmt: skip
 
     # 3. one pass: replay, shadow and offline pass; the canary starts
-    with open_runner(stack.cfg) as runner:
+    with open_runner(stack.cfg.evolve_settings()) as runner:
         first = runner.run_pass()
     assert [(a.proposal_id, a.what) for a in first.actions] == [(p.proposal_id, "canary")], first
 
@@ -195,7 +195,7 @@ def test_a_canary_that_loses_to_control_rolls_back_by_itself(stack: EvolveStack)
     }
 
     # 5. the next pass reads the arms, and the sequential test rolls the candidate back
-    with open_runner(stack.cfg) as runner:
+    with open_runner(stack.cfg.evolve_settings()) as runner:
         second = runner.run_pass()
     assert [(a.proposal_id, a.what) for a in second.actions] == [(p.proposal_id, "rollback")], second
     with EvolutionPublisher(stack.cfg.broker, stack.cfg.topics) as pub:

@@ -174,7 +174,10 @@ def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
                              timeout_s=15 if expect else 8)  # fmt: skip
         haystacks[f"topic:{logical}"] = b"\n".join(v or b"" for _, v in records)
     assert haystacks["topic:steps_redacted"] and haystacks["topic:trajectories_audited"]
-    for name in [*changelog_topics(stack.cfg), ticks_topic(stack.cfg)]:  # the stage tables' changelogs
+    for name in [
+        *changelog_topics(stack.cfg.topics, stack.cfg.stages),
+        ticks_topic(stack.cfg.topics, stack.cfg.stages),
+    ]:  # the stage tables' changelogs
         haystacks[f"topic:{name}"] = b"\n".join(
             v or b"" for _, v in read_topic(stack.cfg.broker, name, 10**6, 8)
         )

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from sluice.frozen import Frozen
 
 
-class LiveConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class LiveConfig(Frozen):
     # --- grouping and advantages
     group_prefix_tokens: int | None = Field(
         None,

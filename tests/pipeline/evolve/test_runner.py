@@ -144,5 +144,5 @@ def test_the_scheduler_runs_passes_until_stopped(world: World) -> None:
 
     from pipeline.evolve.scheduler import serve
 
-    reports = serve(world.cfg, threading.Event(), passes=2)
+    reports = serve(world.cfg.evolve_settings(), threading.Event(), passes=2)
     assert len(reports) == 2
