@@ -1,4 +1,5 @@
-"""The ``sluice`` command. Each service's command lives beside its code and is imported only when used.
+"""The ``sluice`` command. Each subcommand (``app.commands``) loads the config and hands each component
+only its own sections; it is imported only when used.
 
 sluice --help
 """

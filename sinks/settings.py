@@ -2,8 +2,8 @@
 
 Besides its own ``sink:`` section, the sink reads the broker and topic sections (it consumes the audited
 and dead-letter topics and publishes erasures), the tenants' API keys (who may query what), the headers
-to scrub, the replay grade a training row needs, how long the stages remember erased ids (for the
-erasure receipt) and where checkpoints are written (for the erasure receipt).
+to scrub, the replay grade a training row needs, and, for the erasure receipt, how long the stages remember
+erased ids and where the trainer writes checkpoints.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Commands of the trainer package: `sluice train`, its policy-server operations, and `sluice serve-model`.
+"""The trainer's commands: `sluice train`, its policy-server operations, and `sluice serve-model`.
 
 sluice train --config infra/sluice.yaml [--resume] [--max-steps N]
 sluice train rollback VERSION      # every policy server serves that kept version
