@@ -61,12 +61,12 @@ from typing import Any
 import httpx
 import yaml
 
+from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
+from app.up import running_stack
 from infra.broker import free_port
 from pipeline.demo.personas import PERSONAS, SECRETS, canaries
 from pipeline.demo.summary import id_list, rows
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from sluice.events import scoped_trajectory_id
 
 FAULTS = ("proxy", "stages", "sink", "model", "broker_pause", "broker_kill", "stack_restart", "stack_kill")
@@ -227,7 +227,7 @@ class Agents:
 
 
 def query(cfg: SluiceConfig, sql: str) -> list[dict[str, Any]]:
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         return rows(client, sql)
     finally:

@@ -55,15 +55,15 @@ from typing import Any
 import httpx
 import yaml
 
+from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
+from app.up import running_stack
 from bench.evolve_tools import BookingTool, grader_pattern, propose_from_diagnosis, tool_trajectory
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.wiring import open_runner
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from sluice.events import scoped_trajectory_id
 from sluice.evolution import FailureCluster, HarnessItem, LedgerEntry, MemoryEntry, Overlay, Proposal
 from trainers.smollm2 import smollm2_dir
@@ -212,7 +212,7 @@ class Agents:
 
 def wait_rewarded(cfg: SluiceConfig, tenant_ids: list[tuple[str, str]], timeout_s: float = 300) -> None:
     ids = [scoped_trajectory_id(t, i) for t, i in tenant_ids]
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     sql = f"SELECT count(*) AS n FROM trajectories WHERE rewarded AND trajectory_id IN ({id_list(ids)})"
     try:
         wait_until(
@@ -269,13 +269,13 @@ def write_explains(
 ) -> None:
     """`sluice evolve explain` of each proposal, once the sink holds all its ledger entries."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         for name, (pid, n) in proposals.items():
             sql = f"SELECT count(*) AS n FROM evolution_ledger WHERE proposal_id = '{pid}'"
             wait_until(lambda sql=sql, n=n: rows(client, sql)[0]["n"] >= n, 120, f"the ledger of {pid}")
             got = subprocess.run(
-                [sys.executable, "-m", "sluice.cli", "evolve", "explain", pid, "--config", str(path)],
+                [sys.executable, "-m", "app.cli", "evolve", "explain", pid, "--config", str(path)],
                 capture_output=True, text=True, timeout=120, check=True,
             )  # fmt: skip
             (out_dir / f"{name}.txt").write_text(f"$ sluice evolve explain {pid}\n{got.stdout}")
@@ -304,7 +304,7 @@ def run_bench(cfg: SluiceConfig, a: argparse.Namespace, run: str) -> dict[str, A
         passes = 0
         deadline = t_start + 60 * a.budget_min
         while time.monotonic() < deadline:
-            with open_runner(cfg, actor="bench") as runner:
+            with open_runner(cfg.evolve_settings(), actor="bench") as runner:
                 report = runner.run_pass()
             passes += 1
             for act in report.actions:

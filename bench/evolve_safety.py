@@ -63,7 +63,7 @@ def serve_model(tmp: Path) -> Iterator[str]:
     cfg.write_text(yaml.safe_dump({"trainer": {
         "model": SMOLLM2_NAME, "output_dir": str(tmp / "trainer"),
         "serve": {"model_name": SMOLLM2_NAME, "max_batch": 16, "events_log": str(tmp / "events.jsonl")}}}))  # fmt: skip
-    cmd = [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
+    cmd = [sys.executable, "-m", "app.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
     with (tmp / "serve.log").open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:

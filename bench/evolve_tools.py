@@ -22,15 +22,15 @@ from typing import Any
 
 import httpx
 
+from app.commands.evolve import ledger_entry
+from app.config import SluiceConfig
 from governance.evolve.diagnosis import Diagnosis
-from pipeline.evolve.cli import ledger_entry
 from pipeline.evolve.diagnose import run_diagnosis
 from pipeline.evolve.proposers.base import ProposerContext
 from pipeline.evolve.proposers.registry import draft_proposals
 from pipeline.evolve.proposers.tool_format import ToolFormatProposer
 from pipeline.evolve.publish import EvolutionPublisher
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig
 from sluice.evolution import Proposal
 
 ISO_DATE = r"\d{4}-\d{2}-\d{2}"
@@ -99,7 +99,7 @@ def propose_from_diagnosis(
 ) -> tuple[Proposal, Diagnosis]:
     """Diagnose the store as ``sluice evolve propose`` does, take the tool-schema cluster of the scope and
     tool, draft its proposal with the rule-based tool proposer, and record it in the ledger."""
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         diagnosis, rows = run_diagnosis(client, cfg.evolve.propose.diagnosis)
     finally:

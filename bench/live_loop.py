@@ -32,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from app.config import DEFAULT_CONFIG, load_config
+from app.up import http_ok, running_stack
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
@@ -40,9 +42,7 @@ from pipeline.learn.checker import Checker, Graded
 from pipeline.learn.report import plot, points_sql, version_table_sql
 from pipeline.learn.tasks import build_tasks
 from pipeline.supervisor import ServiceSpec, sluice_argv
-from pipeline.up import http_ok, running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, load_config
 from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 LIVE_KEY, CONTROL_KEY = "sk-bench-live", "sk-bench-control"
@@ -220,7 +220,7 @@ def main() -> None:
             live, control, t0 = asyncio.run(run_arms(proxy, a, budget_s))
             traffic_s = time.time() - t0
             time.sleep(10)  # the last trained version reaches DuckDB's landing wait
-            client = connect_client(cfg, None)
+            client = connect_client(cfg.sink_settings(), None)
             try:
                 ids_done = len(live.graded) + len(control.graded)
                 wait_until(

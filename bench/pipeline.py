@@ -35,13 +35,13 @@ from pathlib import Path
 import aiohttp
 import yaml
 
+from app.config import load_config
+from app.up import http_ok
 from infra.broker import free_port, port_open
 from pipeline.demo.summary import rows
 from pipeline.supervisor import ServiceSpec, Supervisor, sluice_argv
 from pipeline.topics import create_topics
-from pipeline.up import http_ok
 from sinks.clients import connect_client
-from sluice.config import load_config
 from sluice.events import TENANT_SEP
 
 KEY = "sk-bench-tenant"
@@ -184,7 +184,7 @@ def phase_throughput(cfg, sup: Supervisor, trajectories: int, steps: int, concur
     t0 = time.monotonic()
     asyncio.run(run())
     sent = time.monotonic()
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         done = wait_rows(
             client,

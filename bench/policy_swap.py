@@ -50,7 +50,7 @@ def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], str, float]:
     cfg.write_text(
         yaml.safe_dump({"trainer": {"model": SMOLLM2_NAME, "output_dir": str(tmp), "serve": serve}})
     )
-    cmd = [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
+    cmd = [sys.executable, "-m", "app.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
     t0 = time.perf_counter()
     log = (tmp / "serve.log").open("ab")
     proc = subprocess.Popen(

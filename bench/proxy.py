@@ -111,7 +111,7 @@ def start_proxy(
     path = tmp / f"proxy-{port}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     log = open(tmp / f"proxy-{port}.log", "wb")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen([sys.executable, "-m", "sluice.cli", "--log-level", "WARNING", "proxy", "--config", str(path)],
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "--log-level", "WARNING", "proxy", "--config", str(path)],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     wait_http(f"http://127.0.0.1:{port}/healthz")
     return proc, port
@@ -172,7 +172,8 @@ def main() -> None:
     from bench import peers as peer_procs
     from infra.broker import LocalBroker, free_port
     from pipeline.topics import create_topics
-    from sluice.config import BrokerConfig, TopicsConfig
+    from sluice.broker_config import BrokerConfig
+    from sluice.topics_config import TopicsConfig
 
     peer_names = [] if args.peers == "none" else [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = [p for p in peer_names if p not in peer_procs.ENVS]

@@ -44,7 +44,8 @@ def main() -> None:
         bootstrap = "127.0.0.1:9"  # never dialled while publishing is off
         if args.publish:
             from pipeline.topics import create_topics
-            from sluice.config import BrokerConfig, TopicsConfig
+            from sluice.broker_config import BrokerConfig
+            from sluice.topics_config import TopicsConfig
 
             broker = LocalBroker(log_path=tmp / "tansu.log").start()
             bootstrap = broker.bootstrap_servers

@@ -159,7 +159,7 @@ def stock_analyzer(ner_model: str | None = None):
 @contextmanager
 def frozen_heap() -> Iterator[None]:
     """What was built before (engines, models) kept out of the collector's scans while a run is timed,
-    as the stage worker does after start (pipeline/stages/cli.py); same for every engine compared."""
+    as the stage worker does after start (app/commands/stages.py); same for every engine compared."""
     gc.freeze()
     try:
         yield

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig, parse_config
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sinks.arrow_tables import columns
@@ -42,7 +43,6 @@ from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
 from sinks.store import DuckDBStore, connect
-from sluice.config import SluiceConfig, parse_config
 from sluice.events import Trajectory, encode
 from testing.samples import make_trajectory
 
@@ -182,7 +182,7 @@ def bench_e2e(values: list[tuple[str, bytes]], workdir: Path) -> tuple[float, fl
             producer.produce(topic, key=key, value=value)
             producer.poll(0)
         producer.flush(120)
-        runner = SinkRunner(cfg)
+        runner = SinkRunner(cfg.sink_settings())
         runner.start()
         started, cpu = time.perf_counter(), time.process_time()
         want = len(values)

@@ -31,9 +31,9 @@ from pathlib import Path
 import yaml
 from confluent_kafka import Consumer, Producer
 
+from app.config import SluiceConfig, load_config, parse_config
 from bench.data.agent_trajectories import build_trajectories
 from infra.broker import LocalBroker
-from sluice.config import SluiceConfig, load_config, parse_config
 from sluice.events import Consent, Governance, Reward, RewardEvent, StepMetadata, TrajectoryEndEvent, encode
 
 TARGETS = {"stages_events_per_s_min": 150.0, "ratio_vs_passthrough_min": 0.15}
@@ -228,7 +228,7 @@ def main() -> None:
 
     events = workload(args.trajectories, args.turns)
     passthrough = [sys.executable, "-m", "bench.stages", "--passthrough-worker"]
-    stages_argv = [sys.executable, "-m", "sluice.cli", "stages", "--config"]
+    stages_argv = [sys.executable, "-m", "app.cli", "stages", "--config"]
     rates: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as d, LocalBroker() as broker:
         tmp = Path(d)
@@ -242,7 +242,7 @@ def main() -> None:
                 ("stages", stages_argv, "trajectories_audited", args.trajectories, "sluice stages ready"),
             ]:
                 cfg = bench_config(broker.bootstrap_servers, tmp, args.partitions, profile)
-                ensure_stage_topics(cfg)
+                ensure_stage_topics(cfg.stages_settings())
                 rate = run_endtoend(cfg, tmp, events, out, expect, argv, ready)
                 rates[f"{name}_{profile}"] = rate
                 print(f"{name} ({profile} profile): {rate:,.0f} events/s", file=sys.stderr)

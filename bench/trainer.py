@@ -75,9 +75,9 @@ def _end_ray_leftovers(temp_dir: Path) -> None:
 
 
 def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any]:
+    from app.config import parse_config
     from infra.broker import LocalBroker
     from pipeline.topics import create_topics
-    from sluice.config import parse_config
     from testing.toy_traffic import make_trajectories, produce
     from trainers.ray_session import ray_temp_dir
     from trainers.runner import run_training
@@ -98,15 +98,15 @@ def run_ours(start_dir: str, work: Path, steps: int, seed: int) -> dict[str, Any
         for attempt in range(6):  # Ray gives its raylet 30 s to register; a busy shared machine can miss that
             t0 = time.perf_counter()
             try:
-                summary = run_training(cfg, max_steps=steps)
+                summary = run_training(cfg.trainer_settings(), max_steps=steps)
                 break
             except Exception as exc:  # noqa: BLE001 - only Ray's start-up timeout is retried
                 if "timed out during startup" not in str(exc) or attempt == 5:
                     raise
                 print(f"Ray did not start ({exc}); retrying", flush=True)
-                _end_ray_leftovers(ray_temp_dir(cfg))
+                _end_ray_leftovers(ray_temp_dir(cfg.trainer_settings()))
             finally:
-                shutil.rmtree(ray_temp_dir(cfg), ignore_errors=True)
+                shutil.rmtree(ray_temp_dir(cfg.trainer_settings()), ignore_errors=True)
         wall = time.perf_counter() - t0
     rewards = [h["reward_mean"] for h in summary.history]
     return {

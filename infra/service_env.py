@@ -17,7 +17,7 @@ from typing import Any
 import click
 import yaml
 
-from sluice.config import env_references
+from app.config import env_references
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ServiceEnv:
 
 def command_envvars(args: list[str]) -> set[str]:
     """The envvar options of ``sluice <args>``: the root group's and every command's on the path."""
-    from sluice.cli import cli
+    from app.cli import cli
 
     found: set[str] = set()
     command: click.Command | None = cli

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from pipeline.stages.names import app_id
-from sluice.config import SluiceConfig
+from sluice.broker_config import BrokerConfig
+from sluice.topics_config import TopicsConfig
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +83,13 @@ def read_journal(path: Path) -> Iterator[Record]:
 class ControlJournal:
     """Tails the control topics into local files (``start``/``stop``) and replays them (``restore``)."""
 
-    def __init__(self, cfg: SluiceConfig) -> None:
-        self.cfg = cfg
-        self.dir = cfg.path(cfg.up.journal_dir)
-        self.topics = {logical: cfg.topics.name(logical) for logical in JOURNALED}
+    def __init__(
+        self, broker: BrokerConfig, topics: TopicsConfig, journal_dir: Path, stages_group: str
+    ) -> None:
+        """``journal_dir``: where the files go (resolved); ``stages_group``: the stage workers' consumer
+        group, whose committed erasure offsets are kept with the journal."""
+        self.broker, self.dir, self.stages_group = broker, journal_dir, stages_group
+        self.topics = {logical: topics.name(logical) for logical in JOURNALED}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -98,7 +101,7 @@ class ControlJournal:
     def restore(self, timeout_s: float = 60.0) -> dict[str, int]:
         """Produce every journaled record into the (new, empty) broker; returns records per topic."""
         done = self._erasure_done()
-        producer = Producer(self.cfg.broker.producer_config(**{"client.id": "sluice-journal-restore"}))
+        producer = Producer(self.broker.producer_config(**{"client.id": "sluice-journal-restore"}))
         failures: list[str] = []
         counts = dict.fromkeys(JOURNALED, 0)
         for logical, topic in self.topics.items():
@@ -148,7 +151,7 @@ class ControlJournal:
             self._thread = None
 
     def _run(self) -> None:
-        broker = self.cfg.broker
+        broker = self.broker
         # log_level 2: a broker that went away is expected here (its restart stops the thread); no
         # connection-refused lines on the terminal of `sluice up`
         quiet = {"log_level": 2}
@@ -156,7 +159,7 @@ class ControlJournal:
             broker.consumer_config("sluice-control-journal", **{"enable.partition.eof": False, **quiet})
         )
         stages = Consumer(
-            broker.consumer_config(app_id(self.cfg), **{"client.id": "sluice-journal-erasure", **quiet})
+            broker.consumer_config(self.stages_group, **{"client.id": "sluice-journal-erasure", **quiet})
         )
         self.dir.mkdir(parents=True, exist_ok=True)
         files: dict[str, object] = {}

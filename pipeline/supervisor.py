@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.service_process import COLORS, ServiceProcess, ServiceSpec
-from sluice.config import UpConfig
+from pipeline.up_config import UpConfig
 from sluice.errors import SluiceError
 
 __all__ = ["ServiceSpec", "Supervisor", "SupervisorError", "describe_exit", "shown_path", "sluice_argv"]
@@ -42,7 +42,7 @@ class SupervisorError(SluiceError):
 
 def sluice_argv(command: str, *args: str, config: Path | None = None) -> list[str]:
     """argv that runs ``sluice COMMAND`` with this interpreter (works without the console script on PATH)."""
-    argv = [sys.executable, "-m", "sluice.cli", command, *args]
+    argv = [sys.executable, "-m", "app.cli", command, *args]
     if config is not None:
         argv += ["--config", str(config)]
     return argv

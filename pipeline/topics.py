@@ -11,8 +11,9 @@ import time
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sluice.config import TOPIC_KEYS, BrokerConfig, TopicsConfig
+from sluice.broker_config import BrokerConfig
 from sluice.errors import SluiceError
+from sluice.topics_config import TOPIC_KEYS, TopicsConfig
 
 
 class TopicError(SluiceError):

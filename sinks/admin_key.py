@@ -15,16 +15,16 @@ import os
 import secrets
 from pathlib import Path
 
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 log = logging.getLogger("sluice.sink")
 
 
-def admin_key_path(cfg: SluiceConfig) -> Path:
+def admin_key_path(cfg: SinkSettings) -> Path:
     return cfg.path(cfg.sink.admin_key_file)
 
 
-def read_admin_key(cfg: SluiceConfig) -> str | None:
+def read_admin_key(cfg: SinkSettings) -> str | None:
     """The configured operator key, else the key file's content (None if absent or unreadable)."""
     if cfg.sink.admin_key is not None:
         return cfg.sink.admin_key.get_secret_value()
@@ -35,7 +35,7 @@ def read_admin_key(cfg: SluiceConfig) -> str | None:
     return key or None
 
 
-def ensure_admin_key(cfg: SluiceConfig) -> str:
+def ensure_admin_key(cfg: SinkSettings) -> str:
     """The operator key, creating the key file (mode 0600) when none exists yet."""
     key = read_admin_key(cfg)
     if key is not None:

@@ -14,12 +14,12 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
+
+from sluice.frozen import Frozen
 
 
-class SinkConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class SinkConfig(Frozen):
     database: Path = Field(Path("var/sluice.duckdb"), description="DuckDB file the sink owns.")
     group_id: str = Field("sluice-sink", description="Consumer group; offsets live in DuckDB, not Kafka.")
     assignment: Literal["group", "manual"] = Field(

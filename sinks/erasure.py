@@ -33,8 +33,8 @@ from sinks.erasure_receipt import build_receipt
 from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.faults import CrashPlan
 from sinks.principal import Principal
+from sinks.settings import SinkSettings
 from sinks.store import delete_trajectories, rollback
-from sluice.config import SluiceConfig
 from sluice.events import new_id, scoped_trajectory_id, trajectory_owner
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def erase_in_store(
 
 
 def publish_erasure(
-    producer: Producer, cfg: SluiceConfig, result: ErasureResult, ids: list[str], timeout_s: float
+    producer: Producer, cfg: SinkSettings, result: ErasureResult, ids: list[str], timeout_s: float
 ) -> int:
     """Step (2): tombstones on the compacted topics and events on the erasure topic. Returns tombstones."""
     errors: list[str] = []
@@ -197,7 +197,7 @@ def mark(con: duckdb.DuckDBPyConnection, result: ErasureResult) -> None:
 
 def erase(
     con: duckdb.DuckDBPyConnection,
-    cfg: SluiceConfig,
+    cfg: SinkSettings,
     req: ErasureRequest,
     who: Principal,
     producer_factory: Callable[[], Producer],
@@ -231,7 +231,7 @@ def erase(
     return done.model_copy(update={"places": build_receipt(cfg, done, ids)})
 
 
-def erasure_producer(cfg: SluiceConfig) -> Producer:
+def erasure_producer(cfg: SinkSettings) -> Producer:
     """A producer that gives up after ``sink.producer_timeout_s`` instead of retrying forever."""
     ms = int(cfg.sink.producer_timeout_s * 1000)
     return Producer(cfg.broker.producer_config(**{"message.timeout.ms": ms}))

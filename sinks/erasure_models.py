@@ -9,15 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from sluice.events import ErasureEvent, ErasureScope
+from sluice.frozen import Frozen
 
 
-class ErasureRequest(BaseModel):
+class ErasureRequest(Frozen):
     """What to erase: every row of one trajectory, a tenant, or a data subject."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     scope: ErasureScope
     target: str = Field(min_length=1, description="Trajectory id, tenant name or subject id.")

@@ -19,14 +19,14 @@ from pathlib import Path
 
 from sinks.erasure_models import ErasurePlace, ErasureResult
 from sinks.export.rewrite import rewrite_without
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 
-def _hours(cfg: SluiceConfig) -> str:
+def _hours(cfg: SinkSettings) -> str:
     return f"{cfg.topics.raw_retention_hours:g} h"
 
 
-def registered_exports(cfg: SluiceConfig) -> list[Path]:
+def registered_exports(cfg: SinkSettings) -> list[Path]:
     """Manifest paths of every export written with this config (the registry, oldest first)."""
     registry = cfg.path(cfg.sink.exports_registry)
     try:
@@ -42,14 +42,14 @@ def registered_exports(cfg: SluiceConfig) -> list[Path]:
     return out
 
 
-def register_export(cfg: SluiceConfig, manifest: Path) -> None:
+def register_export(cfg: SinkSettings, manifest: Path) -> None:
     registry = cfg.path(cfg.sink.exports_registry)
     registry.parent.mkdir(parents=True, exist_ok=True)
     with registry.open("a") as f:
         f.write(json.dumps({"manifest": str(manifest.resolve())}) + "\n")
 
 
-def rewrite_exports(cfg: SluiceConfig, ids: set[str]) -> tuple[list[str], list[str], int]:
+def rewrite_exports(cfg: SinkSettings, ids: set[str]) -> tuple[list[str], list[str], int]:
     """Rewrite every registered export whose manifest lists an erased trajectory. Returns the files
     rewritten, the files that could not be (missing, unreadable), and the rows dropped."""
     done: list[str] = []
@@ -71,9 +71,9 @@ def rewrite_exports(cfg: SluiceConfig, ids: set[str]) -> tuple[list[str], list[s
     return done, failed, dropped
 
 
-def checkpoints_holding(cfg: SluiceConfig, ids: set[str]) -> list[str]:
+def checkpoints_holding(cfg: SinkSettings, ids: set[str]) -> list[str]:
     """Trainer checkpoints whose weights were trained on an erased trajectory."""
-    root = cfg.path(cfg.trainer.output_dir) / "checkpoints"
+    root = cfg.path(cfg.checkpoints_dir)
     found: list[str] = []
     for state in sorted(root.glob("*/trainer_state.json")):
         try:
@@ -85,7 +85,7 @@ def checkpoints_holding(cfg: SluiceConfig, ids: set[str]) -> list[str]:
     return found
 
 
-def build_receipt(cfg: SluiceConfig, result: ErasureResult, ids: list[str]) -> list[ErasurePlace]:
+def build_receipt(cfg: SinkSettings, result: ErasureResult, ids: list[str]) -> list[ErasurePlace]:
     wanted = set(ids)
     deleted = ", ".join(f"{n} {t}" for t, n in sorted(result.rows_deleted.items()) if n) or "no rows held"
     topics = cfg.topics
@@ -106,7 +106,7 @@ def build_receipt(cfg: SluiceConfig, result: ErasureResult, ids: list[str]) -> l
             place="stages",
             removed="each stage worker, on reading the erasure event: join state, step bodies and "
             "placeholders deleted (RocksDB compacted), a content-free marker kept for "
-            f"{cfg.rewards.keep_erased_s / 86400:g} days so late rewards, re-deliveries and replays are "
+            f"{cfg.keep_erased_s / 86400:g} days so late rewards, re-deliveries and replays are "
             "dropped, tombstones sent after anything it emitted",
             operator_action="on Kafka, compaction of the stage changelog topics removes the older values",
         ),

@@ -35,9 +35,9 @@ from sinks.flatten import SourceRecord
 from sinks.metrics import SinkMetrics
 from sinks.principal import Principal
 from sinks.query_server import QueryServer, QueryService, database_id
+from sinks.settings import SinkSettings
 from sinks.store import DuckDBStore
 from sinks.writer import BatchWriter, Written
-from sluice.config import SluiceConfig
 from sluice.heap import settle_heap
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ _ROWS_PER_RECORD_GUESS = 8
 class SinkRunner:
     """One sink: owns the DuckDB file, a consumer, and the query endpoint."""
 
-    def __init__(self, cfg: SluiceConfig, crash: CrashPlan | None = None) -> None:
+    def __init__(self, cfg: SinkSettings, crash: CrashPlan | None = None) -> None:
         self.cfg = cfg
         self.path = cfg.path(cfg.sink.database)
         self.crash = crash or CrashPlan.from_env()
@@ -219,7 +219,7 @@ class SinkRunner:
     def _new_batch(self) -> PendingBatch:
         return PendingBatch(
             topics=self.topics,
-            sensitive_headers=tuple(self.cfg.proxy.sensitive_headers),
+            sensitive_headers=tuple(self.cfg.sensitive_headers),
             require_redacted=self.cfg.sink.require_redacted,
             apply_tombstones=self.cfg.sink.tombstones == "delete",
         )

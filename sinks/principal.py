@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sinks.admin_key import read_admin_key
 from sinks.exceptions import AuthError
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Principal:
 OPERATOR = Principal()
 
 
-def resolve_principal(cfg: SluiceConfig, api_key: str | None) -> Principal:
+def resolve_principal(cfg: SinkSettings, api_key: str | None) -> Principal:
     """The principal an API key stands for; raises ``AuthError`` for an unknown or missing key."""
     admin = read_admin_key(cfg)
     if not api_key:
@@ -45,7 +45,7 @@ def resolve_principal(cfg: SluiceConfig, api_key: str | None) -> Principal:
         )
     if admin and hmac.compare_digest(api_key.encode(), admin.encode()):
         return OPERATOR
-    for entry in cfg.proxy.api_keys:
+    for entry in cfg.tenant_keys:
         if hmac.compare_digest(api_key.encode(), entry.key.get_secret_value().encode()):
             return Principal(tenant=entry.tenant)
     raise AuthError("unknown API key")

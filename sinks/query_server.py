@@ -33,7 +33,7 @@ from sinks.exceptions import AccessDenied, AuthError, ErasureError, NotFound, Qu
 from sinks.metrics import SinkMetrics
 from sinks.principal import Principal, resolve_principal
 from sinks.scoped_query import run_query
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 from sluice.json_limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class QueryService:
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
-        cfg: SluiceConfig,
+        cfg: SinkSettings,
         metrics: SinkMetrics,
         submit_erasure: Callable[[ErasureRequest, Principal], ErasureResult],
         health: Callable[[], dict[str, Any]],

@@ -1,3 +1,3 @@
-"""Sluice core: the event protocol, the config, the root error and the CLI."""
+"""Sluice core: the event protocol, the shared broker and topic config, the root error, the frozen base."""
 
 __version__ = "0.1.0"

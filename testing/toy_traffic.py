@@ -13,7 +13,7 @@ import random
 
 from confluent_kafka import Producer
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from sluice.events import (
     Action,
     Choice,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from app.config import SluiceConfig, parse_config
 from infra.broker import LocalBroker
-from sluice.config import SluiceConfig, parse_config
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")

@@ -7,7 +7,7 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaError
 
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 
 
 def read_topic(

@@ -20,14 +20,14 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-from sluice.config import SluiceConfig
+from trainers.settings import TrainerSettings
 
 log = logging.getLogger("sluice.trainer.ray")
 MAX_TEMP_DIR_CHARS = 40
 START_ATTEMPTS = 3  # local Ray starts retried when its node times out during startup
 
 
-def ray_temp_dir(cfg: SluiceConfig) -> Path:
+def ray_temp_dir(cfg: TrainerSettings) -> Path:
     if cfg.trainer.ray_temp_dir is not None:
         return cfg.path(cfg.trainer.ray_temp_dir)
     local = cfg.path("var/ray")
@@ -36,7 +36,7 @@ def ray_temp_dir(cfg: SluiceConfig) -> Path:
     return Path("/tmp") / f"sluice-ray-{hashlib.sha256(str(cfg.base_dir).encode()).hexdigest()[:8]}"
 
 
-def prepare_ray_env(cfg: SluiceConfig) -> None:
+def prepare_ray_env(cfg: TrainerSettings) -> None:
     """Environment that must be set before ``import ray`` starts anything."""
     t = cfg.trainer
     os.environ["RAY_AUTH_MODE"] = t.ray_auth_mode
@@ -53,7 +53,7 @@ def prepare_ray_env(cfg: SluiceConfig) -> None:
         pass
 
 
-def init_ray(cfg: SluiceConfig) -> bool:
+def init_ray(cfg: TrainerSettings) -> bool:
     """Start (or join) Ray; returns True when this call started it (and the caller should shut it down)."""
     import ray
 
@@ -91,7 +91,7 @@ def init_ray(cfg: SluiceConfig) -> bool:
 
 
 @contextlib.contextmanager
-def ray_session(cfg: SluiceConfig) -> Iterator[None]:
+def ray_session(cfg: TrainerSettings) -> Iterator[None]:
     import ray
 
     started = init_ray(cfg)

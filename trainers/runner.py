@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from sluice.config import SluiceConfig
 from trainers.checkpoint import TrainerState, latest_checkpoint, read_state
 from trainers.config import TINY_MODEL_NAME
 from trainers.exceptions import CheckpointError
 from trainers.rollout.select import resolve_backend
+from trainers.settings import TrainerSettings
 
 if TYPE_CHECKING:
     from trainers.loop_core import RunSetup
@@ -45,7 +45,7 @@ class TrainSummary(BaseModel):
     history: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
 
 
-def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
+def _model_limits(source: str, cfg: TrainerSettings) -> tuple[Any, int]:
     """The tokenizer (for the feeder) and the model's context length, without loading weights."""
     from trainers.tiny_model import build_tokenizer, load_tokenizer
 
@@ -60,7 +60,7 @@ def _model_limits(source: str, cfg: SluiceConfig) -> tuple[Any, int]:
     return load_tokenizer(path), int(getattr(conf, "max_position_embeddings", 2048))
 
 
-def _model_source(cfg: SluiceConfig) -> tuple[str, tuple[str, ...]]:
+def _model_source(cfg: TrainerSettings) -> tuple[str, tuple[str, ...]]:
     """Where the configured model loads from, and the model names built or unpacked locally."""
     from trainers.smollm2 import SMOLLM2_NAME
 
@@ -69,7 +69,7 @@ def _model_source(cfg: SluiceConfig) -> tuple[str, tuple[str, ...]]:
     return (t.model if t.model in named else str(cfg.path(t.model))), named
 
 
-def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, str | None]:
+def _start_state(cfg: TrainerSettings, resume: bool) -> tuple[TrainerState, str, str | None]:
     t = cfg.trainer
     source, named = _model_source(cfg)
     if source not in named and not Path(source).is_dir():
@@ -87,7 +87,7 @@ def _start_state(cfg: SluiceConfig, resume: bool) -> tuple[TrainerState, str, st
     return state, str(found), str(found)
 
 
-def prepare_run(cfg: SluiceConfig, resume: bool, max_steps: int | None, live: bool = False) -> RunSetup:
+def prepare_run(cfg: TrainerSettings, resume: bool, max_steps: int | None, live: bool = False) -> RunSetup:
     """The start state (fresh or resumed), the model's tokenizer and context length, the output paths, the
     stop flag and the metrics log of a run. A live run with LoRA checkpoints adapters only: resumed, the
     model loads from the configured base."""
@@ -119,7 +119,7 @@ def prepare_run(cfg: SluiceConfig, resume: bool, max_steps: int | None, live: bo
 
 
 def run_training(
-    cfg: SluiceConfig,
+    cfg: TrainerSettings,
     resume: bool = False,
     max_steps: int | None = None,
     on_step: Callable[[dict[str, Any]], None] | None = None,

@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sluice.events import Governance, StepEvent, TrajectoryEndEvent
+from sluice.frozen import Frozen
 
 ConsentValue = Literal["true", "false", "unknown"]
 
@@ -21,10 +22,8 @@ def _union(a: list[str], b: list[str] | set[str]) -> list[str]:
     return sorted(set(a) | set(b))
 
 
-class TrajectoryFacts(BaseModel):
+class TrajectoryFacts(Frozen):
     """Policy inputs of one trajectory. Lists are sorted sets so equal facts serialise equally."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     step_count: int = 0
     tenants: list[str] = Field(default_factory=list)

@@ -5,12 +5,12 @@ Nested in the control plane's config (``evolve.propose.diagnosis``); a component
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from sluice.frozen import Frozen
 
 
-class DiagnosisConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class DiagnosisConfig(Frozen):
     window_hours: float | None = Field(
         168.0, gt=0, description="Read trajectories that ended within this many hours (None: all)."
     )

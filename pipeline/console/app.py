@@ -28,6 +28,7 @@ from aiohttp import web
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pipeline.console import queries as q
+from pipeline.console.config import ConsoleConfig
 from pipeline.console.render import (
     highlight_redactions,
     learning_svg,
@@ -38,7 +39,7 @@ from pipeline.console.render import (
 from sinks.clients import connect_client
 from sinks.exceptions import AuthError, SinkError
 from sinks.principal import Principal, resolve_principal
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 HERE = Path(__file__).parent
 COOKIE = "sluice_session"
@@ -51,11 +52,15 @@ class Session:
     expires: float
 
 
+StatusSource = Callable[[float], Any]
+"""What ``sluice status`` shows, sampled over the given seconds (a dataclass: ``app.status.Status``)."""
+
+
 class Console:
     """State shared by the handlers: the config, sessions, templates and the status cache."""
 
-    def __init__(self, cfg: SluiceConfig) -> None:
-        self.cfg = cfg
+    def __init__(self, ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> None:
+        self.ui, self.store, self.collect_status = ui, store, status
         self.sessions: dict[str, Session] = {}
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.env.filters["redactions"] = highlight_redactions
@@ -66,9 +71,9 @@ class Console:
     # ------------------------------------------------------------------ sessions
 
     def sign_in(self, api_key: str | None) -> tuple[str, Session]:
-        principal = resolve_principal(self.cfg, api_key or None)  # AuthError for a wrong key
+        principal = resolve_principal(self.store, api_key or None)  # AuthError for a wrong key
         token = secrets.token_urlsafe(32)
-        session = Session(api_key or None, principal, time.time() + self.cfg.ui.session_hours * 3600)
+        session = Session(api_key or None, principal, time.time() + self.ui.session_hours * 3600)
         self.sessions[token] = session
         return token, session
 
@@ -77,7 +82,7 @@ class Console:
         if auth.lower().startswith("bearer "):
             try:
                 key = auth[7:].strip()
-                return Session(key, resolve_principal(self.cfg, key), time.time() + 60)
+                return Session(key, resolve_principal(self.store, key), time.time() + 60)
             except AuthError:
                 return None
         token = request.cookies.get(COOKIE, "")
@@ -91,7 +96,7 @@ class Console:
 
     async def query(self, session: Session, sql: str) -> list[dict[str, Any]]:
         def run() -> list[dict[str, Any]]:
-            client = connect_client(self.cfg, session.api_key)
+            client = connect_client(self.store, session.api_key)
             try:
                 return client.query(sql).read_all().to_pylist()
             finally:
@@ -101,13 +106,11 @@ class Console:
 
     async def status(self) -> dict[str, Any]:
         """``sluice status`` (one-second rate sample), cached for a refresh period."""
-        from pipeline.status import collect
-
         async with self._status_lock:
             now = time.monotonic()
-            if self._status is None or now - self._status[0] > self.cfg.ui.status_refresh_s / 2:
+            if self._status is None or now - self._status[0] > self.ui.status_refresh_s / 2:
                 loop = asyncio.get_running_loop()
-                status = await loop.run_in_executor(None, collect, self.cfg, 1.0)
+                status = await loop.run_in_executor(None, self.collect_status, 1.0)
                 data = asdict(status)
                 for g, row in zip(status.groups, data["groups"], strict=True):
                     row["lag"] = g.lag
@@ -141,8 +144,10 @@ async def _lookup(
     return session, name, await console.query(session, sql_of(name))
 
 
-def make_app(cfg: SluiceConfig) -> web.Application:
-    console = Console(cfg)
+def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> web.Application:
+    """The console's app: ``ui`` its own section, ``store`` the sink's (sign-in and every page's data),
+    ``status`` what the status page shows."""
+    console = Console(ui, store, status)
     routes = web.RouteTableDef()
 
     @routes.get("/")
@@ -230,7 +235,7 @@ def make_app(cfg: SluiceConfig) -> web.Application:
         session = _require(console, request)
         data = await console.status()
         template = "status_body.html" if request.query.get("fragment") else "status.html"
-        return console.page(template, session, s=data, refresh_s=cfg.ui.status_refresh_s)
+        return console.page(template, session, s=data, refresh_s=ui.status_refresh_s)
 
     @routes.get("/learning")
     async def learning(request: web.Request) -> web.Response:

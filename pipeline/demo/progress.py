@@ -18,7 +18,7 @@ from rich.table import Table
 from pipeline.demo.summary import id_list, rows
 from pipeline.demo.traffic import RunReport
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 PROGRESS_SQL = (
     "SELECT count(*) AS landed, count(*) FILTER (WHERE rewarded) AS rewarded, "
@@ -31,9 +31,9 @@ class DemoProgress:
     """``with DemoProgress(...) as p:`` shows the display until the block ends; ``p.phase`` names the step."""
 
     def __init__(
-        self, cfg: SluiceConfig, ids: list[str], planned_calls: int, report: RunReport, console: Console
+        self, store: SinkSettings, ids: list[str], planned_calls: int, report: RunReport, console: Console
     ):
-        self.cfg, self.ids, self.planned_calls, self.report = cfg, ids, planned_calls, report
+        self.sink, self.ids, self.planned_calls, self.report = store, ids, planned_calls, report
         self.console = console
         self.phase = "sending agent traffic"
         self.store: dict[str, Any] = {"landed": 0, "rewarded": 0, "versions": 0, "eligible": 0}
@@ -62,7 +62,7 @@ class DemoProgress:
 
     def _poll_once(self) -> None:
         try:
-            client = connect_client(self.cfg, api_key=None)
+            client = connect_client(self.sink, api_key=None)
             try:
                 got = rows(client, PROGRESS_SQL.format(ids=id_list(self.ids)))
             finally:

@@ -16,8 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.evolve.topic_read import read_all
-from sluice.config import BrokerConfig, TopicsConfig
+from sluice.broker_config import BrokerConfig
 from sluice.evolution import LedgerEntry, Proposal, scope_key
+from sluice.topics_config import TopicsConfig
 
 Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "aborted", "set_aside"]
 

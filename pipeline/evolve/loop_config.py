@@ -1,4 +1,4 @@
-"""Config of the control plane's gates and loop: the ``evolve:`` section of SluiceConfig (off by default).
+"""Config of the control plane's gates and loop: the ``evolve:`` section of the config (off by default).
 
 evolve:
   enabled: true                 # sluice up --evolve turns it on for one run too

@@ -21,8 +21,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from pydantic import BaseModel, ValidationError
 
 from pipeline.evolve.exceptions import PublishError
-from sluice.config import BrokerConfig, TopicsConfig
+from sluice.broker_config import BrokerConfig
 from sluice.evolution import LedgerEntry, OverlayAssignment
+from sluice.topics_config import TopicsConfig
 
 DEFAULT_ACK_TIMEOUT_S = 30.0
 

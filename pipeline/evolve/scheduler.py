@@ -12,13 +12,13 @@ import logging
 import threading
 
 from pipeline.evolve.runner import PassReport
+from pipeline.evolve.settings import EvolveSettings
 from pipeline.evolve.wiring import open_runner
-from sluice.config import SluiceConfig
 
 log = logging.getLogger("sluice.evolve")
 
 
-def serve(cfg: SluiceConfig, stop: threading.Event, passes: int | None = None) -> list[PassReport]:
+def serve(cfg: EvolveSettings, stop: threading.Event, passes: int | None = None) -> list[PassReport]:
     """Run passes until ``stop`` is set (or ``passes`` ran); returns the reports of the passes."""
     reports: list[PassReport] = []
     with open_runner(cfg, actor="sluice-evolve-scheduler") as runner:

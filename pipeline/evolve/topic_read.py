@@ -12,7 +12,7 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 
 
 def read_all(broker: BrokerConfig, topic: str, timeout_s: float = 30.0) -> list[tuple[bytes | None, bytes]]:

@@ -9,13 +9,13 @@ from pipeline.evolve.backend import EvalClient
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.runner import EvolveRunner
+from pipeline.evolve.settings import EvolveSettings
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig
 
 
 @contextmanager
-def open_runner(cfg: SluiceConfig, actor: str = "sluice-evolve") -> Iterator[EvolveRunner]:
-    client = connect_client(cfg, None)
+def open_runner(cfg: EvolveSettings, actor: str = "sluice-evolve") -> Iterator[EvolveRunner]:
+    client = connect_client(cfg.store, None)
     publisher = EvolutionPublisher(cfg.broker, cfg.topics, cfg.evolve.ack_timeout_s)
     eval_client = EvalClient(cfg.proxy, cfg.evolve.eval)
     try:

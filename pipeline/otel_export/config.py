@@ -7,12 +7,12 @@ otel:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import Field, SecretStr
+
+from sluice.frozen import Frozen
 
 
-class OtelExportConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class OtelExportConfig(Frozen):
     enabled: bool = Field(False, description="Run `sluice otel-export` under `sluice up`.")
     endpoint: str = Field(
         "http://127.0.0.1:4318/v1/traces", description="OTLP/HTTP traces endpoint (protobuf)."

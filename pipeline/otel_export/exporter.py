@@ -27,8 +27,9 @@ from pydantic import ValidationError
 
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.otel_export.spans import trajectory_spans
-from sluice.config import BrokerConfig, TopicsConfig
+from sluice.broker_config import BrokerConfig
 from sluice.events import Trajectory
+from sluice.topics_config import TopicsConfig
 
 log = logging.getLogger("sluice.otel_export")
 SENT_MEMORY = 100_000  # span ids remembered (about 1.6 MB)

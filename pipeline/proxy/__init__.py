@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from sluice.config import SluiceConfig
+    from pipeline.proxy.settings import ProxySettings
 
 
-def create_app(config: SluiceConfig) -> Starlette:
+def create_app(config: ProxySettings) -> Starlette:
     from pipeline.proxy.app import create_app as _create_app
 
     return _create_app(config)

@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pipeline.proxy.errors import EXCEPTION_HANDLERS
 from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.recorder import collect_steps, end_collecting
+from pipeline.proxy.settings import ProxySettings
 from pipeline.proxy.state import ProxyState
-from sluice.config import SluiceConfig
 
 
 class HttpMiddleware:
@@ -115,7 +115,7 @@ def model_routes() -> list[BaseRoute]:
     ]
 
 
-def create_app(config: SluiceConfig) -> Starlette:
+def create_app(config: ProxySettings) -> Starlette:
     """The proxy app for ``config``; its lifespan starts the upstream pools and the publisher."""
     from pipeline.proxy.ops.router import routes as ops_routes
     from pipeline.proxy.trajectories.router import routes as trajectory_routes

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.proxy.topic_tail import TopicTail
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 from sluice.events import ErasureEvent
 
 log = logging.getLogger("sluice.proxy.erasure")

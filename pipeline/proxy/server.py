@@ -17,7 +17,7 @@ from typing import Any
 import uvicorn
 
 from pipeline.proxy.app import create_app
-from sluice.config import SluiceConfig
+from pipeline.proxy.settings import ProxySettings
 from sluice.heap import settle_heap
 
 log = logging.getLogger("sluice.proxy")
@@ -25,7 +25,7 @@ log = logging.getLogger("sluice.proxy")
 _URL_USERINFO = re.compile(r"(://)[^/@\s\"]+@")
 
 
-def masked_config(config: SluiceConfig) -> str:
+def masked_config(config: ProxySettings) -> str:
     """The config sections the proxy uses, as JSON with secrets masked (SecretStr and URL user-info)."""
     data: dict[str, Any] = {
         "proxy": json.loads(config.proxy.model_dump_json()),
@@ -52,7 +52,7 @@ async def _serve(server: uvicorn.Server, host: str) -> None:
     await task
 
 
-def run_proxy(config: SluiceConfig) -> None:
+def run_proxy(config: ProxySettings) -> None:
     proxy = config.proxy
     log.info("config in effect: %s", masked_config(config))
     app = create_app(config)

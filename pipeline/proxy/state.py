@@ -25,9 +25,8 @@ from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.proxy.publishing.landing import LandingTracker
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.settings import ProxySettings
 from pipeline.proxy.upstream import Upstreams
-from pipeline.stages.names import app_id as stage_group
-from sluice.config import SluiceConfig
 from sluice.events import ErasureEvent
 from sluice.evolution import OverlayAssignment
 
@@ -41,7 +40,7 @@ LINK_KEY_FILE = "links.key"  # the key of the linker's digests, mode 0600, made 
 
 
 class ProxyState:
-    def __init__(self, config: SluiceConfig) -> None:
+    def __init__(self, config: ProxySettings) -> None:
         self.config = config
         proxy = config.proxy
         self.spool_dir: Path = config.path(proxy.spool_dir)
@@ -125,7 +124,7 @@ class ProxyState:
         topics = self.config.topics
         return LandingTracker(
             self.config.broker,
-            stage_group(self.config),
+            self.config.stages_group,
             [topics.name("steps_raw"), topics.name("rewards_raw")],
             topics.name("steps_redacted"),
         )

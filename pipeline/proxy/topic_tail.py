@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 
 
 class TopicTail:

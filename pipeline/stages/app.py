@@ -37,13 +37,13 @@ from pipeline.stages.names import app_id, ticks_topic
 from pipeline.stages.outputs import exit_now
 from pipeline.stages.redact_stage import RedactStage
 from pipeline.stages.scheduler import TickScheduler
+from pipeline.stages.settings import StagesSettings
 from pipeline.stages.transport import set_fetch_max_wait_ms
-from sluice.config import SluiceConfig
 
 log = logging.getLogger("sluice.stages")
 
 
-def _table_options(store: str, cfg: SluiceConfig) -> dict[str, Any] | None:
+def _table_options(store: str, cfg: StagesSettings) -> dict[str, Any] | None:
     if store != "rocksdb://":
         return None
     return {  # a fresh dict per table: faust's rocksdb store pops keys from it
@@ -55,7 +55,7 @@ def _table_options(store: str, cfg: SluiceConfig) -> dict[str, Any] | None:
     }
 
 
-def table_store(cfg: SluiceConfig) -> str:
+def table_store(cfg: StagesSettings) -> str:
     """The Faust store URL; rocksdb needs ``rocksdict`` (falls back to memory, loudly, without it)."""
     if cfg.stages.store == "memory":
         return "memory://"
@@ -72,7 +72,7 @@ def table_store(cfg: SluiceConfig) -> str:
 class StagesApp:
     """One worker's Faust app. ``app`` is what ``faust.Worker`` runs."""
 
-    def __init__(self, cfg: SluiceConfig, datadir: Path, redactor: Redactor | None = None) -> None:
+    def __init__(self, cfg: StagesSettings, datadir: Path, redactor: Redactor | None = None) -> None:
         self.cfg = cfg
         self.heartbeat_file = heartbeat_path(datadir)
         self.slot = int(datadir.name.rsplit("-", 1)[-1]) if datadir.name[-1:].isdigit() else 0
@@ -81,7 +81,7 @@ class StagesApp:
         self.store = table_store(cfg)
         set_fetch_max_wait_ms(cfg.broker.fetch_max_wait_ms)
         self.app = faust.App(
-            app_id(cfg),
+            app_id(cfg.topics, cfg.stages),
             datadir=str(datadir),
             store=self.store,
             autodiscover=False,
@@ -97,7 +97,7 @@ class StagesApp:
         )
         raw = {"key_serializer": "raw", "value_serializer": "raw"}
         app = self.app
-        self.ticks_name = ticks_topic(cfg)
+        self.ticks_name = ticks_topic(cfg.topics, cfg.stages)
         redact_in = app.topic(topics.name("steps_raw"), topics.name("rewards_raw"), **raw)
         join_in = app.topic(topics.name("steps_redacted"), self.ticks_name, topics.name("erasure"), **raw)
         redacted_out = app.topic(topics.name("steps_redacted"), **raw)

@@ -21,10 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
-
 from pipeline.stages.storage import Table, decode_state, is_erased_value
 from sluice.events import ErasureEvent, ErasureScope, RewardEvent, StepEvent, TrajectoryEndEvent
+from sluice.frozen import Frozen
 
 RULES_REFRESH_S = 5.0  # another worker may have stored rules for a partition this one took over
 
@@ -33,10 +32,8 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
 
 
-class ErasureRule(BaseModel):
+class ErasureRule(Frozen):
     """A tenant/subject erasure as the stages keep it: the subject id only as its digest."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     erasure_id: str
     scope: ErasureScope

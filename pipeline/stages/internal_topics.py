@@ -11,13 +11,13 @@ from confluent_kafka.admin import NewTopic
 
 from pipeline.stages.exceptions import StagesError
 from pipeline.stages.names import changelog_topics, ticks_topic
+from pipeline.stages.settings import StagesSettings
 from pipeline.topics import admin_client, create_topics, existing_topics
-from sluice.config import SluiceConfig
 
 
-def ensure_stage_topics(cfg: SluiceConfig, timeout_s: float = 30.0) -> None:
+def ensure_stage_topics(cfg: StagesSettings, timeout_s: float = 30.0) -> None:
     create_topics(cfg.broker, cfg.topics, timeout_s)
-    internal = [ticks_topic(cfg), *changelog_topics(cfg)]
+    internal = [ticks_topic(cfg.topics, cfg.stages), *changelog_topics(cfg.topics, cfg.stages)]
     have = existing_topics(cfg.broker)
     wanted = [
         NewTopic(

@@ -48,6 +48,7 @@ from pipeline.stages.due_index import DueIndex
 from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import RejectedEvent
 from pipeline.stages.outputs import deliver_all
+from pipeline.stages.settings import StagesSettings
 from pipeline.stages.storage import (
     Table,
     decode_state,
@@ -60,7 +61,6 @@ from pipeline.stages.storage import (
     step_key,
 )
 from pipeline.stages.ticks import JoinTick
-from sluice.config import SluiceConfig
 from sluice.events import (
     ErasureEvent,
     RewardEvent,
@@ -78,7 +78,7 @@ TICK_RETRY_S = 60.0
 class JoinStage:
     def __init__(
         self,
-        cfg: SluiceConfig,
+        cfg: StagesSettings,
         *,
         states: Table,
         steps: Table,

@@ -4,19 +4,20 @@ tick topic and its tables' changelog topics. The topic prefix is part of the app
 
 from __future__ import annotations
 
-from sluice.config import SluiceConfig
+from pipeline.stages.config import StagesConfig
+from sluice.topics_config import TopicsConfig
 
 TABLES = ("placeholders", "join_state", "join_steps", "erasure_rules")
 
 
-def app_id(cfg: SluiceConfig) -> str:
-    return f"{cfg.topics.prefix}{cfg.stages.app_id}"
+def app_id(topics: TopicsConfig, stages: StagesConfig) -> str:
+    return f"{topics.prefix}{stages.app_id}"
 
 
-def ticks_topic(cfg: SluiceConfig) -> str:
-    return f"{app_id(cfg)}-ticks"
+def ticks_topic(topics: TopicsConfig, stages: StagesConfig) -> str:
+    return f"{app_id(topics, stages)}-ticks"
 
 
-def changelog_topics(cfg: SluiceConfig) -> list[str]:
+def changelog_topics(topics: TopicsConfig, stages: StagesConfig) -> list[str]:
     """The changelog topic of every table (they hold only redacted text and keyed digests)."""
-    return [f"{app_id(cfg)}-{table}-changelog" for table in TABLES]
+    return [f"{app_id(topics, stages)}-{table}-changelog" for table in TABLES]

@@ -16,16 +16,16 @@ from collections.abc import Iterable
 import duckdb
 
 from governance.reward_join import next_due_at, reopen_unstored
+from pipeline.stages.settings import StagesSettings
 from pipeline.stages.storage import decode_state, encode_state, is_erased_value, peek_due
 from sinks.store import connect
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 
 
-def stored_versions(cfg: SluiceConfig, trajectory_ids: list[str]) -> dict[str, int] | None:
+def stored_versions(cfg: StagesSettings, trajectory_ids: list[str]) -> dict[str, int] | None:
     """Highest stored version per trajectory id (absent: none stored); None when the store can't be read."""
-    path = cfg.path(cfg.sink.database)
+    path = cfg.path(cfg.sink_database)
     if not trajectory_ids or not path.exists():
         return {}
     try:
@@ -47,7 +47,7 @@ def stored_versions(cfg: SluiceConfig, trajectory_ids: list[str]) -> dict[str, i
     return {tid: int(v) for tid, v in rows}
 
 
-def reopened_states(cfg: SluiceConfig, records: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+def reopened_states(cfg: StagesSettings, records: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
     """key -> rewritten value of every join state (``records``: the join_state table's key/values) whose
     last emitted version is not in the store."""
     emitted: dict[str, tuple[bytes, bytes]] = {}

@@ -34,7 +34,7 @@ from pipeline.stages.exceptions import StagesError
 from pipeline.stages.internal_topics import ensure_stage_topics
 from pipeline.stages.names import TABLES, app_id
 from pipeline.stages.reemit import reopened_states
-from sluice.config import SluiceConfig
+from pipeline.stages.settings import StagesSettings
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +69,9 @@ def _copy_of(path: Path, table: str) -> TableCopy | None:
     return TableCopy(table, int(suffix), path, int(raw) if raw is not None else -1)
 
 
-def newest_copies(cfg: SluiceConfig) -> dict[tuple[str, int], TableCopy]:
+def newest_copies(cfg: StagesSettings) -> dict[tuple[str, int], TableCopy]:
     """Per (table, partition), the copy with the highest applied offset among every worker slot's files."""
-    root = cfg.path(cfg.stages.data_dir) / app_id(cfg)
+    root = cfg.path(cfg.stages.data_dir) / app_id(cfg.topics, cfg.stages)
     best: dict[tuple[str, int], TableCopy] = {}
     for table in TABLES:
         for path in sorted(root.glob(f"worker-*/v*/tables/{table}-*.db")):
@@ -99,7 +99,7 @@ class Carried:
     reemit: int  # join states rewritten to emit a version the store never got
 
 
-def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> Carried:
+def carry_tables(cfg: StagesSettings, timeout_s: float = 60.0) -> Carried:
     """Write every table's newest local copy into the (new, empty) broker's changelogs, then remove the
     local files. Call before any stage worker starts."""
     data_dir = cfg.path(cfg.stages.data_dir)
@@ -122,7 +122,7 @@ def carry_tables(cfg: SluiceConfig, timeout_s: float = 60.0) -> Carried:
                     f"{copy.path} is partition {partition} of {table}, but topics.partitions is "
                     f"{cfg.topics.partitions}: start with the partition count the tables were made with"
                 )
-            topic = f"{app_id(cfg)}-{table}-changelog"
+            topic = f"{app_id(cfg.topics, cfg.stages)}-{table}-changelog"
             db = _open_read_only(copy.path)
             before = carried[table]
             try:

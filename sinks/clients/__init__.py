@@ -11,10 +11,10 @@ from sinks.base import StoreClient
 from sinks.clients.http_client import SinkHttpClient
 from sinks.clients.local_client import LocalStoreClient
 from sinks.clients.routed_client import RoutedStoreClient
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 
-def connect_client(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
+def connect_client(cfg: SinkSettings, api_key: str | None) -> StoreClient:
     """The sink's endpoint when a sink serves this config's database, else the file. Without a key the
     caller is the operator if it can read the operator key file (same OS user), else it is refused."""
     if not api_key:

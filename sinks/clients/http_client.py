@@ -16,10 +16,10 @@ import pyarrow as pa
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import ERROR_BY_KIND, QueryError, SinkError
 from sinks.query_server import database_id
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 
-def probe_sink(cfg: SluiceConfig, timeout_s: float = 2.0) -> str | None:
+def probe_sink(cfg: SinkSettings, timeout_s: float = 2.0) -> str | None:
     """URL of the sink serving this config's database, or None when nothing listens there."""
     sink = cfg.sink
     if not sink.query_port:

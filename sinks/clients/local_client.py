@@ -14,8 +14,8 @@ from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import SinkError
 from sinks.principal import resolve_principal
 from sinks.scoped_query import run_query
+from sinks.settings import SinkSettings
 from sinks.store import DuckDBStore, connect, is_lock_conflict
-from sluice.config import SluiceConfig
 
 
 def _locked(err: SinkError) -> SinkError:
@@ -28,7 +28,7 @@ def _locked(err: SinkError) -> SinkError:
 
 
 class LocalStoreClient:
-    def __init__(self, cfg: SluiceConfig, api_key: str | None) -> None:
+    def __init__(self, cfg: SinkSettings, api_key: str | None) -> None:
         self.cfg = cfg
         self.path = cfg.path(cfg.sink.database)
         self.principal = resolve_principal(cfg, api_key)

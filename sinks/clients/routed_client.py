@@ -25,12 +25,12 @@ from sinks.clients.http_client import SinkHttpClient, probe_sink
 from sinks.clients.local_client import LocalStoreClient
 from sinks.erasure_models import ErasureRequest, ErasureResult
 from sinks.exceptions import ANSWERED_ERRORS, SinkError
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 
 T = TypeVar("T")
 
 
-def pick_route(cfg: SluiceConfig, api_key: str | None) -> StoreClient:
+def pick_route(cfg: SinkSettings, api_key: str | None) -> StoreClient:
     """The sink's endpoint when a sink serves this config's database now, else the file."""
     url = probe_sink(cfg)
     if url is not None:
@@ -44,7 +44,7 @@ def is_route_failure(err: SinkError) -> bool:
 
 
 class RoutedStoreClient:
-    def __init__(self, cfg: SluiceConfig, api_key: str | None, route_wait_s: float = 20.0) -> None:
+    def __init__(self, cfg: SinkSettings, api_key: str | None, route_wait_s: float = 20.0) -> None:
         self._cfg, self._api_key, self._route_wait_s = cfg, api_key, route_wait_s
         self._route = pick_route(cfg, api_key)
 

@@ -22,8 +22,8 @@ import pytest
 import yaml
 from compose_spec import PyCompose
 
+from app.config import SluiceConfig, env_references, parse_config
 from infra.service_env import needs
-from sluice.config import SluiceConfig, env_references, parse_config
 from sluice.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]

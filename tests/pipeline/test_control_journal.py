@@ -44,7 +44,9 @@ def test_control_topics_are_replayed_into_a_new_broker_and_processed_erasures_ar
     with LocalBroker(log_path=tmp_path / "tansu.log") as broker:
         cfg = make_config(broker, tmp_path)
         create_topics(cfg.broker, cfg.topics)
-        journal = ControlJournal(cfg)
+        journal = ControlJournal(
+            cfg.broker, cfg.topics, cfg.path(cfg.up.journal_dir), app_id(cfg.topics, cfg.stages)
+        )
         journal.start()
         producer = Producer(cfg.broker.producer_config())
         sent = {
@@ -61,7 +63,7 @@ def test_control_topics_are_replayed_into_a_new_broker_and_processed_erasures_ar
                 producer.produce(cfg.topics.name(logical), key=key, value=value, partition=partition)
         assert producer.flush(10) == 0
         # the stages processed the first two erasure requests
-        stages = Consumer(cfg.broker.consumer_config(app_id(cfg)))
+        stages = Consumer(cfg.broker.consumer_config(app_id(cfg.topics, cfg.stages)))
         stages.commit(offsets=[TopicPartition(cfg.topics.name("erasure"), 0, 2)], asynchronous=False)
         stages.close()
         _wait(

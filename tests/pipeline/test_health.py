@@ -51,9 +51,9 @@ def test_heartbeat_files_name_every_worker_on_the_machine(tmp_path: Path) -> Non
     import subprocess
     import sys
 
+    from app.config import parse_config
+    from app.status_services import _stage_workers, stage_app_dir
     from pipeline.stages.heartbeat import heartbeat_path, write_heartbeat
-    from pipeline.status_services import _stage_workers, stage_app_dir
-    from sluice.config import parse_config
 
     cfg = parse_config({"stages": {"data_dir": str(tmp_path / "stages")}}, base_dir=tmp_path)
     app_dir = stage_app_dir(cfg)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError
-from sluice.config import UpConfig
+from pipeline.up_config import UpConfig
 
 CHILD = (
     "import signal, sys, time\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig
 from pipeline.topics import create_topics, existing_topics
-from sluice.config import SluiceConfig
 from tests.kafka_helpers import read_topic
 
 

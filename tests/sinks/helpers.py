@@ -16,9 +16,10 @@ from typing import Any
 import yaml
 from confluent_kafka import Producer
 
+from app.config import load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig, load_config
+from sinks.settings import SinkSettings
 from sluice.events import encode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ ACME_KEY = "sk-test-acme"
 GLOBEX_KEY = "sk-test-globex"
 
 
-def write_config(broker: LocalBroker, tmp_path: Path, **sink: Any) -> tuple[Path, SluiceConfig]:
+def write_config(broker: LocalBroker, tmp_path: Path, **sink: Any) -> tuple[Path, SinkSettings]:
     """A YAML config on the test broker (unique topics, created), with two tenant keys."""
     data = {
         "broker": {
@@ -55,12 +56,12 @@ def write_config(broker: LocalBroker, tmp_path: Path, **sink: Any) -> tuple[Path
     }
     path = tmp_path / "sluice.yaml"
     path.write_text(yaml.safe_dump(data))
-    cfg = load_config(path)
+    cfg = load_config(path).sink_settings()
     create_topics(cfg.broker, cfg.topics)
     return path, cfg
 
 
-def produce(cfg: SluiceConfig, logical: str, records: list[tuple[str | None, bytes | None]]) -> None:
+def produce(cfg: SinkSettings, logical: str, records: list[tuple[str | None, bytes | None]]) -> None:
     producer = Producer(cfg.broker.producer_config())
     for key, value in records:
         producer.produce(cfg.topics.name(logical), key=key, value=value)
@@ -68,19 +69,19 @@ def produce(cfg: SluiceConfig, logical: str, records: list[tuple[str | None, byt
     assert producer.flush(30) == 0
 
 
-def produce_trajectories(cfg: SluiceConfig, trajectories: list[Any]) -> None:
+def produce_trajectories(cfg: SinkSettings, trajectories: list[Any]) -> None:
     produce(cfg, "trajectories_audited", [(t.trajectory_id, encode(t)) for t in trajectories])
 
 
 class SinkProcess:
-    """`python -m sluice.cli sink --config PATH` as a child process."""
+    """`python -m app.cli sink --config PATH` as a child process."""
 
-    def __init__(self, config_path: Path, cfg: SluiceConfig, env: dict[str, str] | None = None) -> None:
+    def __init__(self, config_path: Path, cfg: SinkSettings, env: dict[str, str] | None = None) -> None:
         self.cfg = cfg
         self.log = config_path.parent / f"sink-{uuid.uuid4().hex[:6]}.log"
         self._log = self.log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "sink", "--config", str(config_path)],
+            [sys.executable, "-m", "app.cli", "sink", "--config", str(config_path)],
             cwd=REPO,
             stdout=self._log,
             stderr=subprocess.STDOUT,

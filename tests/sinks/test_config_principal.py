@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from app.config import parse_config
 from sinks.admin_key import ensure_admin_key
 from sinks.config import SinkConfig
 from sinks.exceptions import AuthError
 from sinks.principal import OPERATOR, Principal, resolve_principal
-from sluice.config import parse_config
 from sluice.errors import ConfigError
 
 
@@ -26,7 +26,9 @@ def test_bad_sink_settings_fail_with_the_field() -> None:
 
 def test_keys_resolve_to_tenants_or_the_operator(tmp_path: Path) -> None:
     keys = {"api_keys": [{"key": "k-acme", "tenant": "acme"}]}
-    default = parse_config({"proxy": keys, "sink": {"admin_key_file": str(tmp_path / "admin.key")}})
+    default = parse_config(
+        {"proxy": keys, "sink": {"admin_key_file": str(tmp_path / "admin.key")}}
+    ).sink_settings()
     with pytest.raises(AuthError, match="needs an API key"):  # closed by default, even before a key exists
         resolve_principal(default, None)
     made = ensure_admin_key(default)  # first start: a key file only its owner can read
@@ -39,7 +41,7 @@ def test_keys_resolve_to_tenants_or_the_operator(tmp_path: Path) -> None:
     assert resolve_principal(default, "k-acme") == Principal("acme")
     with pytest.raises(AuthError, match="unknown API key"):
         resolve_principal(default, "k-other")
-    locked = parse_config({"proxy": keys, "sink": {"admin_key": "adm-s3cret"}})
+    locked = parse_config({"proxy": keys, "sink": {"admin_key": "adm-s3cret"}}).sink_settings()
     with pytest.raises(AuthError, match="needs an API key"):
         resolve_principal(locked, None)
     assert resolve_principal(locked, "adm-s3cret").is_operator

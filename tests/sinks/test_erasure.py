@@ -19,8 +19,8 @@ from sinks.erasure_receipt import register_export
 from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.export.exporter import export, manifest_path
 from sinks.flatten import SourceRecord
+from sinks.settings import SinkSettings
 from sinks.store import DuckDBStore
-from sluice.config import SluiceConfig
 from sluice.events import encode
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
@@ -29,7 +29,7 @@ from trainers.checkpoint import TrainerState, save_checkpoint
 from trainers.tiny_model import build_tiny
 
 
-def _fill(cfg: SluiceConfig) -> None:
+def _fill(cfg: SinkSettings) -> None:
     store = DuckDBStore(cfg.path(cfg.sink.database))
     b = PendingBatch(BatchTopics(cfg.topics.name("trajectories_audited"), cfg.topics.name("deadletter")))
     for i, (tid, tenant) in enumerate([("acme~a0", "acme"), ("acme~a1", "acme"), ("globex~g0", "globex")]):
@@ -38,7 +38,7 @@ def _fill(cfg: SluiceConfig) -> None:
     store.close()
 
 
-def _count(cfg: SluiceConfig, sql: str) -> int:
+def _count(cfg: SinkSettings, sql: str) -> int:
     return LocalStoreClient(cfg, ensure_admin_key(cfg)).query(sql).read_all().column(0)[0].as_py()
 
 
@@ -102,7 +102,7 @@ def test_receipt_rewrites_exports_and_lists_checkpoints(broker: LocalBroker, tmp
     # a checkpoint whose trainer state says it learned from acme~a1 (as the trainer writes it)
     model, tokenizer = build_tiny()
     state = TrainerState(step=3, taken_versions={"acme~a1": 1, "globex~g0": 1})
-    ckpt = save_checkpoint(cfg.path(cfg.trainer.output_dir), model, tokenizer, state)
+    ckpt = save_checkpoint(cfg.path(cfg.checkpoints_dir.parent), model, tokenizer, state)
 
     result = LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="a1"))
     places = {p.place: p for p in result.places}

@@ -102,7 +102,7 @@ def sluice_export(config_path: Path, out: Path, *args: str) -> dict:
         [
             sys.executable,
             "-m",
-            "sluice.cli",
+            "app.cli",
             "export",
             "--config",
             str(config_path),

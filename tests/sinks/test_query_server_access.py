@@ -72,7 +72,7 @@ def test_closed_by_default_and_cross_tenant_probes_are_refused(broker: LocalBrok
         # the export command of a tenant holds nothing of another tenant's trajectory
         out = tmp_path / "probe.jsonl"
         done = subprocess.run(
-            [sys.executable, "-m", "sluice.cli", "export", "--query", probe, "--out", str(out)]
+            [sys.executable, "-m", "app.cli", "export", "--query", probe, "--out", str(out)]
             + ["--api-key", GLOBEX_KEY, "--config", str(path)],
             cwd=REPO,
             capture_output=True,
@@ -83,7 +83,7 @@ def test_closed_by_default_and_cross_tenant_probes_are_refused(broker: LocalBrok
         assert out.read_text() == "" and "wrote 0 rows" in done.stdout
         # a tenant's own erasure through the CLI prints its receipt
         mine = subprocess.run(
-            [sys.executable, "-m", "sluice.cli", "erase", "--trajectory", "a0", "--api-key", ACME_KEY]
+            [sys.executable, "-m", "app.cli", "erase", "--trajectory", "a0", "--api-key", ACME_KEY]
             + ["--config", str(path)],
             cwd=REPO,
             capture_output=True,

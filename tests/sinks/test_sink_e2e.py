@@ -20,7 +20,7 @@ from sinks.base import StoreClient
 from sinks.clients import SinkHttpClient, connect_client
 from sinks.erasure_models import ErasureEvent
 from sinks.faults import CRASH_ENV, CRASH_EXIT_CODE
-from sluice.config import SluiceConfig
+from sinks.settings import SinkSettings
 from sluice.events import DeadLetter, StepEvent, encode
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
@@ -38,7 +38,7 @@ pytestmark = pytest.mark.slow
 
 
 def cli(config: Path, *args: str, api_key: str | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "sluice.cli", args[0], "--config", str(config), *args[1:]]
+    cmd = [sys.executable, "-m", "app.cli", args[0], "--config", str(config), *args[1:]]
     if api_key:
         cmd += ["--api-key", api_key]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -102,7 +102,7 @@ def test_crash_at_any_point_leaves_no_gap_and_no_duplicate(broker: LocalBroker, 
         assert sink.stop() == 0, sink.output()
 
 
-def _bad_records(cfg: SluiceConfig) -> None:
+def _bad_records(cfg: SinkSettings) -> None:
     raw = make_trajectory("raw1", tenant="acme")
     raw.governance.redaction = "raw"
     raw.steps[0].governance.redaction = "raw"

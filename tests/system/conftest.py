@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
+from app.status import collect, render
+from app.up import running_stack
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
-from pipeline.status import collect, render
 from pipeline.supervisor import Supervisor
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import DEFAULT_CONFIG, SluiceConfig, load_config
 
 
 class Stack:
@@ -71,7 +71,7 @@ class Stack:
         return [n for n in self.sup.names() if n.startswith("stages")]
 
     def query(self, sql: str) -> list[dict]:
-        client = connect_client(self.cfg, None)
+        client = connect_client(self.cfg.sink_settings(), None)
         try:
             return rows(client, sql)
         finally:
@@ -109,7 +109,7 @@ class Stack:
             return f"sluice status failed: {err!r}"
 
     def wait_landed(self, ids: list[str], timeout_s: float = 120) -> None:
-        client = connect_client(self.cfg, None)
+        client = connect_client(self.cfg.sink_settings(), None)
         try:
             self.wait(lambda: landed(client, ids), f"trajectories {ids} to land", timeout_s)
         finally:

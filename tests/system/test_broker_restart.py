@@ -28,13 +28,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from pipeline.control_journal import ControlJournal, read_journal
+from app.config import load_config
+from app.up import control_journal, running_stack
+from pipeline.control_journal import read_journal
 from pipeline.demo.summary import id_list
 from pipeline.demo.traffic import RunReport
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
-from pipeline.up import running_stack
-from sluice.config import load_config
 from sluice.evolution import LedgerEntry, OverlayAssignment
 from tests.system.conftest import Stack, late_reward_config
 
@@ -105,7 +105,7 @@ def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(
             entry = LedgerEntry(proposal_id="p-restart", kind="decision", surface="memory", tenant="acme")
             publisher.record(entry)
             publisher.assign(OverlayAssignment(tenant="acme", ledger_entry_id=entry.entry_id))
-            journal = ControlJournal(cfg).path("overlays")
+            journal = control_journal(cfg).path("overlays")
             stack.wait(
                 lambda: any(True for _ in read_journal(journal)), "the journal to hold the assignment", 30
             )

@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.config import load_config
+from app.status import collect, render
+from app.up import running_stack
 from infra.broker import free_port
 from pipeline.demo.personas import canaries
 from pipeline.demo.summary import id_list
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.otel_export.spans import trace_id
-from pipeline.status import collect, render
-from pipeline.up import running_stack
-from sluice.config import load_config
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay
 from tests.otlp_receiver import OtlpReceiver
 from tests.phoenix_server import PHOENIX_BIN, PhoenixServer
@@ -172,7 +172,7 @@ def test_phoenix_reads_back_each_trajectory(
     path = stack.path.with_name("phoenix.yaml")
     path.write_text(yaml.safe_dump(data))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sluice.cli", "otel-export", "--config", str(path)],
+        [sys.executable, "-m", "app.cli", "otel-export", "--config", str(path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -254,7 +254,7 @@ def ledger(stack: Stack) -> dict[str, list[LedgerEntry]]:
 def console_url(stack: Stack) -> Iterator[str]:
     port = stack.cfg.ui.port
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sluice.cli", "ui", "--config", str(stack.path)],
+        [sys.executable, "-m", "app.cli", "ui", "--config", str(stack.path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

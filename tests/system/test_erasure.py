@@ -18,11 +18,11 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from app.config import SluiceConfig, load_config
+from app.up import running_stack
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.stages.names import changelog_topics
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig, load_config
 from tests.system.conftest import stack_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def _chat(http: httpx.Client, key: str, tid: str, subject: str, text: str) -> ht
 
 def _cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sluice.cli", *args, "--config", str(path)],
+        [sys.executable, "-m", "app.cli", *args, "--config", str(path)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -106,7 +106,9 @@ def test_erasure_reaches_every_copy_and_nothing_comes_back(config: tuple[Path, P
     kept = [f"globex~kept-1-{RUN}", f"globex~kept-2-{RUN}"]
     needles = [MARK, SUBJECT]
     with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log):
-        client = connect_client(cfg, None)  # the operator, through the admin key file made at first start
+        client = connect_client(
+            cfg.sink_settings(), None
+        )  # the operator, through the admin key file made at first start
         root = f"http://{cfg.proxy.host}:{cfg.proxy.port}"
         with httpx.Client(base_url=root, timeout=120) as http:
             for tid in erased:
@@ -143,7 +145,7 @@ def test_erasure_reaches_every_copy_and_nothing_comes_back(config: tuple[Path, P
             assert done.returncode == 0, done.stderr
             assert MARK.encode() in export.read_bytes()
 
-            topics = [*cfg.topics.all().values(), *changelog_topics(cfg)]
+            topics = [*cfg.topics.all().values(), *changelog_topics(cfg.topics, cfg.stages)]
             before = _ends(cfg, topics)
             raw_copy = next(
                 (p, v)

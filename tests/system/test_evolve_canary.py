@@ -22,15 +22,15 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from app.cli import cli as sluice_cli
+from app.config import SluiceConfig, load_config
+from app.up import running_stack
 from governance.evolve.overlay_apply import MEMORY_HEADER
 from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.wiring import open_runner
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.cli import cli as sluice_cli
-from sluice.config import SluiceConfig, load_config
 from sluice.events import scoped_trajectory_id
 from sluice.evolution import FailureCluster, LedgerEntry, MemoryEntry, Overlay, Proposal, scope_key
 from tests.pipeline.evolve.scripted_backend import ScriptedBackend
@@ -88,7 +88,7 @@ class EvolveStack:
         self.agent = Agent(f"http://{cfg.proxy.host}:{cfg.proxy.port}")
 
     def query(self, sql: str) -> list[dict]:
-        client = connect_client(self.cfg, None)
+        client = connect_client(self.cfg.sink_settings(), None)
         try:
             return rows(client, sql)
         finally:
@@ -96,7 +96,7 @@ class EvolveStack:
 
     def wait_rewarded(self, local_ids: list[str], timeout_s: float = 180) -> list[str]:
         ids = [scoped_trajectory_id(TENANT, i) for i in local_ids]
-        client = connect_client(self.cfg, None)
+        client = connect_client(self.cfg.sink_settings(), None)
         sql = f"SELECT count(*) AS n FROM trajectories WHERE rewarded AND trajectory_id IN ({id_list(ids)})"
         try:
             wait_until(lambda: landed(client, ids) and rows(client, sql)[0]["n"] == len(ids), timeout_s,
@@ -161,7 +161,7 @@ def test_a_canary_that_loses_to_control_rolls_back_by_itself(stack: EvolveStack)
                                task_id=TASK, summary=p.rationale, diff={"proposal": p.model_dump(mode="json")}))  # fmt: skip
 
     # 3. one pass: replay, shadow and offline pass; the canary starts
-    with open_runner(stack.cfg) as runner:
+    with open_runner(stack.cfg.evolve_settings()) as runner:
         first = runner.run_pass()
     assert [(a.proposal_id, a.what) for a in first.actions] == [(p.proposal_id, "canary")], first
 
@@ -195,7 +195,7 @@ def test_a_canary_that_loses_to_control_rolls_back_by_itself(stack: EvolveStack)
     }
 
     # 5. the next pass reads the arms, and the sequential test rolls the candidate back
-    with open_runner(stack.cfg) as runner:
+    with open_runner(stack.cfg.evolve_settings()) as runner:
         second = runner.run_pass()
     assert [(a.proposal_id, a.what) for a in second.actions] == [(p.proposal_id, "rollback")], second
     with EvolutionPublisher(stack.cfg.broker, stack.cfg.topics) as pub:
@@ -221,7 +221,7 @@ def test_a_canary_that_loses_to_control_rolls_back_by_itself(stack: EvolveStack)
     assert not [b for b in stack.backend.requests[seen:] if MEMORY_HEADER in b["messages"][0]["content"]]
 
     # 6. explain reads the sink's ledger view
-    client = connect_client(stack.cfg, None)
+    client = connect_client(stack.cfg.sink_settings(), None)
     try:
         wait_until(lambda: rows(client, f"SELECT count(*) AS n FROM evolution_ledger WHERE proposal_id = "
                                         f"'{p.proposal_id}'")[0]["n"] == len(entries), 60, "ledger in DuckDB")  # fmt: skip

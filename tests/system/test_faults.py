@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Producer
 from pydantic import ValidationError
 
+from app.status import collect, parse_prometheus
 from pipeline.demo.personas import canaries
-from pipeline.status import collect, parse_prometheus
 from sluice.events import StepEvent, decode
 from tests.kafka_helpers import read_topic
 from tests.system.conftest import Stack

@@ -24,10 +24,10 @@ import openai
 import pytest
 import yaml
 
+from app.config import load_config
+from app.up import running_stack
 from pipeline.demo.personas import PERSONAS, canaries
 from pipeline.stages.names import changelog_topics, ticks_topic
-from pipeline.up import running_stack
-from sluice.config import load_config
 from sluice.events import scoped_trajectory_id
 from tests.kafka_helpers import read_topic
 from tests.system.conftest import Stack, stack_config
@@ -174,7 +174,10 @@ def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
                              timeout_s=15 if expect else 8)  # fmt: skip
         haystacks[f"topic:{logical}"] = b"\n".join(v or b"" for _, v in records)
     assert haystacks["topic:steps_redacted"] and haystacks["topic:trajectories_audited"]
-    for name in [*changelog_topics(stack.cfg), ticks_topic(stack.cfg)]:  # the stage tables' changelogs
+    for name in [
+        *changelog_topics(stack.cfg.topics, stack.cfg.stages),
+        ticks_topic(stack.cfg.topics, stack.cfg.stages),
+    ]:  # the stage tables' changelogs
         haystacks[f"topic:{name}"] = b"\n".join(
             v or b"" for _, v in read_topic(stack.cfg.broker, name, 10**6, 8)
         )

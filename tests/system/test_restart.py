@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from app.config import load_config
+from app.up import running_stack
 from pipeline.demo.summary import id_list, landed
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import load_config
 from tests.system.conftest import Stack, late_reward_config
 
 pytestmark = pytest.mark.slow
@@ -51,7 +51,7 @@ def test_pending_reward_joins_survive_a_restart_of_the_stack(tmp_path: Path) -> 
         stack = Stack(cfg, path, sup, second_log)
         assert "carried pending stage state into the broker" in second_log.getvalue()
         stack.post_late_rewards([report])
-        client = connect_client(cfg, None)
+        client = connect_client(cfg.sink_settings(), None)
         try:
             stack.wait(
                 lambda: landed(client, late, {i: before.get(i, 0) + 1 for i in late}),

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import yaml
 
+from app.config import load_config
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.config import load_config
 from testing.toy_traffic import make_trajectories, produce
 from trainers.checkpoint import read_state
 from trainers.config import TaskConfig
@@ -26,7 +26,7 @@ from trainers.ray_session import ray_temp_dir
 def sluice(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SLUICE_LOG_LEVEL": "WARNING"}
     return subprocess.run(
-        [sys.executable, "-m", "sluice.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
     )
 
 
@@ -61,7 +61,7 @@ def test_train_command_runs_and_stops_cleanly_on_sigterm(broker: LocalBroker, tm
     produce(cfg, make_trajectories(400, TaskConfig(**task), logged_correct=1.0))
 
     env = {**os.environ, "SLUICE_LOG_LEVEL": "WARNING"}
-    cmd = [sys.executable, "-m", "sluice.cli", "train", "--config", str(path)]
+    cmd = [sys.executable, "-m", "app.cli", "train", "--config", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     metrics = tmp_path / "var" / "trainer" / "metrics.jsonl"
     deadline = time.monotonic() + 240
@@ -76,6 +76,8 @@ def test_train_command_runs_and_stops_cleanly_on_sigterm(broker: LocalBroker, tm
     assert summary["stopped"] == "SIGTERM" and summary["step"] >= 2
     state = read_state(Path(summary["checkpoint"]))  # the final checkpoint is written on the way out
     assert state.step == summary["step"] and state.feeder_offsets
-    ray_dir = ray_temp_dir(cfg)  # var/ray, or /tmp/sluice-ray-<hash> when var/ray is too long a path
+    ray_dir = ray_temp_dir(
+        cfg.trainer_settings()
+    )  # var/ray, or /tmp/sluice-ray-<hash> when var/ray is too long a path
     assert any(ray_dir.glob("session_*")), ray_dir
     shutil.rmtree(ray_dir, ignore_errors=True)

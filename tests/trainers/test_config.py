@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.config import parse_config
+from app.config import parse_config
 from sluice.errors import ConfigError
 from trainers.ray_session import ray_temp_dir
 
@@ -49,6 +49,8 @@ def test_defaults_and_derived_values(tmp_path: Path) -> None:
     assert cfg.trainer.fresh_per_group == 7
     assert parse_config({"trainer": {"include_logged": False}}).trainer.fresh_per_group == 8
     short = parse_config({}, base_dir=Path("/p"))
-    assert ray_temp_dir(short) == Path("/p/var/ray")
+    assert ray_temp_dir(short.trainer_settings()) == Path("/p/var/ray")
     long_dir = tmp_path / ("x" * 60)
-    assert str(ray_temp_dir(parse_config({}, base_dir=long_dir))).startswith("/tmp/sluice-ray-")
+    assert str(ray_temp_dir(parse_config({}, base_dir=long_dir).trainer_settings())).startswith(
+        "/tmp/sluice-ray-"
+    )

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, decode
 from testing.toy_traffic import make_trajectories, produce
 from tests.conftest import make_config
@@ -28,16 +28,16 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    from sluice.config import parse_config
+    from app.config import parse_config
     from trainers.ray_session import init_ray, ray_temp_dir
 
     home_token = Path.home() / ".ray" / "auth_token"
     had_token = home_token.exists()
     cfg = parse_config({}, base_dir=tmp_path_factory.mktemp("ray"))
-    init_ray(cfg)
+    init_ray(cfg.trainer_settings())
     yield
     ray.shutdown()
-    shutil.rmtree(ray_temp_dir(cfg), ignore_errors=True)
+    shutil.rmtree(ray_temp_dir(cfg.trainer_settings()), ignore_errors=True)
     assert home_token.exists() == had_token, "Ray must not write ~/.ray/auth_token"
 
 
@@ -61,7 +61,7 @@ def test_reward_rises_on_traffic_from_the_train_topic(broker: LocalBroker, tmp_p
     empty.steps[0].observation.messages = []
     produce(cfg, [alien, b"\x00garbage", empty, *good])
 
-    summary = run_training(cfg, max_steps=steps)
+    summary = run_training(cfg.trainer_settings(), max_steps=steps)
 
     assert summary.stopped == "max_steps" and summary.steps == steps
     rewards = [h["reward_mean"] for h in summary.history]
@@ -106,13 +106,13 @@ def test_resume_continues_versions_and_reward_failures_are_recorded(
             t.steps[0].hidden_state = {"reference": t.steps[0].observation.messages[0].content.split()[-1]}
     produce(cfg, trajs[:32])
 
-    first = run_training(cfg, max_steps=3)
+    first = run_training(cfg.trainer_settings(), max_steps=3)
     assert first.stopped == "max_steps" and first.step == 3 and first.reward_failures > 0
     saved = read_state(latest_checkpoint(tmp_path / "trainer"))
     assert saved.step == 3 and saved.policy_version == first.policy_version
 
     produce(cfg, trajs[32:])
-    second = run_training(cfg, resume=True, max_steps=3)
+    second = run_training(cfg.trainer_settings(), resume=True, max_steps=3)
     assert second.step == 6 and second.steps == 3
     assert second.history[0]["step"] == 4
     assert second.policy_version >= saved.policy_version

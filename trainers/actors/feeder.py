@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, Trajectory, decode, encode
 from trainers.exceptions import TaskError, TrainerError
 from trainers.samples import TrainingTask
+from trainers.settings import TrainerSettings
 from trainers.task_builder import build_training_task
 from trainers.tasks.registry import build_task
 
@@ -38,7 +38,7 @@ ERASED_LIMIT = 200_000  # erased trajectory ids remembered by this feeder
 class TaskFeeder:
     def __init__(
         self,
-        cfg: SluiceConfig,
+        cfg: TrainerSettings,
         tokenizer: Any,
         max_prompt_tokens: int,
         start_offsets: dict[int, int] | None = None,

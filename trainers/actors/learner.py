@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
-from sluice.config import SluiceConfig
 from trainers.grpo.advantages import group_advantages, staleness_weight
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
 from trainers.grpo.loss import LossConfig, grpo_loss
 from trainers.grpo.trust_region import StepOutcome, UpdateBound, bounded_step, token_kl
 from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.samples import Group, Sample
+from trainers.settings import TrainerSettings
 from trainers.tiny_model import load_model
 from trainers.weight_sync.base import WeightSync
 
@@ -32,7 +32,7 @@ log = logging.getLogger("sluice.trainer.learner")
 class Learner(CheckpointedLearner):
     def __init__(
         self,
-        cfg: SluiceConfig,
+        cfg: TrainerSettings,
         model_source: str,
         weight_sync: WeightSync,
         start_version: int = 0,

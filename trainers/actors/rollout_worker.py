@@ -13,10 +13,10 @@ from typing import Any
 import torch
 from pydantic import BaseModel, Field
 
-from sluice.config import SluiceConfig
 from trainers.rollout.base import SamplingSpec
 from trainers.rollout.select import build_backend
 from trainers.samples import Group, Sample, TrainingTask
+from trainers.settings import TrainerSettings
 from trainers.tasks.registry import build_task
 from trainers.tiny_model import load_model
 from trainers.weight_sync.base import WeightSync
@@ -34,7 +34,12 @@ class RolloutResult(BaseModel):
 
 class RolloutWorker:
     def __init__(
-        self, cfg: SluiceConfig, backend_kind: str, model_source: str, weight_sync: WeightSync, index: int = 0
+        self,
+        cfg: TrainerSettings,
+        backend_kind: str,
+        model_source: str,
+        weight_sync: WeightSync,
+        index: int = 0,
     ) -> None:
         torch.set_num_threads(1)
         self.tcfg = cfg.trainer

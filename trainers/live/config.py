@@ -1,7 +1,7 @@
 """Config of the trainer's live mode (``trainer.live``): how traffic becomes GRPO groups, when an update
 runs, what the decoupled loss caps, and where new weights go.
 
-Kept free of torch so that ``sluice.config`` imports it cheaply. The staleness bound and policy
+Kept free of torch so that ``app.config`` imports it cheaply. The staleness bound and policy
 (``trainer.max_staleness``, ``stale_policy``, ``stale_decay``), the PPO clip and IcePop mask
 (``clip_low``/``clip_high``/``mask_low``/``mask_high``), ``group_size``, ``scale_rewards``, ``loss_agg``,
 ``learning_rate``, ``micro_batch_size`` and ``policy_servers`` are the trainer's own keys, shared by both
@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from sluice.frozen import Frozen
 
 
-class LiveConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class LiveConfig(Frozen):
     # --- grouping and advantages
     group_prefix_tokens: int | None = Field(
         None,

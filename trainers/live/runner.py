@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from sluice.config import SluiceConfig
 from trainers.runner import TrainSummary, run_loop, summarize
+from trainers.settings import TrainerSettings
 
 if TYPE_CHECKING:
     from trainers.loop_core import OnStep, RunSetup
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluice.trainer.live")
 
 
-def run_live_training(cfg: SluiceConfig, run: RunSetup, on_step: OnStep | None = None) -> TrainSummary:
+def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | None = None) -> TrainSummary:
     """Start the live actors, run the live loop on ``run`` to its end, checkpoint; the summary."""
     import ray
 

@@ -1,6 +1,6 @@
 """YAML specs of the reward functions: one pydantic model per kind, a discriminated union on ``kind``.
 
-Kept free of torch so that ``sluice.config`` can import it cheaply. ``trainers.rewards.registry.build_reward``
+Kept free of torch so that ``app.config`` can import it cheaply. ``trainers.rewards.registry.build_reward``
 turns a spec into a callable ``RewardFunction``.
 
     trainer:
@@ -17,14 +17,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from sluice.frozen import Frozen
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ExactMatchSpec(_Spec):
+class ExactMatchSpec(Frozen):
     """1.0 when the completion equals the task's reference answer, else 0.0."""
 
     kind: Literal["exact_match"] = "exact_match"
@@ -32,14 +30,14 @@ class ExactMatchSpec(_Spec):
     case_sensitive: bool = True
 
 
-class CharMatchSpec(_Spec):
+class CharMatchSpec(Frozen):
     """Partial credit: fraction of reference positions the completion gets right (length mismatch counts)."""
 
     kind: Literal["char_match"] = "char_match"
     strip: bool = True
 
 
-class RegexSpec(_Spec):
+class RegexSpec(Frozen):
     """1.0 when the pattern matches the completion (``full``: the whole completion), else 0.0."""
 
     kind: Literal["regex"] = "regex"
@@ -56,7 +54,7 @@ class RegexSpec(_Spec):
         return v
 
 
-class NumericSpec(_Spec):
+class NumericSpec(Frozen):
     """1.0 when the last number in the completion equals the reference number within ``tolerance``."""
 
     kind: Literal["numeric"] = "numeric"
@@ -64,7 +62,7 @@ class NumericSpec(_Spec):
     relative: bool = Field(False, description="Tolerance relative to |reference|.")
 
 
-class UnitTestsSpec(_Spec):
+class UnitTestsSpec(Frozen):
     """Runs the completion (Python source) followed by tests in a subprocess; 1.0 when it exits 0.
 
     The tests come from ``tests`` or, when unset, from the task's reference.
@@ -76,18 +74,18 @@ class UnitTestsSpec(_Spec):
     python: str | None = Field(None, description="Interpreter; default: the trainer's own.")
 
 
-class LoggedSpec(_Spec):
+class LoggedSpec(Frozen):
     """The reward logged with the traffic (Trajectory.reward). Applies to the logged sample only."""
 
     kind: Literal["logged"] = "logged"
 
 
-class WeightedPart(_Spec):
+class WeightedPart(Frozen):
     weight: float = Field(1.0, ge=0)
     reward: RewardSpec
 
 
-class WeightedSpec(_Spec):
+class WeightedSpec(Frozen):
     """sum(w_i * r_i) / sum(w_i) over the parts that apply to a sample (``logged`` applies to one)."""
 
     kind: Literal["weighted"] = "weighted"

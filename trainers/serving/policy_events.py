@@ -9,7 +9,7 @@ import logging
 import threading
 from pathlib import Path
 
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 from sluice.events import PolicyEvent, encode
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sluice.config import SluiceConfig
 from trainers.live.policy_state import read_policy_state
 from trainers.serving.policy_client import PolicyClientError, PolicyFleet
+from trainers.settings import TrainerSettings
 
 
 @dataclass
@@ -49,7 +49,7 @@ def learner_version(output_dir: Path) -> str | None:
     return None if value is None else str(value)
 
 
-def policy_view(cfg: SluiceConfig, timeout_s: float = 2.0) -> PolicyView:
+def policy_view(cfg: TrainerSettings, timeout_s: float = 2.0) -> PolicyView:
     servers = []
     for url, got in PolicyFleet(cfg.trainer.policy_server_urls(), timeout_s).status().items():
         if isinstance(got, PolicyClientError):

@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 import uvicorn
 
-from sluice.config import SluiceConfig
 from sluice.events import PolicyEvent
 from trainers.checkpoint import latest_checkpoint
 from trainers.config import TINY_MODEL_NAME
@@ -25,13 +24,14 @@ from trainers.serving.app import build_app
 from trainers.serving.engine import GenerateEngine
 from trainers.serving.policy_events import PolicyEventRecorder
 from trainers.serving.policy_store import PolicyStore
+from trainers.settings import TrainerSettings
 from trainers.smollm2 import SMOLLM2_NAME
 from trainers.tiny_model import load_model
 
 log = logging.getLogger("sluice.serve_model")
 
 
-def resolve_weights(cfg: SluiceConfig, checkpoint: Path | None) -> str:
+def resolve_weights(cfg: TrainerSettings, checkpoint: Path | None) -> str:
     """What to load: a checkpoint directory, or the model name (``sluice-tiny`` builds from the seed)."""
     if checkpoint is not None:
         return str(cfg.path(checkpoint))
@@ -59,7 +59,7 @@ class _Server(uvicorn.Server):
 
 
 def serve(
-    cfg: SluiceConfig, checkpoint: Path | None = None, port: int | None = None, threads: int = 1
+    cfg: TrainerSettings, checkpoint: Path | None = None, port: int | None = None, threads: int = 1
 ) -> None:
     """Blocking: serve until SIGTERM/SIGINT."""
     torch.set_num_threads(threads)
@@ -100,7 +100,7 @@ def serve(
         log.info("serve-model stopped")
 
 
-def _recorder(cfg: SluiceConfig) -> PolicyEventRecorder:
+def _recorder(cfg: TrainerSettings) -> PolicyEventRecorder:
     serve_cfg = cfg.trainer.serve
     log_path = None if serve_cfg.events_log is None else cfg.path(serve_cfg.events_log)
     if not serve_cfg.publish_events:

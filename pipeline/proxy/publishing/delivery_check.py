@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 
 log = logging.getLogger(__name__)
 

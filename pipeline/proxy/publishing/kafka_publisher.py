@@ -56,7 +56,7 @@ from pipeline.proxy.publishing.delivery_check import already_delivered, record_d
 from pipeline.proxy.publishing.landing import LandingReport, LandingTracker
 from pipeline.proxy.publishing.rdkafka_log import rdkafka_logger
 from pipeline.proxy.publishing.write_ahead_log import LogRecord, WriteAheadLog
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 
 Offsets = dict[tuple[str, int], int]
 

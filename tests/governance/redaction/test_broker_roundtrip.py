@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Producer
 
+from app.config import SluiceConfig
 from governance.redaction import PlaceholderState, Redactor
-from sluice.config import SluiceConfig
 from sluice.events import Message, Observation, StepEvent, decode, encode
 from tests.kafka_helpers import read_topic
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from app.config import parse_config
 from governance.config import RewardJoinConfig
 from governance.reward_join import JoinState, apply_end, apply_reward, apply_step, plan_emission
 from governance.reward_join.emission import is_expired, is_orphaned, next_due_at
-from sluice.config import parse_config
 from sluice.events import Reward, RewardEvent, StepEvent, TrajectoryEndEvent
 
 CFG = RewardJoinConfig(wait_s=0, keep_emitted_s=10, orphan_ttl_s=10, keep_erased_s=100)

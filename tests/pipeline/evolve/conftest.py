@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.config import SluiceConfig, load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.demo.summary import id_list, scalar
 from sinks.clients import connect_client
-from sluice.config import SluiceConfig, load_config
 from sluice.events import Trajectory
 from tests.pipeline.evolve.scripted_backend import ScriptedBackend
 from tests.pipeline.evolve.world import MODEL, TASK, recorded_traffic
@@ -56,7 +56,7 @@ class World:
         """Produce to the audited topic and wait until the sink stored every one."""
         produce_trajectories(self.cfg, trajectories)
         ids = [t.trajectory_id for t in trajectories]
-        client = connect_client(self.cfg, None)
+        client = connect_client(self.cfg.sink_settings(), None)
         try:
             deadline = time.monotonic() + timeout_s
             sql = f"SELECT count(*) FROM trajectories WHERE trajectory_id IN ({id_list(ids)})"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.up import service_specs
-from sluice.config import SluiceConfig, parse_config
+from app.config import SluiceConfig, parse_config
+from app.up import service_specs
 from sluice.errors import ConfigError
 
 

@@ -123,7 +123,7 @@ def test_explain_tells_what_why_evidence_gates_and_outcome() -> None:
 
 
 def test_a_proposal_recorded_by_propose_is_read_back() -> None:
-    from pipeline.evolve.cli import ledger_entry
+    from app.commands.evolve import ledger_entry
 
     p = proposal(CANDIDATES["fixes"], ["a", "b"])
     got = proposal_from_entry(ledger_entry(p))

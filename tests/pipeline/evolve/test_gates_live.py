@@ -25,7 +25,7 @@ from tests.pipeline.evolve.world import CANDIDATES, MODEL, TASK, TENANT, canary_
 
 @pytest.fixture(scope="module")
 def client(world: World) -> Iterator[StoreClient]:
-    c = connect_client(world.cfg, None)
+    c = connect_client(world.cfg.sink_settings(), None)
     yield c
     c.close()
 

@@ -17,13 +17,13 @@ import httpx
 import pytest
 import yaml
 
+from app.config import load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.proxy.overlay_routing import share_point
 from pipeline.topics import create_topics
 from sinks.clients import connect_client
-from sluice.config import load_config
 from sluice.events import scoped_trajectory_id
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay, OverlayAssignment
 from tests.pipeline.proxy.conftest import BACKEND_KEY, KEY, KEY_GLOBEX, proxy_section, serve
@@ -127,7 +127,7 @@ def test_canary_outcomes_and_ledger_land_in_duckdb(broker: LocalBroker, tmp_path
                         assert fact in got["messages"][0]["content"], (tid, turn)
 
                 scoped = [scoped_trajectory_id("acme", t) for t in ids]
-                admin = connect_client(cfg, None)
+                admin = connect_client(cfg.sink_settings(), None)
                 try:
                     wait_until(
                         lambda: (
@@ -183,7 +183,7 @@ def test_canary_outcomes_and_ledger_land_in_duckdb(broker: LocalBroker, tmp_path
                     assert [r["tenant"] for r in ledger] == ["acme", "globex"]  # each entry once
                 finally:
                     admin.close()
-                tenant = connect_client(cfg, KEY)
+                tenant = connect_client(cfg.sink_settings(), KEY)
                 try:
                     assert rows(tenant, "SELECT DISTINCT tenant FROM overlay_outcomes") == [
                         {"tenant": "acme"}

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from app.cli import cli
 from infra.broker import LocalBroker
 from pipeline.evolve.publish import EvolutionPublisher
-from sluice.cli import cli
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay, OverlayAssignment
 from tests.kafka_helpers import read_topic
 from tests.pipeline.evolve.conftest import ECHO_KEY

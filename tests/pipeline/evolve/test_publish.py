@@ -6,11 +6,13 @@ import time
 
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import free_port
 from pipeline.evolve.exceptions import PublishError
 from pipeline.evolve.publish import EvolutionPublisher
-from sluice.config import BrokerConfig, SluiceConfig, TopicsConfig
+from sluice.broker_config import BrokerConfig
 from sluice.evolution import LedgerEntry, MemoryEntry, Overlay, OverlayAssignment
+from sluice.topics_config import TopicsConfig
 from tests.kafka_helpers import read_topic
 
 

@@ -10,13 +10,13 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner
 
+from app.cli import cli as sluice_cli
 from pipeline.demo.summary import scalar, wait_until
 from pipeline.evolve.backend import EvalClient
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.runner import EvolveRunner
 from sinks.clients import connect_client
-from sluice.cli import cli as sluice_cli
 from sluice.evolution import LedgerEntry, Proposal, scope_key
 from tests.pipeline.evolve.conftest import World
 from tests.pipeline.evolve.world import CANDIDATES, TASK, TENANT, canary_traffic, proposal
@@ -36,7 +36,7 @@ def record_proposal(pub: EvolutionPublisher, p: Proposal) -> None:
 @pytest.fixture
 def runner(world: World) -> Iterator[EvolveRunner]:
     cfg = world.cfg
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     pub = EvolutionPublisher(cfg.broker, cfg.topics, 15)
     with EvalClient(cfg.proxy, cfg.evolve.eval) as ev:
         yield EvolveRunner(cfg.evolve, client, pub, ev, lambda: read_ledger(cfg.broker, cfg.topics, 15))
@@ -144,5 +144,5 @@ def test_the_scheduler_runs_passes_until_stopped(world: World) -> None:
 
     from pipeline.evolve.scheduler import serve
 
-    reports = serve(world.cfg, threading.Event(), passes=2)
+    reports = serve(world.cfg.evolve_settings(), threading.Event(), passes=2)
     assert len(reports) == 2

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
+from app.config import DEFAULT_CONFIG, SluiceConfig
 from pipeline.learn.settings import AGENT_MODEL, LearnSettings, learning_config
-from sluice.config import DEFAULT_CONFIG, SluiceConfig
 
 
 def test_learning_config_routes_the_agents_to_a_live_trained_server(tmp_path: Path) -> None:

@@ -17,10 +17,10 @@ import pytest
 import uvicorn
 import yaml
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker, free_port, port_open
 from pipeline.proxy import create_app
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import decode
 from tests.conftest import make_config
 from tests.kafka_helpers import read_topic
@@ -108,7 +108,7 @@ class LiveProxy:
 @contextlib.contextmanager
 def serve(config: SluiceConfig) -> Iterator[LiveProxy]:
     """``create_app`` served by uvicorn in a thread of the test process."""
-    app = create_app(config)
+    app = create_app(config.proxy_settings())
     port = config.proxy.port
     server = uvicorn.Server(
         uvicorn.Config(
@@ -156,7 +156,7 @@ class ProxyProcess:
     def start(self, port: int) -> ProxyProcess:
         log = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "proxy", "--config", str(self.config_file)],
+            [sys.executable, "-m", "app.cli", "proxy", "--config", str(self.config_file)],
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
+from app.config import load_config
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.config import load_config
 from sluice.events import StepEvent, decode
 from tests.kafka_helpers import read_topic
 from tests.pipeline.proxy.conftest import KEY, ProxyProcess, proxy_section, write_config

@@ -6,7 +6,7 @@ import uuid
 
 from pipeline.proxy.overlay_listener import OverlayListener
 from pipeline.proxy.overlay_routing import choose_overlay, share_point
-from sluice.config import BrokerConfig
+from sluice.broker_config import BrokerConfig
 from sluice.evolution import MemoryEntry, Overlay, OverlayAssignment
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import openai
 
+from app.config import load_config, parse_config
 from infra.broker import LocalBroker, free_port
 from pipeline.topics import create_topics
-from sluice.config import load_config, parse_config
 from sluice.events import StepEvent, decode
 from tests.kafka_helpers import read_topic
 from tests.pipeline.proxy.conftest import KEY, ProxyProcess, proxy_section, serve, write_config

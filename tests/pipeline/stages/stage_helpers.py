@@ -16,7 +16,7 @@ import yaml
 from confluent_kafka import Consumer, KafkaError, Producer
 from pydantic import BaseModel
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from sluice.events import encode
 
 REPO = Path(__file__).resolve().parents[3]
@@ -44,7 +44,7 @@ class StageWorker:
         self._log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         log = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sluice.cli", "stages", "--config", str(self.config_file)],
+            [sys.executable, "-m", "app.cli", "stages", "--config", str(self.config_file)],
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from sluice.cli import cli
+from app.cli import cli
 
 
 def test_help_lists_the_options() -> None:

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import StepEvent, Trajectory, decode, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, reward_event
@@ -101,7 +101,9 @@ def where_records_are(cfg: SluiceConfig, tids: list[str]) -> str:
             kind = type(event).__name__ + (f"#{event.step_index}" if isinstance(event, StepEvent) else "")
             found.append(f"{msg.topic()}[{msg.partition()}]@{msg.offset()} {msg.key().decode()} {kind}")
     c.close()
-    group = Consumer({**cfg.broker.consumer_config(app_id(cfg)), "enable.auto.commit": False})
+    group = Consumer(
+        {**cfg.broker.consumer_config(app_id(cfg.topics, cfg.stages)), "enable.auto.commit": False}
+    )
     tps = [TopicPartition(t, p) for t in topics for p in range(cfg.topics.partitions)]
     committed = {f"{tp.topic}[{tp.partition}]": tp.offset for tp in group.committed(tps, timeout=10)}
     group.close()

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from app.config import SluiceConfig
+from app.status import scrape
 from infra.broker import LocalBroker, free_port
 from pipeline.stages.names import changelog_topics
-from pipeline.status import scrape
 from pipeline.topics import create_topics
-from sluice.config import SluiceConfig
 from sluice.events import DeadLetter, StepEvent, Trajectory, decode, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, governance, reward_event
@@ -136,7 +136,7 @@ def run(broker: LocalBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         audited.poll(2.0)  # anything emitted by mistake shows up now
         r = Run(cfg, worker, audited=trajectories(audited.values()))
         names = {k: cfg.topics.name(k) for k in ("steps_redacted", "trajectories_train", "deadletter")}
-        tail = TopicTail(cfg, *names.values(), *changelog_topics(cfg))
+        tail = TopicTail(cfg, *names.values(), *changelog_topics(cfg.topics, cfg.stages))
         tail.drain()
         tail.close()
         r.raw_outputs = {t: tail.keys(t) + tail.values(t) for t in tail.topics}

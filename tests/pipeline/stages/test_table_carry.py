@@ -8,9 +8,9 @@ from pathlib import Path
 import rocksdict
 from confluent_kafka import Consumer, TopicPartition
 
+from app.config import SluiceConfig
 from pipeline.stages.names import app_id
 from pipeline.stages.table_carry import OFFSET_KEY, carry_tables, newest_copies
-from sluice.config import SluiceConfig
 
 
 def _table_file(
@@ -18,7 +18,7 @@ def _table_file(
 ) -> Path:
     path = (
         cfg.path(cfg.stages.data_dir)
-        / app_id(cfg)
+        / app_id(cfg.topics, cfg.stages)
         / f"worker-{slot}"
         / "v1"
         / "tables"
@@ -35,7 +35,7 @@ def _table_file(
 
 def _changelog(cfg: SluiceConfig, table: str, partition: int) -> dict[bytes, bytes]:
     consumer = Consumer(cfg.broker.consumer_config("carry-check", **{"enable.partition.eof": True}))
-    topic = f"{app_id(cfg)}-{table}-changelog"
+    topic = f"{app_id(cfg.topics, cfg.stages)}-{table}-changelog"
     consumer.assign([TopicPartition(topic, partition, 0)])
     out: dict[bytes, bytes] = {}
     try:
@@ -57,10 +57,10 @@ def test_newest_copy_of_each_partition_is_carried_and_the_files_removed(config: 
     _table_file(cfg, 1, "join_state", 1, {b"acme~t1": b"new", b"acme~t3": b"pending"}, offset=9)
     _table_file(cfg, 0, "join_state", 0, {b"acme~t2": b"p0"}, offset=2)
     _table_file(cfg, 0, "join_steps", 0, {b"acme~t2\x1fe1": b"\x00step"}, offset=0)
-    best = newest_copies(cfg)
+    best = newest_copies(cfg.stages_settings())
     assert best[("join_state", 1)].offset == 9 and "worker-1" in str(best[("join_state", 1)].path)
 
-    carried = carry_tables(cfg)
+    carried = carry_tables(cfg.stages_settings())
     assert carried.records == {"placeholders": 0, "join_state": 3, "join_steps": 1, "erasure_rules": 0}
     assert carried.reemit == 0
     assert _changelog(cfg, "join_state", 1) == {b"acme~t1": b"new", b"acme~t3": b"pending"}
@@ -70,7 +70,7 @@ def test_newest_copy_of_each_partition_is_carried_and_the_files_removed(config: 
 
 
 def test_nothing_to_carry_is_a_no_op(config: SluiceConfig) -> None:
-    assert carry_tables(config).records == dict.fromkeys(
+    assert carry_tables(config.stages_settings()).records == dict.fromkeys(
         ("placeholders", "join_state", "join_steps", "erasure_rules"), 0
     )
 
@@ -102,7 +102,7 @@ def test_a_version_the_store_never_got_is_carried_to_be_emitted_again(config: Sl
         )
     store.con.close()
 
-    carried = carry_tables(cfg)
+    carried = carry_tables(cfg.stages_settings())
     assert carried.reemit == 1
     changelog = _changelog(cfg, "join_state", 0)
     assert changelog[b"acme~stored"] == stored

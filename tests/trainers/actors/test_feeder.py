@@ -6,7 +6,7 @@ import json
 
 from confluent_kafka import Producer
 
-from sluice.config import SluiceConfig
+from app.config import SluiceConfig
 from sluice.events import DeadLetter, Reward, RewardEvent, Trajectory, decode, encode
 from testing.toy_traffic import make_trajectories, produce
 from tests.kafka_helpers import read_topic
@@ -20,7 +20,7 @@ def version(t: Trajectory, v: int, reward: float) -> Trajectory:
 
 
 def feeder(cfg: SluiceConfig, **kw: object) -> TaskFeeder:
-    return TaskFeeder(cfg, build_tokenizer(), max_prompt_tokens=512, **kw)
+    return TaskFeeder(cfg.trainer_settings(), build_tokenizer(), max_prompt_tokens=512, **kw)
 
 
 def test_feeder_idempotent_dead_letters_and_resume(config: SluiceConfig) -> None:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sluice.config import parse_config
+from app.config import parse_config
 from testing.toy_traffic import make_trajectories
 from trainers.actors.learner import Learner
 from trainers.actors.rollout_worker import RolloutWorker
@@ -24,8 +24,8 @@ def setup(**trainer: object) -> tuple[Learner, RolloutWorker, list]:
         {"trainer": {"task": TASK, "group_size": 4, "tasks_per_step": 4, "max_new_tokens": 3, **trainer}}
     )
     sync = InProcessWeightSync()
-    learner = Learner(cfg, "sluice-tiny", sync, start_version=5)
-    worker = RolloutWorker(cfg, "hf", "sluice-tiny", sync)
+    learner = Learner(cfg.trainer_settings(), "sluice-tiny", sync, start_version=5)
+    worker = RolloutWorker(cfg.trainer_settings(), "hf", "sluice-tiny", sync)
     task = build_task(TaskConfig(**TASK))
     tasks = [
         build_training_task(t, task, build_tokenizer(), ["sluice-tiny*"], 512)

@@ -18,10 +18,10 @@ import openai
 import pytest
 import yaml
 
+from app.config import load_config
+from app.up import running_stack
 from pipeline.demo.summary import rows, wait_until
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.config import load_config
 from sluice.events import scoped_trajectory_id
 from tests.system.conftest import stack_config
 from trainers.live.policy_state import read_policy_state
@@ -124,7 +124,7 @@ def test_live_traffic_trains_the_policy_that_serves_it(tmp_path: Path) -> None:
         _call(proxy, nxt)
         _reward_and_end(http, proxy, nxt, 1.0)
 
-        client = connect_client(cfg, None)
+        client = connect_client(cfg.sink_settings(), None)
         try:
             # stored under the tenant-scoped id (``acme~live-...``)
             ids = ", ".join(f"'{scoped_trajectory_id(TENANT, t)}'" for t in [*first, nxt])

@@ -40,7 +40,7 @@ def serve_model(tmp: Path, model: str = "sluice-tiny", extra: dict[str, Any] | N
     cfg = tmp / "serve.yaml"
     cfg.write_text(yaml.safe_dump(data))
     log_path = tmp / "serve.log"
-    cmd = [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
+    cmd = [sys.executable, "-m", "app.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)

@@ -26,7 +26,7 @@ LAYER = "model.layers.0.mlp.up_proj.weight"
 
 def sluice(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SLUICE_LOG_LEVEL": "WARNING"}
-    cmd = [sys.executable, "-m", "sluice.cli", *args]
+    cmd = [sys.executable, "-m", "app.cli", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
 
 

@@ -25,7 +25,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cfg.write_text(yaml.safe_dump({"trainer": {"output_dir": str(tmp / "trainer")}}))
     port = free_port()
     log = (tmp / "serve.log").open("wb")
-    cmd = [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
+    cmd = [sys.executable, "-m", "app.cli", "serve-model", "--config", str(cfg), "--port", str(port)]
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
     )
@@ -195,7 +195,7 @@ def test_cli_rejects_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"trainer": {"serve": {"port": "nope"}}}))
     out = subprocess.run(
-        [sys.executable, "-m", "sluice.cli", "serve-model", "--config", str(bad)],
+        [sys.executable, "-m", "app.cli", "serve-model", "--config", str(bad)],
         capture_output=True,
         text=True,
     )
@@ -203,15 +203,17 @@ def test_cli_rejects_bad_config(tmp_path: Path) -> None:
 
 
 def test_weights_resolution_prefers_explicit_then_latest_checkpoint(tmp_path: Path) -> None:
-    from sluice.config import parse_config
+    from app.config import parse_config
     from trainers.checkpoint import TrainerState, save_checkpoint
     from trainers.serving.server import resolve_weights
     from trainers.tiny_model import build_tiny
 
     cfg = parse_config({"trainer": {"output_dir": "out"}}, base_dir=tmp_path)
-    assert resolve_weights(cfg, None) == "sluice-tiny"  # nothing trained yet: the seeded model
+    assert (
+        resolve_weights(cfg.trainer_settings(), None) == "sluice-tiny"
+    )  # nothing trained yet: the seeded model
     model, tok = build_tiny()
     save_checkpoint(tmp_path / "out", model, tok, TrainerState(step=3))
     newest = save_checkpoint(tmp_path / "out", model, tok, TrainerState(step=12))
-    assert resolve_weights(cfg, None) == str(newest)
-    assert resolve_weights(cfg, Path("elsewhere")) == str(tmp_path / "elsewhere")
+    assert resolve_weights(cfg.trainer_settings(), None) == str(newest)
+    assert resolve_weights(cfg.trainer_settings(), Path("elsewhere")) == str(tmp_path / "elsewhere")

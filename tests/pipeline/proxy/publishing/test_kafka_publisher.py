@@ -10,7 +10,8 @@ from pathlib import Path
 from infra.broker import LocalBroker, free_port
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.topics import create_topics
-from sluice.config import BrokerConfig, TopicsConfig
+from sluice.broker_config import BrokerConfig
+from sluice.topics_config import TopicsConfig
 from tests.kafka_helpers import read_topic
 
 

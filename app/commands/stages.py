@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from sluice.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 log = logging.getLogger("sluice.stages")
 
@@ -36,10 +36,10 @@ def stages_command(config_path: Path | None, worker_index: int | None, log_level
     from pipeline.stages.worker_slot import acquire_slot
     from sluice.heap import settle_heap
 
-    cfg = load_or_exit(config_path)
+    cfg = load_or_exit(config_path).stages_settings()
     ensure_stage_topics(cfg)
     # per app id: table files are named after the table only, so another app's must never be reused
-    slot = acquire_slot(cfg.path(cfg.stages.data_dir) / app_id(cfg), worker_index)
+    slot = acquire_slot(cfg.path(cfg.stages.data_dir) / app_id(cfg.topics, cfg.stages), worker_index)
     stages = StagesApp(cfg, slot.datadir)
     log.info(
         "stages config: app=%s slot=%d datadir=%s store=%s partitions=%d rewards=%s replay=%s policy=%s",

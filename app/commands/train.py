@@ -1,4 +1,4 @@
-"""Commands of the trainer package: `sluice train`, its policy-server operations, and `sluice serve-model`.
+"""The trainer's commands: `sluice train`, its policy-server operations, and `sluice serve-model`.
 
 sluice train --config infra/sluice.yaml [--resume] [--max-steps N]
 sluice train rollback VERSION      # every policy server serves that kept version
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sluice.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 if TYPE_CHECKING:
     from trainers.serving.policy_client import FleetResult
@@ -36,7 +36,7 @@ def train_command(ctx: click.Context, config_path: Path | None, resume: bool, ma
     from trainers.runner import run_training
 
     cfg = load_or_exit(config_path)  # a bad config fails here, before Ray starts
-    summary = run_training(cfg, resume=resume, max_steps=max_steps)
+    summary = run_training(cfg.trainer_settings(), resume=resume, max_steps=max_steps)
     click.echo(summary.model_dump_json())
 
 
@@ -110,4 +110,4 @@ def serve_model_command(
     from trainers.serving.server import serve
 
     cfg = load_or_exit(config_path)
-    serve(cfg, checkpoint=checkpoint, port=port, threads=threads)
+    serve(cfg.trainer_settings(), checkpoint=checkpoint, port=port, threads=threads)

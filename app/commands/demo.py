@@ -3,7 +3,7 @@ traffic through the proxy with the real ``openai`` SDK, waits until it has lande
 after emission, and prints a summary and a few example queries.
 
     sluice demo [--trajectories 24] [--keep-running] [--verbose]
-    sluice demo --learn [--minutes 20]     # the learning loop: pipeline/learn/demo.py
+    sluice demo --learn [--minutes 20]     # the learning loop: app/learn_demo.py
 
 By default the terminal shows one line per service as it starts, a live progress display (traffic sent,
 trajectories landed, versions, rewards) and the summary; the services' logs go to ``var/logs/``.
@@ -25,14 +25,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from app.config import SluiceConfig
+from app.options import config_option, load_or_exit
+from app.up import http_ok, running_stack
 from pipeline.demo.progress import DemoProgress
 from pipeline.demo.summary import EXAMPLE_QUERIES, landed, rows, summarise, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
 from pipeline.supervisor import shown_path
-from pipeline.up import http_ok, running_stack
 from sinks.clients import connect_client
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
 
 
 def drive(
@@ -46,7 +46,7 @@ def drive(
     ids = [sc.trajectory_id for sc in scenarios]
     report = RunReport()
     progress = (
-        DemoProgress(cfg, ids, sum(sc.turns for sc in scenarios), report, console)
+        DemoProgress(cfg.sink_settings(), ids, sum(sc.turns for sc in scenarios), report, console)
         if quiet
         else contextlib.nullcontext()
     )
@@ -63,7 +63,7 @@ def drive(
                 f"[bold]traffic sent[/]: {report.calls_ok} LLM calls ok, {len(report.calls_failed)} failed, "
                 f"{report.rewards_posted} early rewards; malformed requests answered {report.malformed}"
             )
-            client = connect_client(cfg, api_key=None)
+            client = connect_client(cfg.sink_settings(), api_key=None)
             try:
                 if shown is not None:
                     shown.phase = "waiting for the trajectories to land"
@@ -152,7 +152,7 @@ def demo_command(
 ) -> None:
     """Drive realistic agent traffic through Sluice and show what landed (--learn: and learn from it)."""
     if learn:
-        from pipeline.learn.demo import run_learn_demo
+        from app.learn_demo import run_learn_demo
 
         run_learn_demo(config_path, minutes, [t for t in tasks.split(",") if t], plot_path, timeout_s)
         return

@@ -14,11 +14,15 @@ import asyncio
 import contextlib
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from aiohttp import web
 
-from sluice.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
+
+if TYPE_CHECKING:
+    from app.status import Status
 
 
 @click.command("ui")
@@ -30,6 +34,12 @@ def ui_command(config_path: Path | None, host: str | None, port: int | None) -> 
     from pipeline.console.app import make_app
 
     cfg = load_or_exit(config_path)
+
+    def status(interval_s: float) -> Status:
+        from app.status import collect
+
+        return collect(cfg, interval_s)
+
     host = host or cfg.ui.host
     port = cfg.ui.port if port is None else port
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -37,7 +47,7 @@ def ui_command(config_path: Path | None, host: str | None, port: int | None) -> 
     sock.bind((host, port))
 
     async def serve() -> None:
-        runner = web.AppRunner(make_app(cfg), access_log=None)
+        runner = web.AppRunner(make_app(cfg.ui, cfg.sink_settings(), status), access_log=None)
         await runner.setup()
         await web.SockSite(runner, sock).start()
         click.echo(f"sluice ui ready on http://{host}:{sock.getsockname()[1]}", err=False)

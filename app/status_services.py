@@ -15,9 +15,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from app.config import SluiceConfig
 from pipeline.health import Backlog, ServiceHealth, State, consumer, probed, stage_worker
 from pipeline.stages.heartbeat import age_s, pid_alive, read_heartbeats
-from sluice.config import SluiceConfig
 
 
 def up_services(cfg: SluiceConfig) -> dict[str, dict]:
@@ -42,7 +42,7 @@ def answers(url: str) -> bool:
 def stage_app_dir(cfg: SluiceConfig) -> Path:
     from pipeline.stages.names import app_id
 
-    return cfg.path(cfg.stages.data_dir) / app_id(cfg)
+    return cfg.path(cfg.stages.data_dir) / app_id(cfg.topics, cfg.stages)
 
 
 def judge_services(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from sluice.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 
 @click.command("proxy")
@@ -24,4 +24,4 @@ def proxy_command(config_path: Path | None, host: str | None, port: int | None) 
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     if overrides:
         cfg = cfg.model_copy(update={"proxy": cfg.proxy.model_copy(update=overrides)})
-    run_proxy(cfg)
+    run_proxy(cfg.proxy_settings())

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import click
 
+from app.options import config_option, load_or_exit
 from sinks.exceptions import SinkError
-from sluice.cli import config_option, load_or_exit
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def sink_command(config_path: Path | None) -> None:
     """Consume the audited and dead-letter topics into DuckDB; serve queries while running."""
     from sinks.ingest import SinkRunner
 
-    cfg = load_or_exit(config_path)
+    cfg = load_or_exit(config_path).sink_settings()
     log.info("sink config: %s", cfg.sink.model_dump_json())
     try:
         runner = SinkRunner(cfg)
@@ -69,7 +69,7 @@ def query_command(sql: str, fmt: str, api_key: str | None, config_path: Path | N
     from sinks.clients import connect_client
     from sinks.query_output import write_result
 
-    cfg = load_or_exit(config_path)
+    cfg = load_or_exit(config_path).sink_settings()
     try:
         client = connect_client(cfg, api_key)
         table = client.query(sql).read_all()
@@ -115,7 +115,7 @@ def export_command(
     from sinks.export.exporter import export, manifest_path
     from sinks.principal import resolve_principal
 
-    cfg = load_or_exit(config_path)
+    cfg = load_or_exit(config_path).sink_settings()
     try:
         scope = resolve_principal(cfg, api_key or ensure_admin_key(cfg)).describe()
         client = connect_client(cfg, api_key)
@@ -158,7 +158,7 @@ def erase_command(
     if len(chosen) != 1:
         click.echo("error: give exactly one of --trajectory, --tenant, --subject", err=True)
         sys.exit(2)
-    cfg = load_or_exit(config_path)
+    cfg = load_or_exit(config_path).sink_settings()
     scope, target = chosen[0]
     try:
         req = ErasureRequest(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from sluice.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 
 @click.command("otel-export")

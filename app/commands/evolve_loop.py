@@ -1,4 +1,4 @@
-"""The loop's commands in the ``sluice evolve`` group (registered lazily by ``pipeline.evolve.cli``).
+"""The loop's commands in the ``sluice evolve`` group (registered lazily by ``app.commands.evolve``).
 
 sluice evolve run              # one pass: decide running canaries, gate pending proposals
 sluice evolve list             # every proposal and where it stands
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from sluice.cli import config_option, load_or_exit
+from app.options import config_option, load_or_exit
 
 
 @click.command("run")
@@ -27,7 +27,7 @@ def run_command(config_path: Path | None, as_json: bool) -> None:
     from pipeline.evolve.wiring import open_runner
 
     cfg = load_or_exit(config_path)
-    with open_runner(cfg, actor="operator") as runner:
+    with open_runner(cfg.evolve_settings(), actor="operator") as runner:
         report = runner.run_pass()
     if as_json:
         click.echo(report.model_dump_json())
@@ -66,7 +66,7 @@ def explain_command(config_path: Path | None, proposal_id: str, as_json: bool) -
     from sinks.clients import connect_client
 
     cfg = load_or_exit(config_path)
-    client = connect_client(cfg, None)
+    client = connect_client(cfg.sink_settings(), None)
     try:
         got = ledger_rows(client, proposal_id)
     finally:
@@ -89,7 +89,7 @@ def rollback_command(config_path: Path | None, proposal_id: str, reason: str) ->
     from pipeline.evolve.wiring import open_runner
 
     cfg = load_or_exit(config_path)
-    with open_runner(cfg, actor="operator") as runner:
+    with open_runner(cfg.evolve_settings(), actor="operator") as runner:
         try:
             after = runner.rollback(proposal_id, reason)
         except LookupError as err:
@@ -111,6 +111,6 @@ def serve_command(config_path: Path | None) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        serve(cfg, stop)
+        serve(cfg.evolve_settings(), stop)
     except KeyboardInterrupt:
         stop.set()

@@ -6,7 +6,7 @@ ledger (one ``LedgerEntry(kind="proposal")`` per proposal, acked by the broker).
     sluice evolve propose --record --model-base-url http://127.0.0.1:8000/v1 --model SmolLM2-135M-Instruct
 
 The loop's commands (``run``, ``list``, ``explain``, ``rollback``, ``serve``) live in
-``pipeline.evolve.loop_cli`` and join the group lazily through ``SUBCOMMANDS``.
+``app.commands.evolve_loop`` and join the group lazily through ``SUBCOMMANDS``.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any
 
 import click
 
-from sinks.cli import api_key_option
+from app.commands.sink import api_key_option
+from app.config import SluiceConfig
+from app.options import config_option, load_or_exit
 from sinks.exceptions import SinkError
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
 from sluice.evolution import FailureCluster, LedgerEntry, Proposal
 
 SUBCOMMANDS: dict[str, str] = {
-    name: f"pipeline.evolve.loop_cli:{name}_command"
+    name: f"app.commands.evolve_loop:{name}_command"
     for name in ("run", "list", "explain", "rollback", "serve")
 }
 
@@ -159,7 +159,7 @@ def propose_command(record: bool, fmt: str, show_sql: bool, show_dismissed: bool
     cfg = load_or_exit(config_path)
     pcfg = _with_model(propose_config(cfg), model_base_url, model, model_api_key)
     try:
-        client = connect_client(cfg, api_key)
+        client = connect_client(cfg.sink_settings(), api_key)
         try:
             diagnosis, rows = run_diagnosis(client, pcfg.diagnosis)
         finally:

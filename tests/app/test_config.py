@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sluice.cli import cli
-from sluice.config import DEFAULT_CONFIG, load_config
+from app.cli import cli
+from app.config import DEFAULT_CONFIG, load_config
 from sluice.errors import ConfigError
 
 
@@ -74,6 +74,6 @@ def test_deploy_configs_validate(monkeypatch: pytest.MonkeyPatch) -> None:
     docs = list(yaml.safe_load_all((root / "k8s" / "sluice.yaml").read_text()))
     config_map = next(d for d in docs if d["kind"] == "ConfigMap")
     embedded = yaml.safe_load(config_map["data"]["sluice.yaml"])
-    from sluice.config import parse_config
+    from app.config import parse_config
 
     assert parse_config(embedded).topics.partitions == 12

@@ -17,9 +17,9 @@ import time
 
 from confluent_kafka import KafkaException
 
+from app.config import SluiceConfig
+from app.status import group_offsets
 from pipeline.stages.names import app_id
-from pipeline.status import group_offsets
-from sluice.config import SluiceConfig
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 def drained_pairs(cfg: SluiceConfig) -> list[tuple[str, str]]:
     """(consumer group, topic) of every hop between the proxy and DuckDB."""
     t = cfg.topics
-    stages = app_id(cfg)
+    stages = app_id(cfg.topics, cfg.stages)
     return [
         (stages, t.name("steps_raw")),
         (stages, t.name("rewards_raw")),

@@ -1,4 +1,5 @@
-"""The ``sluice`` command. Each service's command lives beside its code and is imported only when used.
+"""The ``sluice`` command. Each subcommand (``app.commands``) loads the config and hands each component
+only its own sections; it is imported only when used.
 
 sluice --help
 """
@@ -14,25 +15,25 @@ from pathlib import Path
 
 import click
 
-from sluice.config import SluiceConfig, load_config
-from sluice.errors import ConfigError, SluiceError
+from app.options import config_option, load_or_exit
+from sluice.errors import SluiceError
 
 # command name -> "module:attribute" of a click command, loaded on first use (keeps `sluice --help` fast).
 LAZY_COMMANDS: dict[str, str] = {
-    "proxy": "pipeline.proxy.cli:proxy_command",
-    "stages": "pipeline.stages.cli:stages_command",
-    "sink": "sinks.cli:sink_command",
-    "query": "sinks.cli:query_command",
-    "export": "sinks.cli:export_command",
-    "erase": "sinks.cli:erase_command",
-    "train": "trainers.cli:train_command",
-    "serve-model": "trainers.cli:serve_model_command",
-    "up": "pipeline.up:up_command",
-    "demo": "pipeline.demo.cli:demo_command",
-    "status": "pipeline.status:status_command",
-    "otel-export": "pipeline.otel_export.cli:otel_export_command",
-    "ui": "pipeline.console.cli:ui_command",
-    "evolve": "pipeline.evolve.cli:evolve_group",
+    "proxy": "app.commands.proxy:proxy_command",
+    "stages": "app.commands.stages:stages_command",
+    "sink": "app.commands.sink:sink_command",
+    "query": "app.commands.sink:query_command",
+    "export": "app.commands.sink:export_command",
+    "erase": "app.commands.sink:erase_command",
+    "train": "app.commands.train:train_command",
+    "serve-model": "app.commands.train:serve_model_command",
+    "up": "app.up:up_command",
+    "demo": "app.commands.demo:demo_command",
+    "status": "app.status:status_command",
+    "otel-export": "app.commands.otel_export:otel_export_command",
+    "ui": "app.commands.ui:ui_command",
+    "evolve": "app.commands.evolve:evolve_group",
 }
 
 
@@ -45,25 +46,6 @@ class LazyGroup(click.Group):
             module, attr = LAZY_COMMANDS[name].split(":")
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
-
-
-config_option = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    envvar="SLUICE_CONFIG",
-    help="YAML config (default: the embedded infra/sluice.yaml).",
-)
-
-
-def load_or_exit(path: Path | None) -> SluiceConfig:
-    """Load the config or print every problem and exit 2."""
-    try:
-        return load_config(path)
-    except ConfigError as err:
-        click.echo(str(err), err=True)
-        sys.exit(2)
 
 
 def setup_logging(level: str = "INFO") -> None:

@@ -19,6 +19,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from app.config import DEFAULT_CONFIG, SluiceConfig
+from app.options import load_or_exit
+from app.up import running_stack
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
@@ -26,10 +29,7 @@ from pipeline.learn.checker import Checker
 from pipeline.learn.report import plot, points_sql, version_table_sql
 from pipeline.learn.settings import AGENT_MODEL, LearnSettings, learning_config
 from pipeline.learn.tasks import build_tasks
-from pipeline.up import running_stack
 from sinks.clients import connect_client
-from sluice.cli import load_or_exit
-from sluice.config import DEFAULT_CONFIG, SluiceConfig
 
 PREFIX = "learn-"
 
@@ -112,7 +112,7 @@ def run_learn_demo(
         checker = Checker(proxy, {t.name: t for t in tasks}, late_fraction=0.25, late_delay_s=20.0)
         arm = Arm(agent, checker, group_size=cfg.trainer.group_size, groups_in_flight=2, group_by="task")
         asyncio.run(drive(cfg, arm, minutes, console))
-        client = connect_client(cfg, None)
+        client = connect_client(cfg.sink_settings(), None)
         try:
             wait_until(
                 lambda: rows(client, f"SELECT count(*) AS n FROM trajectories WHERE rewarded AND "

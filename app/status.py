@@ -21,11 +21,11 @@ from pathlib import Path
 import click
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from app.config import SluiceConfig
+from app.options import config_option, load_or_exit
+from app.status_services import judge_services, stage_app_dir
 from pipeline.health import Backlog
 from pipeline.stages.heartbeat import pid_alive, read_heartbeats
-from pipeline.status_services import judge_services, stage_app_dir
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
 from trainers.serving.policy_view import PolicyView, policy_view, render_policy
 
 
@@ -101,8 +101,8 @@ def consumer_groups(cfg: SluiceConfig) -> list[tuple[str, str]]:
     from pipeline.stages.names import app_id as stages_group  # topic prefix + stages.app_id
 
     pairs = [
-        (stages_group(cfg), t.name("steps_raw")),
-        (stages_group(cfg), t.name("rewards_raw")),
+        (stages_group(cfg.topics, cfg.stages), t.name("steps_raw")),
+        (stages_group(cfg.topics, cfg.stages), t.name("rewards_raw")),
     ]
     if cfg.trainer.enabled:
         pairs.append((cfg.trainer.consumer_group, t.name("trajectories_train")))
@@ -159,7 +159,7 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
             status.proxy,
         ).items()
     }
-    status.policy = policy_view(cfg)
+    status.policy = policy_view(cfg.trainer_settings())
     return status
 
 
@@ -167,7 +167,7 @@ def stage_backlog(cfg: SluiceConfig, groups: list[GroupLag]) -> Backlog | None:
     """The stage group's backlog over its input topics (None when the broker could not be read)."""
     from pipeline.stages.names import app_id
 
-    mine = [g for g in groups if g.group == app_id(cfg)]
+    mine = [g for g in groups if g.group == app_id(cfg.topics, cfg.stages)]
     if not mine:
         return None
     rates = [g.rate_per_s for g in mine]

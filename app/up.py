@@ -20,11 +20,19 @@ from typing import TextIO
 
 import click
 
+from app.config import SluiceConfig
+from app.options import config_option, load_or_exit
 from infra.broker import port_open
 from pipeline.control_journal import ControlJournal
+from pipeline.stages.names import app_id
 from pipeline.supervisor import ServiceSpec, Supervisor, SupervisorError, shown_path, sluice_argv
-from sluice.cli import config_option, load_or_exit
-from sluice.config import SluiceConfig
+
+
+def control_journal(cfg: SluiceConfig) -> ControlJournal:
+    """The journal of the embedded broker's control topics, in ``up.journal_dir``."""
+    return ControlJournal(
+        cfg.broker, cfg.topics, cfg.path(cfg.up.journal_dir), app_id(cfg.topics, cfg.stages)
+    )
 
 
 def http_ok(url: str) -> Callable[[], bool]:
@@ -56,7 +64,7 @@ def prepare_new_broker(cfg: SluiceConfig, say: Callable[[str], None], journal: C
     if any(restored.values()):
         say("replayed the control journal: " + ", ".join(f"{n} {t}" for t, n in restored.items() if n))
     journal.start()
-    carried = carry_tables(cfg)
+    carried = carry_tables(cfg.stages_settings())
     if any(carried.records.values()):
         say(
             "carried pending stage state into the broker: "
@@ -99,7 +107,7 @@ def service_specs(
                 ready_probe=lambda: port_open("127.0.0.1", cfg.broker.port),
                 ready_timeout_s=30,
                 endpoint=cfg.broker.bootstrap_servers,
-                after_restart=after_broker_restart(cfg, say, journal or ControlJournal(cfg)),
+                after_restart=after_broker_restart(cfg, say, journal or control_journal(cfg)),
                 dependents=BROKER_DEPENDENTS,
             )
         )
@@ -163,7 +171,7 @@ def stop_draining(sup: Supervisor, cfg: SluiceConfig) -> None:
     """Stop the stack without leaving records in the embedded broker: the proxy first (it hands its
     write-ahead log to the broker), then wait until the stages and the sink consumed everything, then the
     rest in reverse start order. A real cluster keeps its topics: everything stops at once."""
-    from pipeline.drain import drain
+    from app.drain import drain
 
     if cfg.broker.embedded and cfg.up.drain_timeout_s > 0 and "proxy" in sup.names():
         alive = set(sup.names()) - set(sup.dead())
@@ -200,7 +208,7 @@ def running_stack(
         log_dir=log_path.parent,
         echo=verbose,
     )
-    journal = ControlJournal(cfg)
+    journal = control_journal(cfg)
     specs = service_specs(cfg, config_path, with_trainer, with_evolve, say=sup.say, journal=journal)
     if cfg.broker.embedded and port_open("127.0.0.1", cfg.broker.port):
         raise SupervisorError(

@@ -1,0 +1,27 @@
+"""What the control plane's loop reads: ``EvolveSettings``, built by the composing config.
+
+Besides its own ``evolve:`` section, the loop reads the broker and topic sections (the ledger and the
+overlay assignments are topics), the proxy section (evaluation calls go through the proxy) and the sink's
+settings (the store client it reads evidence with).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from pipeline.evolve.loop_config import EvolveConfig
+from pipeline.proxy.config import ProxyConfig
+from sinks.settings import SinkSettings
+from sluice.broker_config import BrokerConfig
+from sluice.frozen import Frozen
+from sluice.topics_config import TopicsConfig
+
+
+class EvolveSettings(Frozen):
+    """The sections the control plane's loop reads."""
+
+    evolve: EvolveConfig = Field(default_factory=EvolveConfig)
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    topics: TopicsConfig = Field(default_factory=TopicsConfig)
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    store: SinkSettings = Field(default_factory=SinkSettings)

@@ -1,0 +1,44 @@
+"""What the sink, its query server and its clients read: ``SinkSettings``, built by the composing config.
+
+Besides its own ``sink:`` section, the sink reads the broker and topic sections (it consumes the audited
+and dead-letter topics and publishes erasures), the tenants' API keys (who may query what), the headers
+to scrub, the replay grade a training row needs, and, for the erasure receipt, how long the stages remember
+erased ids and where the trainer writes checkpoints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+
+from sinks.config import SinkConfig
+from sluice.broker_config import BrokerConfig
+from sluice.frozen import Frozen
+from sluice.topics_config import TopicsConfig
+
+
+class TenantKey(Frozen):
+    """An agent-facing API key and the tenant it stands for."""
+
+    key: SecretStr
+    tenant: str
+
+
+class SinkSettings(Frozen):
+    """The sections the sink reads, and the few values it takes from other components' sections."""
+
+    sink: SinkConfig = Field(default_factory=SinkConfig)
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    topics: TopicsConfig = Field(default_factory=TopicsConfig)
+    base_dir: Path = Field(Path("."), description="Relative paths resolve against it.")
+    tenant_keys: tuple[TenantKey, ...] = ()
+    sensitive_headers: tuple[str, ...] = ()
+    min_train_grade: str = "approximate"
+    keep_erased_s: float = 0.0
+    checkpoints_dir: Path = Path("var/trainer/checkpoints")
+
+    def path(self, p: Path | str) -> Path:
+        """Resolve a config-relative path."""
+        p = Path(p)
+        return p if p.is_absolute() else self.base_dir / p
