@@ -139,7 +139,6 @@ class SluiceConfig(Frozen):
             base_dir=self.base_dir,
             tenant_keys=tuple(TenantKey(key=k.key, tenant=k.tenant) for k in self.proxy.api_keys),
             sensitive_headers=tuple(self.proxy.sensitive_headers),
-            min_train_grade=self.replay.min_train_grade,
             keep_erased_s=self.rewards.keep_erased_s,
             checkpoints_dir=self.trainer.output_dir / "checkpoints",
         )

@@ -34,7 +34,6 @@ class SinkSettings(Frozen):
     base_dir: Path = Field(Path("."), description="Relative paths resolve against it.")
     tenant_keys: tuple[TenantKey, ...] = ()
     sensitive_headers: tuple[str, ...] = ()
-    min_train_grade: str = "approximate"
     keep_erased_s: float = 0.0
     checkpoints_dir: Path = Path("var/trainer/checkpoints")
 
