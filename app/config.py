@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
@@ -34,9 +34,12 @@ from sinks.settings import SinkSettings, TenantKey
 from sluice.broker_config import BrokerConfig
 from sluice.errors import ConfigError, validation_problems
 from sluice.frozen import Frozen
+from sluice.settings import Settings
 from sluice.topics_config import TopicsConfig
 from trainers.config import TrainerConfig
 from trainers.settings import TrainerSettings
+
+S = TypeVar("S", bound=Settings)
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "sluice.yaml"
 
@@ -90,53 +93,32 @@ class SluiceConfig(Frozen):
         p = Path(p)
         return p if p.is_absolute() else self.base_dir / p
 
+    def settings(self, bundle: type[S], **extras: Any) -> S:
+        """A component's settings bundle: each of its fields named like a section here takes that section;
+        ``extras`` give the rest (values the component takes from other components' sections)."""
+        own = {name: getattr(self, name) for name in bundle.model_fields if name in type(self).model_fields}
+        return bundle(**{**own, **extras})
+
     def trainer_settings(self) -> TrainerSettings:
         """What the trainer and the model server read."""
-        return TrainerSettings(
-            trainer=self.trainer, broker=self.broker, topics=self.topics, base_dir=self.base_dir
-        )
+        return self.settings(TrainerSettings)
 
     def proxy_settings(self) -> ProxySettings:
         """What the proxy reads."""
-        return ProxySettings(
-            proxy=self.proxy,
-            broker=self.broker,
-            topics=self.topics,
-            stages_group=app_id(self.topics, self.stages),
-            base_dir=self.base_dir,
-        )
+        return self.settings(ProxySettings, stages_group=app_id(self.topics, self.stages))
 
     def stages_settings(self) -> StagesSettings:
         """What the stage worker reads."""
-        return StagesSettings(
-            stages=self.stages,
-            broker=self.broker,
-            topics=self.topics,
-            redaction=self.redaction,
-            eligibility=self.eligibility,
-            rewards=self.rewards,
-            replay=self.replay,
-            sink_database=self.sink.database,
-            base_dir=self.base_dir,
-        )
+        return self.settings(StagesSettings, sink_database=self.sink.database)
 
     def evolve_settings(self) -> EvolveSettings:
         """What the control plane's loop reads."""
-        return EvolveSettings(
-            evolve=self.evolve,
-            broker=self.broker,
-            topics=self.topics,
-            proxy=self.proxy,
-            store=self.sink_settings(),
-        )
+        return self.settings(EvolveSettings, store=self.sink_settings())
 
     def sink_settings(self) -> SinkSettings:
         """What the sink, its query server and its clients read."""
-        return SinkSettings(
-            sink=self.sink,
-            broker=self.broker,
-            topics=self.topics,
-            base_dir=self.base_dir,
+        return self.settings(
+            SinkSettings,
             tenant_keys=tuple(TenantKey(key=k.key, tenant=k.tenant) for k in self.proxy.api_keys),
             sensitive_headers=tuple(self.proxy.sensitive_headers),
             keep_erased_s=self.rewards.keep_erased_s,

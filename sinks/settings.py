@@ -13,9 +13,8 @@ from pathlib import Path
 from pydantic import Field, SecretStr
 
 from sinks.config import SinkConfig
-from sluice.broker_config import BrokerConfig
 from sluice.frozen import Frozen
-from sluice.topics_config import TopicsConfig
+from sluice.settings import Settings
 
 
 class TenantKey(Frozen):
@@ -25,19 +24,11 @@ class TenantKey(Frozen):
     tenant: str
 
 
-class SinkSettings(Frozen):
+class SinkSettings(Settings):
     """The sections the sink reads, and the few values it takes from other components' sections."""
 
     sink: SinkConfig = Field(default_factory=SinkConfig)
-    broker: BrokerConfig = Field(default_factory=BrokerConfig)
-    topics: TopicsConfig = Field(default_factory=TopicsConfig)
-    base_dir: Path = Field(Path("."), description="Relative paths resolve against it.")
     tenant_keys: tuple[TenantKey, ...] = ()
     sensitive_headers: tuple[str, ...] = ()
     keep_erased_s: float = 0.0
     checkpoints_dir: Path = Path("var/trainer/checkpoints")
-
-    def path(self, p: Path | str) -> Path:
-        """Resolve a config-relative path."""
-        p = Path(p)
-        return p if p.is_absolute() else self.base_dir / p

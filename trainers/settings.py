@@ -6,25 +6,13 @@ training topic, publishes dead letters and policy events) and the folder relativ
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field
 
-from sluice.broker_config import BrokerConfig
-from sluice.frozen import Frozen
-from sluice.topics_config import TopicsConfig
+from sluice.settings import Settings
 from trainers.config import TrainerConfig
 
 
-class TrainerSettings(Frozen):
+class TrainerSettings(Settings):
     """The sections the trainer reads."""
 
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
-    broker: BrokerConfig = Field(default_factory=BrokerConfig)
-    topics: TopicsConfig = Field(default_factory=TopicsConfig)
-    base_dir: Path = Field(Path("."), description="Relative paths resolve against it.")
-
-    def path(self, p: Path | str) -> Path:
-        """Resolve a config-relative path."""
-        p = Path(p)
-        return p if p.is_absolute() else self.base_dir / p

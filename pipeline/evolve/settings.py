@@ -12,16 +12,12 @@ from pydantic import Field
 from pipeline.evolve.loop_config import EvolveConfig
 from pipeline.proxy.config import ProxyConfig
 from sinks.settings import SinkSettings
-from sluice.broker_config import BrokerConfig
-from sluice.frozen import Frozen
-from sluice.topics_config import TopicsConfig
+from sluice.settings import Settings
 
 
-class EvolveSettings(Frozen):
+class EvolveSettings(Settings):
     """The sections the control plane's loop reads."""
 
     evolve: EvolveConfig = Field(default_factory=EvolveConfig)
-    broker: BrokerConfig = Field(default_factory=BrokerConfig)
-    topics: TopicsConfig = Field(default_factory=TopicsConfig)
     proxy: ProxyConfig = Field(default_factory=ProxyConfig)
     store: SinkSettings = Field(default_factory=SinkSettings)

@@ -8,26 +8,14 @@ against.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import Field
 
 from pipeline.proxy.config import ProxyConfig
-from sluice.broker_config import BrokerConfig
-from sluice.frozen import Frozen
-from sluice.topics_config import TopicsConfig
+from sluice.settings import Settings
 
 
-class ProxySettings(Frozen):
+class ProxySettings(Settings):
     """The sections the proxy reads."""
 
     proxy: ProxyConfig = Field(default_factory=ProxyConfig)
-    broker: BrokerConfig = Field(default_factory=BrokerConfig)
-    topics: TopicsConfig = Field(default_factory=TopicsConfig)
     stages_group: str = Field("sluice.sluice-stages", description="The stage workers' consumer group.")
-    base_dir: Path = Field(Path("."), description="Relative paths resolve against it.")
-
-    def path(self, p: Path | str) -> Path:
-        """Resolve a config-relative path."""
-        p = Path(p)
-        return p if p.is_absolute() else self.base_dir / p
