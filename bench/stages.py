@@ -153,9 +153,11 @@ def run_endtoend(cfg: SluiceConfig, tmp: Path, events: list, expect_topic: str, 
 
 
 def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
+    from pydantic_core import from_json
+
     from governance.redaction import Redactor
     from governance.reward_join import apply_end, apply_reward, apply_step, build_emission, plan_emission
-    from sluice.events import StepEvent, decode
+    from sluice.events import StepEvent
 
     redactor = Redactor.from_config(cfg.redaction)
     placeholders: dict = {}
@@ -164,8 +166,7 @@ def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
     t0 = time.perf_counter()
     now = time.time()
     for _, tid, value in events:
-        event = decode(value)
-        red, placeholders[tid] = redactor.redact_event(event, placeholders.get(tid))  # type: ignore[type-var]
+        red, placeholders[tid] = redactor.redact_data(from_json(value), placeholders.get(tid))
         if isinstance(red, StepEvent):
             tr = apply_step(states.get(tid), red, now, cfg.rewards, cfg.eligibility)
             steps[(tid, red.event_id)] = red

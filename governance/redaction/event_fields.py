@@ -1,4 +1,7 @@
-"""Which fields of each event carry text, and how each is walked (on the event's ``model_dump()``).
+"""Which fields of each event carry text, and how each is walked, in place, on the event's JSON object.
+
+The walk runs on the object as decoded from the wire (fields left at their default may be absent) or
+on a ``model_dump()``; the model validates the result once, after the walk.
 
 Every text a step carries: observation messages (string content and content parts, tool-call
 arguments, participant names, unknown extra fields such as ``reasoning_content``), tool definitions,
@@ -36,17 +39,23 @@ def walk_message(p: RedactionPass, m: dict[str, Any]) -> None:
         m[k] = p.value(m[k], [k])
 
 
+def _items(d: dict[str, Any], key: str) -> list[Any]:
+    """A list field of a wire object: absent or null reads as empty (its default)."""
+    return d.get(key) or []
+
+
 def walk_step(p: RedactionPass, d: dict[str, Any]) -> None:
-    obs = d["observation"]
+    obs = d.get("observation") or {}
+    action = d.get("action") or {}
     before = p.total_redacted
-    for m in obs["messages"]:
+    for m in _items(obs, "messages"):
         walk_message(p, m)
     if obs.get("tools") is not None:
         obs["tools"] = p.value(obs["tools"], ["tools"])
     if isinstance(obs.get("prompt_text"), str):
         obs["prompt_text"] = p.payload(obs["prompt_text"])
-    if p.total_redacted != before:
-        d["action"]["prompt_token_ids"] = None
+    if p.total_redacted != before and "prompt_token_ids" in action:
+        action["prompt_token_ids"] = None
 
     hidden = d.get("hidden_state")
     if isinstance(hidden, str):
@@ -54,14 +63,14 @@ def walk_step(p: RedactionPass, d: dict[str, Any]) -> None:
     elif hidden is not None:
         d["hidden_state"] = p.value(hidden, ["hidden_state"])
 
-    for choice in d["action"]["choices"]:
+    for choice in _items(action, "choices"):
         before = p.total_redacted
         walk_message(p, choice["message"])
-        if p.total_redacted != before:
+        if p.total_redacted != before and "token_ids" in choice:
             choice["token_ids"] = None
 
-    result = d["action_result"]
-    for tr in result["tool_results"]:
+    result = d.get("action_result") or {}
+    for tr in _items(result, "tool_results"):
         content = tr.get("content")
         ctx = [tr["tool_name"]] if tr.get("tool_name") else None
         if isinstance(content, str):
@@ -70,10 +79,10 @@ def walk_step(p: RedactionPass, d: dict[str, Any]) -> None:
             tr["content"] = p.parts(content)
     if isinstance(result.get("error"), str):
         result["error"] = p.payload(result["error"], ["error"])
-    for fb in result["feedback"]:
+    for fb in _items(result, "feedback"):
         if isinstance(fb.get("detail"), str):
             fb["detail"] = p.text(fb["detail"], ["feedback"])
-    for reward in d["rewards"]:
+    for reward in _items(d, "rewards"):
         walk_reward(p, reward)
 
 
@@ -89,8 +98,8 @@ def walk_end(p: RedactionPass, d: dict[str, Any]) -> None:
 
 def walk_trajectory(p: RedactionPass, d: dict[str, Any]) -> None:
     """All steps and rewards; the trajectory carries the one report, each step is marked redacted."""
-    for step in d["steps"]:
+    for step in _items(d, "steps"):
         walk_step(p, step)
-        step["governance"]["redaction"] = "redacted"
-    for reward in d["rewards"]:
+        step.setdefault("governance", {})["redaction"] = "redacted"
+    for reward in _items(d, "rewards"):
         walk_reward(p, reward)

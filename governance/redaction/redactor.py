@@ -1,12 +1,15 @@
-"""The redaction stage's decision: ``Redactor.redact_event(event, state) -> (new_event, new_state)``.
+"""The redaction stage's decision: ``Redactor.redact_data(data, state) -> (new_event, new_state)``.
 
 Pure logic (no Faust, no Kafka): the redact stage's Faust agent keeps one ``Redactor`` per process
-and the ``PlaceholderState`` of each trajectory in a table. Engines are built once in ``from_config``;
-every call returns a new event and a new state and leaves its inputs untouched.
+and the ``PlaceholderState`` of each trajectory in a table. Engines are built once in ``from_config``.
+``redact_data`` takes an event's JSON object as decoded from the wire, walks it once in place and
+validates the result once into its model; ``redact_event`` does the same for an event already built
+(on its dump) and leaves it untouched. The input state is never changed: the new one is returned.
 
     from governance.redaction import Redactor, PlaceholderState
     redactor = Redactor.from_config(cfg.redaction)
-    new_event, new_state = redactor.redact_event(event, state)      # state None = new trajectory
+    new_event, new_state = redactor.redact_data(json.loads(raw), state)   # state None = new trajectory
+    new_event, new_state = redactor.redact_event(event, state)
     text, state, counts = redactor.redact_text("mail bob@example.com", state)
     withheld = redactor.withhold(event, "timeout")                   # fail closed: no text at all
 """
@@ -18,6 +21,8 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from governance.config import RedactionConfig
 from governance.redaction.engine_provider import Engines, build_engines
@@ -34,11 +39,12 @@ from sluice.events import RedactionReport, RewardEvent, StepEvent, Trajectory, T
 log = logging.getLogger(__name__)
 E = TypeVar("E", StepEvent, TrajectoryEndEvent, RewardEvent, Trajectory)
 
-_WALKERS: dict[type, Callable[[RedactionPass, dict[str, Any]], None]] = {
-    StepEvent: walk_step,
-    TrajectoryEndEvent: walk_end,
-    Trajectory: walk_trajectory,
+_WALKERS: dict[str, tuple[type[BaseModel], Callable[[RedactionPass, dict[str, Any]], None]]] = {
+    "step": (StepEvent, walk_step),
+    "end": (TrajectoryEndEvent, walk_end),
+    "trajectory": (Trajectory, walk_trajectory),
 }
+REDACTABLE_EVENT_TYPES = frozenset({*_WALKERS, "reward"})
 
 
 def config_fingerprint(cfg: RedactionConfig) -> str:
@@ -99,21 +105,36 @@ class Redactor:
         """Like ``redact_text`` but a JSON text is walked value by value with keys as context."""
         return self._redact_one(text, state, context, walk_json=True)
 
+    def redact_data(
+        self, data: dict[str, Any], state: PlaceholderState | None = None
+    ) -> tuple[StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory, PlaceholderState]:
+        """The event of ``data`` (a decoded wire object, changed in place) with every text redacted and
+        its redaction report, validated once; and the new state.
+
+        Raises ``RedactionError`` for an ``event_type`` that carries no redactable text and
+        ``pydantic.ValidationError`` when the redacted object is not a valid event. Any other error
+        comes from the walk: a redaction failure, or a malformed object the walk could not follow
+        (validating the original object tells the two apart)."""
+        event_type = data.get("event_type")
+        p = self._pass(state)
+        if event_type == "reward":
+            walk_reward(p, data.get("reward") or {})
+            return RewardEvent.model_validate(data), p.ctx.state
+        if event_type not in _WALKERS:
+            raise RedactionError(f"cannot redact an event of type {event_type!r}")
+        model, walker = _WALKERS[event_type]
+        walker(p, data)
+        governance = data.setdefault("governance", {})
+        governance["redaction"] = "redacted"
+        governance["redaction_report"] = self.report(p).model_dump()
+        return model.model_validate(data), p.ctx.state  # type: ignore[return-value]
+
     def redact_event(self, event: E, state: PlaceholderState | None = None) -> tuple[E, PlaceholderState]:
         """A new event with every text redacted (and its redaction report), and the new state."""
-        p = self._pass(state)
-        if isinstance(event, RewardEvent):
-            data = event.model_dump()
-            walk_reward(p, data["reward"])
-            return RewardEvent.model_validate(data), p.ctx.state
-        walker = _WALKERS.get(type(event))
-        if walker is None:
+        if getattr(event, "event_type", None) not in REDACTABLE_EVENT_TYPES:
             raise RedactionError(f"cannot redact a {type(event).__name__}")
-        data = event.model_dump()
-        walker(p, data)
-        data["governance"]["redaction"] = "redacted"
-        data["governance"]["redaction_report"] = self.report(p).model_dump()
-        return type(event).model_validate(data), p.ctx.state
+        redacted, new_state = self.redact_data(event.model_dump(), state)
+        return redacted, new_state  # type: ignore[return-value]
 
     def withhold(self, event: E, failure: str) -> E:
         """Fail closed: the event with every text replaced by the drop marker and ``failure`` in its report.
@@ -126,10 +147,9 @@ class Redactor:
         if isinstance(event, RewardEvent):
             walk_reward(p, data["reward"])
             return RewardEvent.model_validate(data)
-        walker = _WALKERS.get(type(event))
-        if walker is None:
+        if event.event_type not in _WALKERS:
             raise RedactionError(f"cannot withhold a {type(event).__name__}")
-        walker(p, data)
+        _WALKERS[event.event_type][1](p, data)
         data["governance"]["redaction"] = "redacted"
         data["governance"]["redaction_report"] = RedactionReport(
             recognizer_version=self.recognizer_version, config_version=self.config_version, failure=failure

@@ -1,13 +1,13 @@
 """The redact stage adapter: raw steps, ends and rewards in; redacted events out on steps.redacted.
 
-Thin: decode and check (``codec``), fetch the trajectory's placeholder state from its table, call
-``Redactor.redact_event``, send the result to the same partition number of the redacted topic, store
-the new state. Reward events (critiques are text) are redacted here too and travel on the redacted topic
+Thin: decode the record's JSON object once and check its envelope (``codec``), fetch the trajectory's
+placeholder state from its table, call ``Redactor.redact_data`` (one walk, one validation), send the
+result to the same partition number of the redacted topic, store the new state. Reward events (critiques are text) are redacted here too and travel on the redacted topic
 with the steps, so the join only ever sees redacted text. Anything that fails goes to the dead-letter
 topic and the stage keeps going.
 
-Events of erased data (``ErasureGuard``) are dropped before redaction and counted, never forwarded nor
-dead-lettered; an event whose trajectory id names another tenant than its own is dead-lettered
+Events of erased data (``ErasureGuard``) are dropped before they are sent and counted, never forwarded
+nor dead-lettered; an event whose trajectory id names another tenant than its own is dead-lettered
 (``TenantMismatch``), so one tenant can never write into another's trajectory.
 
 Fail closed: when a decodable event's redaction raises or passes ``redaction.step_timeout_s``, the
@@ -28,7 +28,7 @@ from typing import Any
 
 from governance.redaction import Redactor
 from governance.redaction.exceptions import RedactionTimeout
-from pipeline.stages.codec import check_key, check_owner, decode_event
+from pipeline.stages.codec import check_key, check_owner, decode_event, wire_object
 from pipeline.stages.counters import StageCounters
 from pipeline.stages.deadletter import DeadLetterSender
 from pipeline.stages.erasure_guard import ErasureGuard
@@ -38,6 +38,8 @@ from pipeline.stages.storage import Table, load_placeholders, store_placeholders
 from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
 
 STAGE = "redact"
+INPUT_MODELS = (StepEvent, TrajectoryEndEvent, RewardEvent)
+INPUT_TYPES = frozenset({"step", "end", "reward"})
 log = logging.getLogger("sluice.stages")
 
 
@@ -82,24 +84,32 @@ class RedactStage:
     ) -> None:
         self.counters.inc("redact_in")
         async with self.dead_letters.catching(topic, partition, offset, key, value):
-            event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
-            check_key(key, event.trajectory_id)
-            check_owner(event.trajectory_id, event.tenant)
-            if self.guard.covers(event):
-                self.counters.inc("erased_dropped")
-                return
-            tid = event.trajectory_id
-            state = load_placeholders(self.placeholders, event.tenant, tid)
+            data = wire_object(value, INPUT_TYPES)
+            if data is None:  # not a well-formed envelope: decoding names the fault (or it decodes)
+                data = decode_event(value, INPUT_MODELS).model_dump()
+            tid, tenant = data["trajectory_id"], data["tenant"]
+            check_key(key, tid)
+            check_owner(tid, tenant)
+            state = load_placeholders(self.placeholders, tenant, tid)
             try:
-                redacted, new_state = self.redactor.redact_event(event, state)
-            except Exception as exc:  # fail closed: publish the event withheld, dead-letter the raw record
+                redacted, new_state = self.redactor.redact_data(data, state)
+            except Exception as exc:  # a malformed record is rejected; a failed redaction fails closed
+                event = decode_event(value, INPUT_MODELS)
+                if self.guard.covers(event):
+                    self.counters.inc("erased_dropped")
+                    return
                 await self._withhold(event, exc, topic, partition, offset, key, value)
                 return
+            if not isinstance(redacted, INPUT_MODELS):
+                raise RejectedEvent(f"unexpected event type {type(redacted).__name__}", "WrongEventType")
             if not isinstance(redacted, RewardEvent) and redacted.governance.redaction != "redacted":
                 raise RejectedEvent("redactor returned an event not marked redacted", "RedactionIncomplete")
+            if self.guard.covers(redacted):
+                self.counters.inc("erased_dropped")
+                return
             await send(self.redacted_topic, key=tid.encode(), value=encode(redacted), partition=partition)
-            if self.guard.covers(event):  # erased while this record was being sent: keep nothing
+            if self.guard.covers(redacted):  # erased while this record was being sent: keep nothing
                 return
             if state is not None or new_state.size:
-                store_placeholders(self.placeholders, event.tenant, tid, new_state)
+                store_placeholders(self.placeholders, tenant, tid, new_state)
             self.counters.inc("redacted")
