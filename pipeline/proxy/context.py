@@ -63,7 +63,7 @@ def resolve_trajectory_id(state: Any, caller: Caller, value: str, where: str) ->
         value = scoped_trajectory_id(caller.tenant, value)
     elif owner != caller.tenant:
         raise ApiError(404, f"no trajectory {value[:80]!r} for this API key", code="trajectory_not_found")
-    if state.linker.is_erased(value):
+    if state.recorder.is_erased(value):
         raise ApiError(410, f"trajectory {value[:80]!r} was erased", code="trajectory_erased")
     return value
 

@@ -1,6 +1,8 @@
 """The step lifecycle: ``begin`` places a call in its trajectory, ``finish`` records and publishes it.
 
-One ``StepRecorder`` lives on the proxy state and owns the history linker and the publisher. ``begin``
+One ``StepRecorder`` lives on the proxy state and is the only code that drives the history linker and
+the only publisher of what agents record (steps, ends, rewards); the rest of the proxy asks it
+(``extendable``, ``is_erased``, ``end``, ``forget``, ``snapshot``/``restore``). ``begin``
 links the call to its trajectory, assigns its step index and computes the observation delta, returning
 the ``OpenStep``; the surface then runs the backend call, which returns a ``CallOutcome`` and never
 publishes; ``finish`` remembers the history for linking (and the token prefix) and hands the step to the
@@ -38,7 +40,14 @@ from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.step_event import OpenStep, build_step_event
 from sluice.errors import validation_summary
-from sluice.events import TASK_ID_METADATA_KEY, DeadLetter, encode
+from sluice.events import (
+    TASK_ID_METADATA_KEY,
+    DeadLetter,
+    ErasureEvent,
+    RewardEvent,
+    TrajectoryEndEvent,
+    encode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +109,7 @@ class StepRecorder:
         publishing: bool,
         on_journal_full: Callable[[], None],
     ) -> None:
-        self.linker = linker
+        self._linker = linker
         self.publisher = publisher
         self.topics = topics
         self.metrics = metrics
@@ -131,7 +140,7 @@ class StepRecorder:
         chain = link_chain(messages) if messages is not None else None
         tools = request.get("tools") or None if messages is not None else None
         tools_fp = fingerprint(tools) if tools else None
-        plan = self.linker.begin(
+        plan = self._linker.begin(
             ctx.caller.tenant,
             chain if chain is not None else [b""],
             time.monotonic(),
@@ -159,7 +168,7 @@ class StepRecorder:
                     event_message(m, f"messages[{i}]") for i, m in enumerate(messages[start:], start)
                 ]
             except ApiError:
-                self.linker.abandon(plan)
+                self._linker.abandon(plan)
                 raise
             step.tools = tools if plan.tools_changed else None
             step.tools_fp = tools_fp
@@ -180,7 +189,7 @@ class StepRecorder:
         if ids is not None:
             try:
                 first = outcome.choices[0].token_ids if outcome.choices else None
-                step.prompt_prefix_len = self.linker.token_prefix(step.plan, ids, first)
+                step.prompt_prefix_len = self._linker.token_prefix(step.plan, ids, first)
             except (TypeError, OverflowError):
                 step.prompt_prefix_len = 0
         collected = _collected.get()
@@ -206,7 +215,7 @@ class StepRecorder:
             links = [link_extend(chain[-1], m) for m in messages]
         except (ApiError, TypeError):
             reply, links = None, []  # the event build will dead-letter it with the reason
-        self.linker.complete(step.plan, chain, step.delta, links, reply, time.monotonic())
+        self._linker.complete(step.plan, chain, step.delta, links, reply, time.monotonic())
 
     def publish_collected(self, steps: list[OpenStep]) -> None:
         """Build and publish the collected steps, in the order they finished."""
@@ -215,9 +224,9 @@ class StepRecorder:
 
     def _after_response(self, step: OpenStep) -> None:
         plan = step.plan
-        self.linker.settle(plan)  # exact prefix hashes, so the linker keeps no message text
+        self._linker.settle(plan)  # exact prefix hashes, so the linker keeps no message text
         # before the response: the next step index and the delta boundaries the step left behind
-        boundaries, tools_fp = self.linker.journal_fields(plan.tenant, plan.trajectory_id)
+        boundaries, tools_fp = self._linker.journal_fields(plan.tenant, plan.trajectory_id)
         self.journal.record(plan.tenant, plan.trajectory_id, plan.step_index + 1, boundaries, tools_fp)
         if self.journal.full:
             self._on_journal_full()
@@ -237,3 +246,67 @@ class StepRecorder:
             return
         self.publisher.publish(self.topics.steps, key, data)
         self.metrics.events.labels("step").inc()
+
+    # ------------------------------------------------------------------ the trajectory API
+
+    def record_reward(self, event: RewardEvent) -> None:
+        self.publisher.publish(self.topics.rewards, event.trajectory_id, encode(event))
+        self.metrics.events.labels("reward").inc()
+
+    def end(self, tenant: str, trajectory_id: str) -> int | None:
+        """Close the trajectory for history linking; the step count linking knew for it (None: unknown)."""
+        return self._linker.end(tenant, trajectory_id, time.monotonic())
+
+    def record_end(self, event: TrajectoryEndEvent) -> None:
+        self.publisher.publish(self.topics.steps, event.trajectory_id, encode(event))
+        self.metrics.events.labels("end").inc()
+
+    # ------------------------------------------------------------------ linking state
+
+    def extendable(self, tenant: str, trajectory_id: str, now: float) -> bool:
+        """Whether a call may still continue ``trajectory_id`` (known, open, not erased)."""
+        return self._linker.extendable(tenant, trajectory_id, now)
+
+    def is_erased(self, trajectory_id: str) -> bool:
+        return self._linker.is_erased(trajectory_id)
+
+    def digest(self, value: str) -> bytes:
+        """The keyed digest linking keeps instead of an id (subject ids in response chains use it too)."""
+        return self._linker.digest(value)
+
+    def linked(self) -> int:
+        """How many trajectories linking holds."""
+        return len(self._linker)
+
+    def forget(self, erasure: ErasureEvent) -> int:
+        """Drop the linking state an erasure covers; the number of trajectories dropped."""
+        return self._linker.forget(erasure)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._linker.snapshot(time.monotonic())
+
+    def restore(self, data: dict[str, Any]) -> None:
+        self._linker.restore(data, time.monotonic())
+
+    def continue_from_journal(self) -> int | None:
+        """After a crash: trajectories whose steps the journal recorded after the last snapshot continue
+        their step numbering (and delta boundaries) from it; how many did (None: the journal is empty)."""
+        entries = self.journal.entries()
+        if not entries:
+            return None
+        known = {(s["tenant"], s["trajectory_id"]): s["next_step"] for s in self.snapshot()["states"]}
+        behind = [
+            {
+                "tenant": t,
+                "trajectory_id": tid,
+                "age_s": 0.0,
+                "next_step": e.next_step,
+                "boundaries": e.boundaries,
+                "tools_fp": e.tools_fp,
+            }
+            for (t, tid), e in entries.items()
+            if known.get((t, tid), 0) < e.next_step
+        ]
+        if behind:
+            self.restore({"states": behind})
+        return len(behind)

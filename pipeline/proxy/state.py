@@ -6,7 +6,6 @@ import json
 import logging
 import os
 import secrets
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -46,14 +45,13 @@ class ProxyState:
         self.spool_dir: Path = config.path(proxy.spool_dir)
         self.keys = KeyResolver(proxy)
         self.header_recorder = HeaderRecorder(proxy)
-        self.linker = HistoryLinker(
+        linker = HistoryLinker(
             proxy.link_window_s,
             proxy.link_max_trajectories,
             proxy.link_max_tokens,
             proxy.link_token_budget,
             hash_key=self._link_key(),
         )
-        self.response_chains = ResponseChains(proxy.response_chains, digest=self.linker.digest)  # memory only
         self.erasure_offsets: dict[int, int] = {}
         self.erasure_listener: ErasureListener | None = None
         self.overlay_listener: OverlayListener | None = None
@@ -69,7 +67,7 @@ class ProxyState:
         self.publisher: EventPublisher = self._build_publisher()
         self.metrics.bind_publisher(self.publisher.stats)
         self.recorder = StepRecorder(
-            self.linker,
+            linker,
             self.publisher,
             self.topics,
             self.metrics,
@@ -77,6 +75,7 @@ class ProxyState:
             publishing=self.publishing,
             on_journal_full=self._save_links,
         )
+        self.response_chains = ResponseChains(proxy.response_chains, digest=self.recorder.digest)  # in memory
         self._backend_cache: dict[str, BackendConfig | None] = {}
         self.started = False
 
@@ -179,7 +178,7 @@ class ProxyState:
         """Purge the linking state and the response chains an erasure covers; write ``links.json`` without
         it right away."""
         chains = self.response_chains.forget(event)
-        dropped = self.linker.forget(event)
+        dropped = self.recorder.forget(event)
         self.erasure_offsets[partition] = next_offset
         self._save_links()
         log.info(
@@ -202,28 +201,11 @@ class ProxyState:
 
     def _replay_journal(self) -> None:
         """Step indexes recorded after the last link snapshot (a crash): continue numbering from them."""
-        entries = self.journal.entries()
-        if not entries:
+        behind = self.recorder.continue_from_journal()
+        if behind is None:
             return
-        known = {
-            (s["tenant"], s["trajectory_id"]): s["next_step"]
-            for s in self.linker.snapshot(time.monotonic())["states"]
-        }
-        behind = [
-            {
-                "tenant": t,
-                "trajectory_id": tid,
-                "age_s": 0.0,
-                "next_step": e.next_step,
-                "boundaries": e.boundaries,
-                "tools_fp": e.tools_fp,
-            }
-            for (t, tid), e in entries.items()
-            if known.get((t, tid), 0) < e.next_step
-        ]
         if behind:
-            self.linker.restore({"states": behind}, time.monotonic())
-            log.info("step journal: %d trajectories continue their step numbering after a crash", len(behind))
+            log.info("step journal: %d trajectories continue their step numbering after a crash", behind)
         self._save_links()
 
     def _restore_links(self) -> None:
@@ -232,9 +214,9 @@ class ProxyState:
             return
         try:
             data = json.loads(path.read_text())
-            self.linker.restore(data, time.monotonic())
+            self.recorder.restore(data)
             self.erasure_offsets = {int(p): int(o) for p, o in data.get("erasure_offsets", {}).items()}
-            log.info("restored %d trajectories for history linking from %s", len(self.linker), path)
+            log.info("restored %d trajectories for history linking from %s", self.recorder.linked(), path)
         except (ValueError, KeyError, TypeError) as err:
             log.warning("ignoring unreadable link state %s: %s", path, err)
 
@@ -242,7 +224,7 @@ class ProxyState:
         try:
             self.spool_dir.mkdir(parents=True, exist_ok=True)
             tmp = self.spool_dir / (LINK_STATE_FILE + ".tmp")
-            data = self.linker.snapshot(time.monotonic())
+            data = self.recorder.snapshot()
             data["erasure_offsets"] = {str(p): o for p, o in self.erasure_offsets.items()}
             tmp.write_text(json.dumps(data))
             tmp.replace(self.spool_dir / LINK_STATE_FILE)

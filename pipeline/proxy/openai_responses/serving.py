@@ -40,7 +40,7 @@ class ResponsesExchange:
             if found is None:
                 raise previous_not_found(self.parent)
             self.history = found.messages
-            if ctx.explicit_id is None and state.linker.extendable(
+            if ctx.explicit_id is None and state.recorder.extendable(
                 ctx.caller.tenant, found.trajectory_id, now
             ):
                 ctx.explicit_id, ctx.explicit_by = found.trajectory_id, "response"

@@ -18,7 +18,7 @@ async def healthz(request: Request) -> Response:
         "status": "ok" if state.started else "starting",
         "publisher": asdict(stats),
         "backends": [b.name for b in state.config.proxy.backends],
-        "trajectories_tracked": len(state.linker),
+        "trajectories_tracked": state.recorder.linked(),
     }
     return Response(
         json.dumps(body), status_code=200 if state.started else 503, media_type="application/json"

@@ -9,7 +9,6 @@ An end event goes on the steps topic with the steps' key, so it is ordered after
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -22,7 +21,7 @@ from pipeline.proxy.http_io import parse_json_object, read_body
 from pipeline.proxy.responses import json_response
 from pipeline.proxy.trajectories.protocol import EndRequest, FeedbackRequest, RewardRequest
 from sluice.errors import validation_problems
-from sluice.events import Consent, Governance, Reward, RewardEvent, TrajectoryEndEvent, encode, new_id
+from sluice.events import Consent, Governance, Reward, RewardEvent, TrajectoryEndEvent, new_id
 
 
 async def _parse(request: Request, model: type[BaseModel], allow_empty: bool = False) -> Any:
@@ -49,8 +48,7 @@ def _publish_reward(request: Request, reward: Reward, client_id: str | None) -> 
         tenant=caller.tenant,
         reward=reward,
     )
-    state.publisher.publish(state.topics.rewards, tid, encode(event))
-    state.metrics.events.labels("reward").inc()
+    state.recorder.record_reward(event)
     return _accepted({"id": reward.reward_id, "event_id": event.event_id, "trajectory_id": tid})
 
 
@@ -86,7 +84,7 @@ async def post_end(request: Request) -> Response:
     caller = state.keys.caller(request.headers)
     tid = resolve_trajectory_id(state, caller, request.path_params["trajectory_id"], "path")
     req: EndRequest = await _parse(request, EndRequest, allow_empty=True)
-    known = state.linker.end(caller.tenant, tid, time.monotonic())
+    known = state.recorder.end(caller.tenant, tid)
     event = TrajectoryEndEvent(
         trajectory_id=tid,
         tenant=caller.tenant,
@@ -98,6 +96,5 @@ async def post_end(request: Request) -> Response:
             subject_ids=list(caller.subject_ids),
         ),
     )
-    state.publisher.publish(state.topics.steps, tid, encode(event))
-    state.metrics.events.labels("end").inc()
+    state.recorder.record_end(event)
     return _accepted({"event_id": event.event_id, "trajectory_id": tid, "step_count": event.step_count})
