@@ -6,7 +6,6 @@ sluice --help
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import signal
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from app.lazy_group import LazyGroup
 from app.options import config_option, load_or_exit
 from sluice.errors import SluiceError
 
@@ -37,17 +37,6 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *LAZY_COMMANDS])
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in LAZY_COMMANDS:
-            module, attr = LAZY_COMMANDS[name].split(":")
-            return getattr(importlib.import_module(module), attr)
-        return super().get_command(ctx, name)
-
-
 def setup_logging(level: str = "INFO") -> None:
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
@@ -55,7 +44,7 @@ def setup_logging(level: str = "INFO") -> None:
     )
 
 
-@click.group(cls=LazyGroup)
+@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS)
 @click.option("--log-level", default="INFO", envvar="SLUICE_LOG_LEVEL", show_default=True)
 def cli(log_level: str) -> None:
     """Sluice: governed, audited training data from live LLM-agent traffic."""

@@ -11,7 +11,6 @@ The loop's commands (``run``, ``list``, ``explain``, ``rollback``, ``serve``) li
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import click
 
 from app.commands.sink import api_key_option
 from app.config import SluiceConfig
+from app.lazy_group import LazyGroup
 from app.options import config_option, load_or_exit
 from sinks.exceptions import SinkError
 from sluice.evolution import FailureCluster, LedgerEntry, Proposal
@@ -31,18 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-class EvolveGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *SUBCOMMANDS])
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in SUBCOMMANDS:
-            module, attr = SUBCOMMANDS[name].split(":")
-            return getattr(importlib.import_module(module), attr)
-        return super().get_command(ctx, name)
-
-
-@click.group("evolve", cls=EvolveGroup)
+@click.group("evolve", cls=LazyGroup, lazy=SUBCOMMANDS)
 def evolve_group() -> None:
     """The control plane: diagnose failures, draft updates, gate, ship and explain them."""
 

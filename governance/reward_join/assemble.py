@@ -10,6 +10,7 @@ never arrived stays on the trajectory with its ``step_index``, so nothing is los
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from governance.config import RewardJoinConfig
 from governance.reward_join.combine import trajectory_reward
@@ -48,26 +49,25 @@ def assemble_trajectory(
     traj_rewards = _attach_rewards(ordered, list(state.rewards))
     step_rewards = [r for s in ordered for r in s.rewards]
     trajectory_level = [r for r in traj_rewards if r.step_index is None]
-    return Trajectory(
-        event_id=trajectory_version_id(state.trajectory_id, plan.version),
-        trajectory_id=state.trajectory_id,
-        tenant=state.tenant,
-        created_at=now,
-        version=plan.version,
-        session_id=state.session_id,
+    return _versioned(
+        state,
+        plan,
+        now,
         steps=ordered,
         rewards=traj_rewards,
         reward=trajectory_reward(trajectory_level, step_rewards, cfg),
-        status=plan.status,
         rewarded=plan.rewarded,
-        first_step_at=state.first_step_at,
-        ended_at=state.ended_at or state.last_step_at,
-        emitted_at=now,
     )
 
 
 def dropped_envelope(state: JoinState, plan: EmissionPlan, now: datetime) -> Trajectory:
     """What the audit trail keeps of a dropped trajectory: identity, times, status — no content."""
+    return _versioned(state, plan, now, rewarded=False)
+
+
+def _versioned(state: JoinState, plan: EmissionPlan, now: datetime, **content: Any) -> Trajectory:
+    """``plan``'s version of the trajectory: identity, times and status from ``state`` and ``plan``, plus
+    ``content`` (steps, rewards, reward, rewarded)."""
     return Trajectory(
         event_id=trajectory_version_id(state.trajectory_id, plan.version),
         trajectory_id=state.trajectory_id,
@@ -76,8 +76,8 @@ def dropped_envelope(state: JoinState, plan: EmissionPlan, now: datetime) -> Tra
         version=plan.version,
         session_id=state.session_id,
         status=plan.status,
-        rewarded=False,
         first_step_at=state.first_step_at,
         ended_at=state.ended_at or state.last_step_at,
         emitted_at=now,
+        **content,
     )

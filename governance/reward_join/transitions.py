@@ -21,8 +21,10 @@ themselves as seen (it stays dropped).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -69,15 +71,26 @@ class Transition(BaseModel):
     erased: bool = False
 
 
-def _erased(state: JoinState) -> Transition:
-    return Transition(state=state, changed=False, erased=True)
+_E = TypeVar("_E", StepEvent, RewardEvent, TrajectoryEndEvent)
+_P = ParamSpec("_P")
 
 
-def _current(
-    state: JoinState | None, event: StepEvent | RewardEvent | TrajectoryEndEvent, now: float
-) -> JoinState:
-    """The trajectory's state, or a new one owned (provisionally) by the event's tenant."""
-    return state or JoinState.new(event.trajectory_id, event.tenant, now)
+def _on_current(
+    apply: Callable[Concatenate[JoinState, _E, float, _P], Transition],
+) -> Callable[Concatenate[JoinState | None, _E, float, _P], Transition]:
+    """``apply`` the event to the trajectory's state, or to a new one owned (provisionally) by the
+    event's tenant; an erased trajectory's marker stays as it is."""
+
+    @functools.wraps(apply)
+    def on_current(
+        state: JoinState | None, event: _E, now: float, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Transition:
+        current = state or JoinState.new(event.trajectory_id, event.tenant, now)
+        if current.erased:
+            return Transition(state=current, changed=False, erased=True)
+        return apply(current, event, now, *args, **kwargs)
+
+    return on_current
 
 
 def _names(names: list[str], more: list[str]) -> list[str]:
@@ -111,16 +124,14 @@ def _screened(
     return update, drop
 
 
+@_on_current
 def apply_step(
-    state: JoinState | None,
+    state: JoinState,
     step: StepEvent,
     now: float,
     cfg: RewardJoinConfig,
     policy: EligibilityPolicy,
 ) -> Transition:
-    state = _current(state, step, now)
-    if state.erased:
-        return _erased(state)
     if step.event_id in state.step_ids:
         return Transition(state=state, changed=False, store_step=step.event_id in state.stored_step_ids)
     state = _claim(state, step.tenant)
@@ -143,12 +154,8 @@ def apply_step(
     return Transition(state=new, changed=True, store_step=not drop, purge_steps=purge)
 
 
-def apply_reward(
-    state: JoinState | None, event: RewardEvent, now: float, cfg: RewardJoinConfig
-) -> Transition:
-    state = _current(state, event, now)
-    if state.erased:
-        return _erased(state)
+@_on_current
+def apply_reward(state: JoinState, event: RewardEvent, now: float, cfg: RewardJoinConfig) -> Transition:
     reward = event.reward
     if reward.reward_id in state.reward_ids:
         return Transition(state=state, changed=False)
@@ -168,12 +175,8 @@ def apply_reward(
     return Transition(state=new, changed=True)
 
 
-def apply_end(
-    state: JoinState | None, end: TrajectoryEndEvent, now: float, policy: EligibilityPolicy
-) -> Transition:
-    state = _current(state, end, now)
-    if state.erased:
-        return _erased(state)
+@_on_current
+def apply_end(state: JoinState, end: TrajectoryEndEvent, now: float, policy: EligibilityPolicy) -> Transition:
     if end.event_id == state.end_event_id:
         return Transition(state=state, changed=False)
     state = _claim(state, end.tenant)

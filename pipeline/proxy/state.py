@@ -102,17 +102,9 @@ class ProxyState:
         return KafkaPublisher(
             self.config.broker,
             self.spool_dir,
-            timeout_ms=proxy.publish_timeout_ms,
-            max_memory_events=proxy.spool_max_memory_events,
-            segment_bytes=proxy.spool_segment_bytes,
-            segment_max_age_s=proxy.wal_segment_max_age_s,
-            fsync=proxy.wal_fsync,
-            wait_for_log=proxy.wal_before_response,
-            probe_interval_s=proxy.probe_interval_s,
-            shutdown_flush_s=proxy.shutdown_flush_s,
+            proxy,
             on_delivered=self.metrics.publish_lag.observe,
             landing=self._landing_tracker(),
-            land_interval_s=proxy.land_interval_s,
         )
 
     def _landing_tracker(self) -> LandingTracker | None:

@@ -50,6 +50,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from pipeline.proxy.config import ProxyConfig
 from pipeline.proxy.publishing.base import PublisherStats
 from pipeline.proxy.publishing.commit_waits import CommitWaits
 from pipeline.proxy.publishing.delivery_check import already_delivered, record_digest
@@ -70,33 +71,33 @@ class KafkaPublisher:
         self,
         broker: BrokerConfig,
         wal_dir: Path,
+        settings: ProxyConfig,
         *,
-        timeout_ms: int = 10_000,
-        max_memory_events: int = 10_000,
-        segment_bytes: int = 16 * 1024 * 1024,
-        segment_max_age_s: float = 30.0,
-        fsync: bool = False,
-        probe_interval_s: float = 1.0,
-        shutdown_flush_s: float = 5.0,
         on_delivered: Any = None,
-        wait_for_log: bool = True,
         landing: LandingTracker | None = None,
-        land_interval_s: float = 1.0,
     ) -> None:
+        """Publish to ``broker`` behind a write-ahead log in ``wal_dir``, with the proxy's publishing and
+        log settings (``publish_timeout_ms``, ``spool_*``, ``wal_*``, ``probe_interval_s``,
+        ``shutdown_flush_s``, ``land_interval_s``)."""
         self.broker = broker
-        self.timeout_ms = timeout_ms
-        self.max_memory = max_memory_events
-        self.max_in_flight = max(1, min(1000, max_memory_events))
-        self.probe_interval_s = probe_interval_s
-        self.shutdown_flush_s = shutdown_flush_s
+        self.timeout_ms = settings.publish_timeout_ms
+        self.max_memory = settings.spool_max_memory_events
+        self.max_in_flight = max(1, min(1000, settings.spool_max_memory_events))
+        self.probe_interval_s = settings.probe_interval_s
+        self.shutdown_flush_s = settings.shutdown_flush_s
         self.on_delivered = on_delivered  # callable(lag_seconds)
-        self.wait_for_log = wait_for_log  # False only to measure what the wait costs (benchmarks)
+        # False only to measure what the wait costs (benchmarks)
+        self.wait_for_log = settings.wal_before_response
         self.wal = WriteAheadLog(
-            wal_dir, segment_bytes, segment_max_age_s, fsync, keep_until_landed=landing is not None
+            wal_dir,
+            settings.spool_segment_bytes,
+            settings.wal_segment_max_age_s,
+            settings.wal_fsync,
+            keep_until_landed=landing is not None,
         )
         self.landing = landing  # None: a record is safe once the broker holds it (a durable cluster)
         self._tracked = set(landing.raw_topics) if landing is not None else set()
-        self.land_interval_s = land_interval_s
+        self.land_interval_s = settings.land_interval_s
         self._landing_task: asyncio.Future[LandingReport] | None = None
         self._landing_epoch = 0  # which cluster switch a running check started after
         self._cluster_switches = 0

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from infra.broker import LocalBroker, free_port
+from pipeline.proxy.config import ProxyConfig
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.topics import create_topics
 from sluice.broker_config import BrokerConfig
@@ -30,9 +31,8 @@ def test_memory_stays_bounded_and_replay_keeps_order(tmp_path: Path) -> None:
     broker = LocalBroker(port)
 
     async def scenario() -> None:
-        pub = KafkaPublisher(
-            broker_cfg, tmp_path / "spool", timeout_ms=1000, max_memory_events=10, probe_interval_s=0.2
-        )
+        settings = ProxyConfig(publish_timeout_ms=1000, spool_max_memory_events=10, probe_interval_s=0.2)
+        pub = KafkaPublisher(broker_cfg, tmp_path / "spool", settings)
         await pub.start()
         try:
             for i in range(200):
