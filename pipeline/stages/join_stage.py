@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from governance.reward_join import (
@@ -75,39 +76,29 @@ STAGE = "reward_join"
 TICK_RETRY_S = 60.0
 
 
+@dataclass(eq=False, kw_only=True)
 class JoinStage:
-    def __init__(
-        self,
-        cfg: StagesSettings,
-        *,
-        states: Table,
-        steps: Table,
-        placeholders: Table,
-        audited_topic: Any,
-        train_topic: Any,
-        deadletter_topic: Any,
-        ticks_topic_name: str,
-        index: DueIndex,
-        counters: StageCounters,
-        guard: ErasureGuard,
-        erasure_topic_name: str | None = None,
-        compact: Callable[[int], Awaitable[None]] | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.cfg = cfg
-        self.states = states
-        self.steps = steps
-        self.placeholders = placeholders
-        self.audited_topic = audited_topic
-        self.train_topic = train_topic
-        self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, counters)
-        self.ticks_topic_name = ticks_topic_name
-        self.index = index
-        self.counters = counters
-        self.guard = guard
-        self.erasure_topic_name = erasure_topic_name
-        self.compact = compact
-        self.clock = clock
+    """Joins redacted records into trajectories held in ``states`` (step bodies in ``steps``) and emits
+    them to ``audited_topic`` / ``train_topic``; what it cannot process goes to ``deadletter_topic``."""
+
+    cfg: StagesSettings = field(kw_only=False)
+    states: Table
+    steps: Table
+    placeholders: Table
+    audited_topic: Any
+    train_topic: Any
+    deadletter_topic: InitVar[Any]
+    ticks_topic_name: str
+    index: DueIndex
+    counters: StageCounters
+    guard: ErasureGuard
+    erasure_topic_name: str | None = None
+    compact: Callable[[int], Awaitable[None]] | None = None
+    clock: Callable[[], float] = time.time
+    dead_letters: DeadLetterSender = field(init=False, repr=False)
+
+    def __post_init__(self, deadletter_topic: Any) -> None:
+        self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, self.counters)
 
     async def handle(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
