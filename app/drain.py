@@ -31,7 +31,6 @@ def drained_pairs(cfg: SluiceConfig) -> list[tuple[str, str]]:
     return [
         (stages, t.name("steps_raw")),
         (stages, t.name("rewards_raw")),
-        (stages, t.name("steps_redacted")),
         (stages, t.name("erasure")),
         (cfg.sink.group_id, t.name("trajectories_audited")),
         (cfg.sink.group_id, t.name("deadletter")),

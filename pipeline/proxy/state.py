@@ -117,7 +117,6 @@ class ProxyState:
             self.config.broker,
             self.config.stages_group,
             [topics.name("steps_raw"), topics.name("rewards_raw")],
-            topics.name("steps_redacted"),
         )
 
     def backend_for(self, model: object) -> BackendConfig:

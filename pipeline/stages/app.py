@@ -1,13 +1,16 @@
 """The Faust app of the governance stages: topics, tables, agents and timers, built from the config.
 
-    redact agent:  steps.raw + rewards.raw  ──►  steps.redacted                (table: placeholders)
-    join agent:    steps.redacted + ticks   ──►  trajectories.audited / .train (tables: join_state, join_steps)
+    govern agent:  steps.raw + rewards.raw  ──►  redact ──► steps.redacted     (table: placeholders)
+                                                    └──► join ──► trajectories.audited / .train
+                   + ticks + erasure        ──►  join            (tables: join_state, join_steps)
     timers:        due trajectories of this worker's active partitions ──► ticks; readiness; counters;
                    the heartbeat file `sluice status` reads
                    + erasure                ──►  purge, markers, tombstones    (table: erasure_rules)
 
-Departures from the usual Faust recipe: every topic is consumed as raw bytes and decoded by the stage
-(poison records go to the dead-letter topic instead of crashing the agent); ``Stream.join`` is not used
+One agent, one pass per record: a raw event is redacted and joined in the same step, so it is read from
+the broker once; ``steps.redacted`` carries the redacted events out for readers outside the stages (the
+stages do not read it back). Departures from the usual Faust recipe: every topic is consumed as raw
+bytes and decoded by the stage (poison records go to the dead-letter topic instead of crashing the agent); ``Stream.join`` is not used
 (not implemented in Faust) — joins look up tables co-partitioned by trajectory id; timers never write
 tables (Faust only allows that while processing a record of the partition), they send ticks.
 Store: ``rocksdb://`` (rocksdict) by default — table partitions live on disk under the worker's data
@@ -98,8 +101,8 @@ class StagesApp:
         raw = {"key_serializer": "raw", "value_serializer": "raw"}
         app = self.app
         self.ticks_name = ticks_topic(cfg.topics, cfg.stages)
-        redact_in = app.topic(topics.name("steps_raw"), topics.name("rewards_raw"), **raw)
-        join_in = app.topic(topics.name("steps_redacted"), self.ticks_name, topics.name("erasure"), **raw)
+        self.raw_topics = frozenset({topics.name("steps_raw"), topics.name("rewards_raw")})
+        govern_in = app.topic(*sorted(self.raw_topics), self.ticks_name, topics.name("erasure"), **raw)
         redacted_out = app.topic(topics.name("steps_redacted"), **raw)
         self.ticks_out = app.topic(self.ticks_name, **raw)
         audited = app.topic(topics.name("trajectories_audited"), **raw)
@@ -145,9 +148,9 @@ class StagesApp:
             compact=self.compact_partition,
         )
         self.scheduler = TickScheduler(
-            app, self.index, self.join_state, self.ticks_out, topics.name("steps_redacted")
+            app, self.index, self.join_state, self.ticks_out, topics.name("steps_raw")
         )
-        self._wire(redact_in, join_in)
+        self._wire(govern_in)
 
     def write_heartbeat(self) -> None:
         """This worker's pid, readiness and counters, for ``sluice status`` (see ``heartbeat.py``)."""
@@ -179,28 +182,24 @@ class StagesApp:
         if dbs:
             await asyncio.get_running_loop().run_in_executor(None, compact)
 
-    def _wire(self, redact_in: Any, join_in: Any) -> None:
+    def _wire(self, govern_in: Any) -> None:
         app = self.app
-        redact_stage, join_stage = self.redact_stage, self.join_stage
+        redact_stage, join_stage, raw_topics = self.redact_stage, self.join_stage, self.raw_topics
 
-        async def redact(stream: Any) -> None:
+        async def govern(stream: Any) -> None:
             async for event in stream.events():
                 m = event.message
                 try:
-                    await redact_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
+                    if m.topic in raw_topics:
+                        redacted = await redact_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
+                        if redacted is not None:
+                            await join_stage.join(redacted, m.topic, m.partition, m.offset, m.key)
+                    else:
+                        await join_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
                 except OutputError as exc:  # leaving the loop would acknowledge the record
                     exit_now(str(exc))
 
-        async def join(stream: Any) -> None:
-            async for event in stream.events():
-                m = event.message
-                try:
-                    await join_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
-                except OutputError as exc:
-                    exit_now(str(exc))
-
-        app.agent(redact_in, name="sluice.stages.redact")(redact)
-        app.agent(join_in, name="sluice.stages.join")(join)
+        app.agent(govern_in, name="sluice.stages.govern")(govern)
         app.timer(self.cfg.rewards.tick_s, name="sluice.stages.ticks")(self.scheduler.run_once)
 
         async def stats() -> None:

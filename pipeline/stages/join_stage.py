@@ -1,7 +1,8 @@
 """The join stage adapter: eligibility tagging, delayed reward join and replay grading on Faust tables.
 
-Consumes the redacted topic (steps, ends, rewards) and the internal tick topic. Per record: decode and
-check, apply the pure transition (``governance.reward_join``), store or purge step bodies, try an
+Joins each event the redact stage just redacted, in the same agent and the same pass over its record
+(``join``: the event as validated there, its wire bytes stored as step body), and reads the internal
+tick topic and the erasure topic itself (``handle``). Per event: apply the pure transition (``governance.reward_join``), store or purge step bodies, try an
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
 (``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
 carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
@@ -13,8 +14,8 @@ delete expired states.
 Input states are written back even when a redelivered record changes nothing: that re-sends a
 changelog write a crash may have lost.
 
-Erasure: the erasure topic (co-partitioned, keyed by trajectory id) comes into the same agent, so an
-erasure is ordered with the trajectory's records on this worker. For each erased trajectory the stage
+Erasure: the erasure topic (co-partitioned, keyed by trajectory id) comes into the same agent as the raw
+topics, so an erasure is ordered with the trajectory's records on this worker. For each erased trajectory the stage
 deletes its join state, step bodies and placeholders, leaves a content-free marker
 (``pipeline.stages.erasure_guard``) and sends tombstones to the audited and train topics after anything
 it emitted before. A tenant/subject erasure without an id scans this partition's states for matches and
@@ -49,6 +50,7 @@ from pipeline.stages.due_index import DueIndex
 from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import RejectedEvent
 from pipeline.stages.outputs import deliver_all
+from pipeline.stages.redact_stage import Redacted
 from pipeline.stages.settings import StagesSettings
 from pipeline.stages.storage import (
     Table,
@@ -103,6 +105,7 @@ class JoinStage:
     async def handle(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
     ) -> None:
+        """A record of the tick or the erasure topic."""
         self.counters.inc("join_in")
         tick: JoinTick | None = None
         async with self.dead_letters.catching(topic, partition, offset, key, value) as caught:
@@ -110,19 +113,26 @@ class JoinStage:
                 tick = JoinTick.model_validate_json(value or b"")
                 await self._tick(tick.trajectory_id, partition)
                 return
-            if topic == self.erasure_topic_name:
-                erasure = decode_event(value, (ErasureEvent,))
-                if erasure.trajectory_id is not None:
-                    check_key(key, erasure.trajectory_id)
-                await self._erase(erasure, partition)
-                return
-            event = decode_event(value, (StepEvent, TrajectoryEndEvent, RewardEvent))
-            check_key(key, event.trajectory_id)
-            if isinstance(event, StepEvent | TrajectoryEndEvent) and event.governance.redaction != "redacted":
-                raise RejectedEvent("unredacted event on the redacted topic", "NotRedacted")
-            await self._apply(event, value or b"", partition)
+            if topic != self.erasure_topic_name:
+                raise RejectedEvent(f"the join stage does not read {topic}", "UnexpectedTopic")
+            erasure = decode_event(value, (ErasureEvent,))
+            if erasure.trajectory_id is not None:
+                check_key(key, erasure.trajectory_id)
+            await self._erase(erasure, partition)
         if caught.letter is not None and tick is not None:  # a failed tick: look again later, not never
             self.index.set(partition, tick.trajectory_id, self.clock() + TICK_RETRY_S)
+
+    async def join(
+        self, redacted: Redacted, topic: str, partition: int, offset: int, key: bytes | None
+    ) -> None:
+        """Join an event the redact stage just published (with its wire bytes) from record ``offset`` of
+        ``topic``; a failure dead-letters the redacted bytes, never the raw record."""
+        event, body = redacted
+        self.counters.inc("join_in")
+        async with self.dead_letters.catching(topic, partition, offset, key, body):
+            if isinstance(event, StepEvent | TrajectoryEndEvent) and event.governance.redaction != "redacted":
+                raise RejectedEvent("an unredacted event reached the join", "NotRedacted")
+            await self._apply(event, body, partition)
 
     # ------------------------------------------------------------------ records
 
@@ -259,7 +269,7 @@ class JoinStage:
                 STAGE,
                 reason,
                 "OrphanReward",
-                source_topic=self.cfg.topics.name("steps_redacted"),
+                source_topic=self.cfg.topics.name("rewards_raw"),
                 source_partition=None,
                 source_offset=None,
                 key=state.trajectory_id.encode(),

@@ -40,6 +40,7 @@ from sluice.events import RewardEvent, StepEvent, TrajectoryEndEvent, encode
 STAGE = "redact"
 INPUT_MODELS = (StepEvent, TrajectoryEndEvent, RewardEvent)
 INPUT_TYPES = frozenset({"step", "end", "reward"})
+Redacted = tuple[StepEvent | TrajectoryEndEvent | RewardEvent, bytes]  # the event and its wire bytes
 log = logging.getLogger("sluice.stages")
 
 
@@ -68,21 +69,24 @@ class RedactStage:
         offset: int,
         key: bytes | None,
         value: bytes | None,
-    ) -> None:
+    ) -> Redacted:
         failure = "timeout" if isinstance(exc, RedactionTimeout) else f"error:{type(exc).__name__}"
         withheld = self.redactor.withhold(event, failure)
-        await send(
-            self.redacted_topic, key=event.trajectory_id.encode(), value=encode(withheld), partition=partition
-        )
+        body = encode(withheld)
+        await send(self.redacted_topic, key=event.trajectory_id.encode(), value=body, partition=partition)
         self.counters.inc("redaction_withheld")
         log.warning("redaction failed (%s) for a %s of %s: published withheld", failure, type(event).__name__,
                     event.trajectory_id)  # fmt: skip
         await self.dead_letters.reject(exc, topic, partition, offset, key, value)
+        return withheld, body
 
     async def handle(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
-    ) -> None:
+    ) -> Redacted | None:
+        """The redacted (or withheld) event and its wire bytes, as published; None when the record was
+        dead-lettered or dropped."""
         self.counters.inc("redact_in")
+        out: Redacted | None = None
         async with self.dead_letters.catching(topic, partition, offset, key, value):
             data = wire_object(value, INPUT_TYPES)
             if data is None:  # not a well-formed envelope: decoding names the fault (or it decodes)
@@ -97,19 +101,22 @@ class RedactStage:
                 event = decode_event(value, INPUT_MODELS)
                 if self.guard.covers(event):
                     self.counters.inc("erased_dropped")
-                    return
-                await self._withhold(event, exc, topic, partition, offset, key, value)
-                return
+                    return None
+                out = await self._withhold(event, exc, topic, partition, offset, key, value)
+                return out
             if not isinstance(redacted, INPUT_MODELS):
                 raise RejectedEvent(f"unexpected event type {type(redacted).__name__}", "WrongEventType")
             if not isinstance(redacted, RewardEvent) and redacted.governance.redaction != "redacted":
                 raise RejectedEvent("redactor returned an event not marked redacted", "RedactionIncomplete")
             if self.guard.covers(redacted):
                 self.counters.inc("erased_dropped")
-                return
-            await send(self.redacted_topic, key=tid.encode(), value=encode(redacted), partition=partition)
+                return None
+            body = encode(redacted)
+            await send(self.redacted_topic, key=tid.encode(), value=body, partition=partition)
             if self.guard.covers(redacted):  # erased while this record was being sent: keep nothing
-                return
+                return None
             if state is not None or new_state.size:
                 store_placeholders(self.placeholders, tenant, tid, new_state)
             self.counters.inc("redacted")
+            out = (redacted, body)
+        return out
