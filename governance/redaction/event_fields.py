@@ -94,12 +94,3 @@ def walk_reward(p: RedactionPass, r: dict[str, Any]) -> None:
 def walk_end(p: RedactionPass, d: dict[str, Any]) -> None:
     if isinstance(d.get("outcome"), str):
         d["outcome"] = p.text(d["outcome"], ["outcome"])
-
-
-def walk_trajectory(p: RedactionPass, d: dict[str, Any]) -> None:
-    """All steps and rewards; the trajectory carries the one report, each step is marked redacted."""
-    for step in _items(d, "steps"):
-        walk_step(p, step)
-        step.setdefault("governance", {})["redaction"] = "redacted"
-    for reward in _items(d, "rewards"):
-        walk_reward(p, reward)

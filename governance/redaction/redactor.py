@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from governance.config import RedactionConfig
 from governance.redaction.engine_provider import Engines, build_engines
-from governance.redaction.event_fields import walk_end, walk_reward, walk_step, walk_trajectory
+from governance.redaction.event_fields import walk_end, walk_reward, walk_step
 from governance.redaction.exceptions import RedactionError
 from governance.redaction.keyed_hash import KeyedHasher
 from governance.redaction.operators import OperatorContext, OperatorTable
@@ -34,15 +34,14 @@ from governance.redaction.recognizers import family_of
 from governance.redaction.redaction_pass import RedactionPass, WithholdPass
 from governance.redaction.state import PlaceholderState
 from governance.redaction.text_analyzer import TextAnalyzer
-from sluice.events import RedactionReport, RewardEvent, StepEvent, Trajectory, TrajectoryEndEvent
+from sluice.events import RedactionReport, RewardEvent, StepEvent, TrajectoryEndEvent
 
 log = logging.getLogger(__name__)
-E = TypeVar("E", StepEvent, TrajectoryEndEvent, RewardEvent, Trajectory)
+E = TypeVar("E", StepEvent, TrajectoryEndEvent, RewardEvent)
 
 _WALKERS: dict[str, tuple[type[BaseModel], Callable[[RedactionPass, dict[str, Any]], None]]] = {
     "step": (StepEvent, walk_step),
     "end": (TrajectoryEndEvent, walk_end),
-    "trajectory": (Trajectory, walk_trajectory),
 }
 REDACTABLE_EVENT_TYPES = frozenset({*_WALKERS, "reward"})
 
@@ -107,7 +106,7 @@ class Redactor:
 
     def redact_data(
         self, data: dict[str, Any], state: PlaceholderState | None = None
-    ) -> tuple[StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory, PlaceholderState]:
+    ) -> tuple[StepEvent | TrajectoryEndEvent | RewardEvent, PlaceholderState]:
         """The event of ``data`` (a decoded wire object, changed in place) with every text redacted and
         its redaction report, validated once; and the new state.
 

@@ -185,19 +185,3 @@ def test_redacting_twice_changes_nothing_more(redactor: Redactor) -> None:
     twice, state2 = redactor.redact_event(once, state)
     assert twice.model_dump(exclude={"governance"}) == once.model_dump(exclude={"governance"})
     assert twice.governance.redaction_report.entities == {} and state2 == state
-
-
-def test_trajectory_redacts_its_steps_and_rewards(redactor: Redactor) -> None:
-    from sluice.events import Trajectory
-
-    traj = Trajectory(trajectory_id="traj-1", tenant="acme", steps=[full_step(0), full_step(1)],
-                      rewards=[Reward(kind="critique", critique="mail a@example.com")])  # fmt: skip
-    new, state = redactor.redact_event(traj)
-    wire = encode(new).decode()
-    assert not any(v in wire for v in RAW) and "a@example.com" not in wire
-    assert new.steps[0].observation.messages[0].content == new.steps[1].observation.messages[0].content
-    assert (
-        new.governance.redaction == "redacted"
-        and new.governance.redaction_report.entities["EMAIL_ADDRESS"] == 13
-    )
-    assert all(s.governance.redaction == "redacted" for s in new.steps)
