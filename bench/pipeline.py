@@ -347,8 +347,8 @@ def main() -> None:
         finally:
             sup.stop_all()
     result.update(
-        target_steps_per_s=300,
-        target_p99_latency_s=5.0,
+        target_steps_per_s=600,
+        target_p99_latency_s=3.0,
         target_cost_growth_turn50_vs_turn1=1.5,
     )
     print(json.dumps(result))
