@@ -10,7 +10,8 @@
 One agent, one pass per record: a raw event is redacted and joined in the same step, so it is read from
 the broker once; ``steps.redacted`` carries the redacted events out for readers outside the stages (the
 stages do not read it back). Departures from the usual Faust recipe: every topic is consumed as raw
-bytes and decoded by the stage (poison records go to the dead-letter topic instead of crashing the agent); ``Stream.join`` is not used
+bytes and decoded by the stage (poison records go to the dead-letter topic instead of crashing the
+agent); ``Stream.join`` is not used
 (not implemented in Faust) — joins look up tables co-partitioned by trajectory id; timers never write
 tables (Faust only allows that while processing a record of the partition), they send ticks.
 Store: ``rocksdb://`` (rocksdict) by default — table partitions live on disk under the worker's data

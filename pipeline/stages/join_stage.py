@@ -2,7 +2,8 @@
 
 Joins each event the redact stage just redacted, in the same agent and the same pass over its record
 (``join``: the event as validated there, its wire bytes stored as step body), and reads the internal
-tick topic and the erasure topic itself (``handle``). Per event: apply the pure transition (``governance.reward_join``), store or purge step bodies, try an
+tick topic and the erasure topic itself (``handle``). Per event: apply the pure transition
+(``governance.reward_join``), store or purge step bodies, try an
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
 (``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
 carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
@@ -15,7 +16,8 @@ Input states are written back even when a redelivered record changes nothing: th
 changelog write a crash may have lost.
 
 Erasure: the erasure topic (co-partitioned, keyed by trajectory id) comes into the same agent as the raw
-topics, so an erasure is ordered with the trajectory's records on this worker. For each erased trajectory the stage
+topics, so an erasure is ordered with the trajectory's records on this worker. For each erased
+trajectory the stage
 deletes its join state, step bodies and placeholders, leaves a content-free marker
 (``pipeline.stages.erasure_guard``) and sends tombstones to the audited and train topics after anything
 it emitted before. A tenant/subject erasure without an id scans this partition's states for matches and
