@@ -94,6 +94,8 @@ class ChatServing:
             return req.stops()
         if tool.grammar is not None:
             return []  # the schema ends the call; special tokens only ever close a free-text value
+        if req.ignore_eos:
+            return req.stops()  # the end-of-sequence text is decoded like any other text
         specials = [t for t in getattr(self.engine.tokenizer, "all_special_tokens", []) if t]
         return list(dict.fromkeys([*req.stops(), *specials]))
 
@@ -104,7 +106,7 @@ class ChatServing:
         args = job_args(
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.token_limit(),
             temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=self.stops(req, tool),
-            eos_id=tok.eos_token_id,
+            eos_id=None if req.ignore_eos else tok.eos_token_id,
             constraint=None if tool is None or tool.grammar is None else partial(SchemaConstraint, tool.grammar, tok),
         )  # fmt: skip
         return prompt_ids, args, tool

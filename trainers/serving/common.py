@@ -39,11 +39,12 @@ def job_args(
     top_p: float,
     seed: int | None,
     stop: list[str],
-    eos_id: int,
+    eos_id: int | None,
     constraint: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
     """Validated arguments of one engine job; a prompt that leaves no room to generate is a 400.
-    ``constraint`` makes each row's logits constraint (a forced call's argument schema)."""
+    ``constraint`` makes each row's logits constraint (a forced call's argument schema); ``eos_id`` None
+    decodes past the end-of-sequence token (``ignore_eos``)."""
     if not prompt_ids:
         raise RequestError("the prompt is empty")
     wanted = cfg.default_max_tokens if max_tokens is None else max_tokens
@@ -61,7 +62,7 @@ def job_args(
         "temperature": temperature,
         "top_p": top_p,
         "seed": seed,
-        "stop_ids": frozenset({eos_id}),
+        "stop_ids": frozenset() if eos_id is None else frozenset({eos_id}),
         "stop": tuple(stop),
         "constraint": constraint,
     }

@@ -35,7 +35,7 @@ class CompletionServing:
         return job_args(
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.max_tokens,
             temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=req.stops(),
-            eos_id=self.engine.tokenizer.eos_token_id,
+            eos_id=None if req.ignore_eos else self.engine.tokenizer.eos_token_id,
         )  # fmt: skip
 
     async def _one(

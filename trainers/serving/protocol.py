@@ -47,6 +47,7 @@ class ChatCompletionRequest(_Request):
     user: str | None = None
     # --- extensions (vLLM-compatible)
     return_token_ids: bool = False
+    ignore_eos: bool = False  # decode up to max_tokens even past the end-of-sequence token
 
     @field_validator("messages")
     @classmethod
@@ -81,6 +82,7 @@ class CompletionRequest(_Request):
     user: str | None = None
     # --- extensions (vLLM-compatible)
     return_token_ids: bool = False
+    ignore_eos: bool = False  # decode up to max_tokens even past the end-of-sequence token
 
     def stops(self) -> list[str]:
         return _stops(self.stop)

@@ -66,13 +66,14 @@ def test_steps_record_the_serving_version_and_task_id(proxied: tuple[LiveProxy, 
     assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) is not None
     agent.chat.completions.create(model="tok-1", messages=msgs)  # a backend that reports no version
 
-    # A response that straddles a swap: two prompts decoded one batch each (max_batch=1), the push lands
-    # while the first is being decoded, so the second prompt is decoded by the new version.
+    # A response that straddles a swap: three prompts decoded one batch each (max_batch=1), each to its
+    # 400-token limit (ignore_eos). The push lands while the first is being decoded, so the last prompt
+    # at least is decoded by the new version (the swap goes ahead of queued prompts).
     result: dict = {}
 
     def straddle() -> None:
-        result["r"] = agent.completions.create(model="sluice-tiny", prompt=["a" * 8, "b"], max_tokens=400,
-                                               temperature=1.0, stop=None)  # fmt: skip
+        result["r"] = agent.completions.create(model="sluice-tiny", prompt=["a" * 8, "b", "c"], max_tokens=400,
+                                               temperature=1.0, stop=None, extra_body={"ignore_eos": True})  # fmt: skip
 
     worker = threading.Thread(target=straddle)
     worker.start()

@@ -172,6 +172,22 @@ def test_completions(client: openai.OpenAI) -> None:
     assert "".join(c.choices[0].text for c in streamed) == resp.choices[0].text
 
 
+def test_ignore_eos_decodes_to_max_tokens(client: openai.OpenAI) -> None:
+    """Without ``ignore_eos`` the tiny model ends early on some seed; with it, every seed runs to the limit."""
+    plain = [
+        client.completions.create(model="sluice-tiny", prompt="a" * 8, max_tokens=200, seed=s)
+        for s in range(8)
+    ]
+    assert any(r.choices[0].finish_reason == "stop" and r.usage.completion_tokens < 200 for r in plain)
+    for seed in range(8):
+        r = client.completions.create(model="sluice-tiny", prompt="a" * 8, max_tokens=200, seed=seed,
+                                      extra_body={"ignore_eos": True})  # fmt: skip
+        assert (r.choices[0].finish_reason, r.usage.completion_tokens) == ("length", 200)
+        chat = client.chat.completions.create(model="sluice-tiny", messages=MESSAGES, max_tokens=60, seed=seed,
+                                              extra_body={"ignore_eos": True})  # fmt: skip
+        assert (chat.choices[0].finish_reason, chat.usage.completion_tokens) == ("length", 60)
+
+
 def test_bad_requests(server: str, client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
