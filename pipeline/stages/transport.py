@@ -43,10 +43,16 @@ delivered, no connection waited on for minutes.
    is read again (seek back), unless the broker no longer has it (below the partition's first offset,
    removed by retention). The stage topics are never compacted, so a hole inside them is always a
    record the client lost, never one the broker removed.
+6. **Records lost at the tail of a partition.** The check in point 5 finds a missing record only when a
+   later record of its partition was processed. When the lost records are the last ones a partition has
+   (say the last reward before traffic paused), nothing reveals them: the committed offset stays below
+   the client's position with nothing processed or in flight, and the records wait for the next restart.
+   After each commit the consumer compares, per partition, its position with the committed offset; a
+   gap that stays the same over two commits in a row, with nothing in flight, is read again.
 
 It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` through the
 ``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
-points 2, 3 and 5 are flaws of the client, not of Tansu, so a real Kafka cluster needs them too
+points 2, 3, 5 and 6 are flaws of the client, not of Tansu, so a real Kafka cluster needs them too
 (its fetch wait is ``broker.fetch_max_wait_ms`` like Tansu's; raise it there to poll an idle broker less).
 """
 
@@ -67,6 +73,7 @@ log = logging.getLogger(__name__)
 
 
 REQUEST_TIMEOUT_MS = 15_000  # per request on a connection; a batch still lives as long as Faust says
+POSITION_WAIT_S = 1.0  # the most a tail check waits for one partition's position
 REREAD_AFTER_S = 10.0  # a missing record is sought again at most this often (a backlog may delay it)
 
 
@@ -129,6 +136,18 @@ def first_unprocessed(acked: Sequence[int], committed: int | None) -> int | None
     return start if min(acked) > start else None
 
 
+def unprocessed_tail(
+    position: int | None, committed: int | None, acked: Sequence[int], busy: bool
+) -> int | None:
+    """The committed offset when the client has handed out records past it (``position``) yet none of
+    them is processed, awaiting processing, or in flight (``busy``): records lost at the tail of a
+    partition, which no later record reveals as a hole. None when nothing is missing."""
+    if position is None or busy or acked:
+        return None
+    start = committed or 0
+    return start if position > start else None
+
+
 class ShortFetchConsumer(stock.Consumer):
     def _new_consumer_thread(self) -> ShortFetchConsumerThread:
         return ShortFetchConsumerThread(self, loop=self.loop, beacon=self.beacon)
@@ -172,6 +191,42 @@ class ShortFetchConsumer(stock.Consumer):
             self._read_again(tp, missing)
             return None
         return super()._new_offset(tp)
+
+    async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
+        """Faust's commit, then the check for records lost at the tail of a partition."""
+        did_commit = await super().force_commit(topics, start_new_transaction=start_new_transaction)
+        await self._check_tails()
+        return did_commit
+
+    async def _check_tails(self) -> None:
+        """Read again a partition whose tail records were handed out but never processed (the last records
+        before a rebalance, a cancelled fetch): no later record shows the hole, so the head check above
+        never sees it. A tail counts as lost when it looks the same on two checks in a row (one commit
+        interval apart), so records being delivered at the moment of a check are left alone."""
+        last: dict[TP, tuple[int, int]] = self.__dict__.setdefault("_sluice_tails", {})
+        if self.app.rebalancing or not self.flow_active:
+            last.clear()
+            return
+        busy = {m.tp for m in list(self._unacked_messages)}
+        seen: dict[TP, tuple[int, int]] = {}
+        for tp in list(self.assignment()):
+            if not self.app.topics.acks_enabled_for(tp.topic):
+                continue  # changelogs are read by the recovery, not acknowledged
+            try:  # aiokafka waits for a position being reset: a commit is never held up for it
+                position = await asyncio.wait_for(self.position(tp), POSITION_WAIT_S)
+            except (IllegalStateError, TimeoutError):  # revoked meanwhile, or its position is being reset
+                continue
+            committed = self._committed_offset.get(tp)
+            missing = unprocessed_tail(position, committed, self._acked.get(tp, ()), tp in busy)
+            if missing is None or position is None:
+                continue
+            seen[tp] = (missing, position)
+            if last.get(tp) == seen[tp]:
+                log.warning("records of %s from offset %d to %d were handed out but never processed", tp,
+                            missing, position - 1)  # fmt: skip
+                self._read_again(tp, missing)
+        last.clear()
+        last.update(seen)
 
     def _read_again(self, tp: TP, offset: int) -> None:
         rereads: dict[tuple[TP, int], float] = self.__dict__.setdefault("_sluice_rereads", {})

@@ -110,6 +110,16 @@ def where_records_are(cfg: SluiceConfig, tids: list[str]) -> str:
     return "\n".join(sorted(found)) + f"\ncommitted: {committed}"
 
 
+def worker_notes(tmp_path: Path) -> str:
+    """Each worker's assignments, rebalances and warnings (what its consumer saw), for a failure message."""
+    marks = ("WARNING", "assigned", "Revoking", "ready")
+    lines = []
+    for log_file in sorted(tmp_path.glob("worker-*.log")):
+        text = log_file.read_text(errors="replace").splitlines()
+        lines += [f"{log_file.name}: {line[:240]}" for line in text if any(m in line for m in marks)][-40:]
+    return "\n".join(lines)
+
+
 def run_with_fault(broker: LocalBroker, tmp_path: Path, fault: str) -> None:
     cfg = make_config(
         broker,
@@ -152,7 +162,7 @@ def run_with_fault(broker: LocalBroker, tmp_path: Path, fault: str) -> None:
             missing = sorted(want - whole(audited.values()))
             raise AssertionError(
                 f"{len(missing)} of {len(want)} trajectories never had a version with every step and "
-                f"their reward: {missing[:10]}\n{where_records_are(cfg, missing[:10])}"
+                f"their reward: {missing[:10]}\n{where_records_are(cfg, missing[:10])}\n{worker_notes(tmp_path)}"
             ) from None
     finally:
         stop.set()

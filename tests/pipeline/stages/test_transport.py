@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from faust.types import TP
 
-from pipeline.stages.transport import first_unprocessed, undelivered
+from pipeline.stages.transport import first_unprocessed, undelivered, unprocessed_tail
 
 
 @dataclass
@@ -29,3 +29,13 @@ def test_a_hole_at_the_committed_offset_blocks_the_commit() -> None:
     assert first_unprocessed([1, 2], None) == 0  # never committed: the partition starts at 0
     assert first_unprocessed([0, 1], None) is None
     assert first_unprocessed([], 5) is None  # nothing processed: nothing to commit
+
+
+def test_records_lost_at_the_tail_are_found_by_the_position() -> None:
+    # committed 53, the client handed out 53 (position 54), nothing processed or in flight: 53 was lost
+    assert unprocessed_tail(54, 53, [], busy=False) == 53
+    assert unprocessed_tail(3, None, [], busy=False) == 0  # never committed: from the partition's start
+    assert unprocessed_tail(54, 53, [], busy=True) is None  # 53 is being processed
+    assert unprocessed_tail(54, 53, [53], busy=False) is None  # processed, the commit has not run yet
+    assert unprocessed_tail(53, 53, [], busy=False) is None  # all handed out records were committed
+    assert unprocessed_tail(None, 53, [], busy=False) is None  # position unknown (being reset)
