@@ -21,7 +21,9 @@ trajectory the stage
 deletes its join state, step bodies and placeholders, leaves a content-free marker
 (``pipeline.stages.erasure_guard``) and sends tombstones to the audited and train topics after anything
 it emitted before. A tenant/subject erasure without an id scans this partition's states for matches and
-remembers the criterion for records still in flight.
+remembers the criterion for records still in flight. Events of erased data never get here: the redact
+stage drops them in the same pass (``ErasureGuard.covers``), and erasures are records of this same
+agent, so none lands between that check and the join.
 """
 
 from __future__ import annotations
@@ -128,7 +130,9 @@ class JoinStage:
         self, redacted: Redacted, topic: str, partition: int, offset: int, key: bytes | None
     ) -> None:
         """Join an event the redact stage just published (with its wire bytes) from record ``offset`` of
-        ``topic``; a failure dead-letters the redacted bytes, never the raw record."""
+        ``topic``; a failure dead-letters the redacted bytes, never the raw record. The redact stage
+        checked the event against the erasure guard in this same pass, and nothing that changes the
+        guard's answer (an erasure, another record) runs in between: it is not checked again."""
         event, body = redacted
         self.counters.inc("join_in")
         async with self.dead_letters.catching(topic, partition, offset, key, body):
@@ -144,9 +148,6 @@ class JoinStage:
         """``received``: the record's bytes as they came; a step body is stored as received."""
         now = self.clock()
         tid = event.trajectory_id
-        if self.guard.covers(event):
-            self.counters.inc("erased_dropped")
-            return
         state = load_state(self.states, tid)
         rules = self.cfg.rewards
         tr: Transition
