@@ -13,6 +13,9 @@ logprobs, redaction reports; ~1.3 KB of JSON per step). Three measurements in on
   the count is queryable. Decode and flatten are included here (``e2e_rows_per_s``, target 30,000
   steps/s: records decoded once, step JSON stored as received, inserts overlapping the next decode).
 
+Besides, ``decode_costs``: microseconds per step to validate a record into dicts, to parse it with no
+schema, and to validate it into the model (what bounds decoding: building objects, or checking them).
+
 Rates are step rows per wall-clock second (``all_rows_per_s``: rows of every table; ``rows_per_cpu_s``:
 per CPU second of this process, which a shared machine disturbs less). Ends with one JSON line.
 
@@ -30,18 +33,21 @@ import tempfile
 import time
 import tracemalloc
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig, parse_config
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sinks.arrow_tables import columns
+from sinks.arrow_tables import columns, gc_paused
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
+from sinks.received import wire_validator
 from sinks.store import DuckDBStore, connect
 from sluice.events import Trajectory, encode
 from testing.samples import make_trajectory
@@ -203,6 +209,32 @@ def bench_e2e(values: list[tuple[str, bytes]], workdir: Path) -> tuple[float, fl
     return elapsed, cpu, count, steps
 
 
+def decode_costs(values: list[tuple[str, bytes]]) -> dict[str, float]:
+    """Microseconds per step, collector off (as the sink decodes), best of three passes: the sink's
+    validation into dicts, the same bytes parsed without any schema (``orjson.loads``), and the model's
+    own ``validate_json``. Tells what bounds decoding: building the Python objects or checking them."""
+    validator = wire_validator()
+    assert validator is not None
+    raw = [v for _, v in values]
+    steps = len(raw) * STEPS
+
+    def best(fn: Callable[[bytes], object]) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for v in raw:
+                fn(v)
+            times.append(time.perf_counter() - t0)
+        return round(min(times) / steps * 1e6, 2)
+
+    with gc_paused():
+        return {
+            "validate_us_per_step": best(validator.validate_json),
+            "parse_only_us_per_step": best(orjson.loads),
+            "model_validate_us_per_step": best(Trajectory.model_validate_json),
+        }
+
+
 def batch_memory(values: list[tuple[str, bytes]], per_batch: int) -> tuple[float, int]:
     """Bytes one batch holds at its peak (pending rows while it converts, plus its Arrow tables), and
     its rows. Python objects by tracemalloc; Arrow buffers (its own allocator) by their size."""
@@ -234,6 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     warm_up([(t.trajectory_id, encode(t)) for t in workload(20, "w")], workdir / "w.duckdb")
     batch_bytes, batch_rows = batch_memory(values, args.batch)
     bs, decode_s = batches(values, args.batch)
+    costs = decode_costs(values[:2000])
     steps = args.trajectories * STEPS
     arrow_s, arrow_cpu_s = bench_arrow(bs, workdir / "arrow.duckdb")
     queries = bench_queries(workdir / "arrow.duckdb")
@@ -261,6 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         "rowwise_rows_per_s": round(rowwise_per_s),
         "speedup_vs_rowwise": round(rows_per_s / rowwise_per_s, 1),
         "decode_flatten_rows_per_s": round(steps / decode_s),
+        **costs,
         "db_mb": round((workdir / "arrow.duckdb").stat().st_size / 1e6, 1),
         "batch_rows": batch_rows,
         "batch_peak_mb": round(batch_bytes / 1e6, 1),
