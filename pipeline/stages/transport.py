@@ -212,12 +212,15 @@ class ShortFetchConsumer(stock.Consumer):
         for tp in list(self.assignment()):
             if not self.app.topics.acks_enabled_for(tp.topic):
                 continue  # changelogs are read by the recovery, not acknowledged
+            acked = self._acked.get(tp, ())
+            if acked or tp in busy:
+                continue  # records in progress: no tail is lost, and no position is asked of the thread
             try:  # aiokafka waits for a position being reset: a commit is never held up for it
                 position = await asyncio.wait_for(self.position(tp), POSITION_WAIT_S)
             except (IllegalStateError, TimeoutError):  # revoked meanwhile, or its position is being reset
                 continue
             committed = self._committed_offset.get(tp)
-            missing = unprocessed_tail(position, committed, self._acked.get(tp, ()), tp in busy)
+            missing = unprocessed_tail(position, committed, acked, busy=False)
             if missing is None or position is None:
                 continue
             seen[tp] = (missing, position)
