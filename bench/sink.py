@@ -13,8 +13,9 @@ logprobs, redaction reports; ~1.3 KB of JSON per step). Three measurements in on
   the count is queryable. Decode and flatten are included here (``e2e_rows_per_s``, target 30,000
   steps/s: records decoded once, step JSON stored as received, inserts overlapping the next decode).
 
-Besides, ``decode_costs``: microseconds per step to validate a record into dicts, to parse it with no
-schema, and to validate it into the model (what bounds decoding: building objects, or checking them).
+Besides, ``decode_costs``: microseconds per step to validate a record with the mirrored types, to
+receive it (validate and cut out its steps' bytes), to parse it with no schema, and to validate it into
+the model (what bounds decoding: building objects, or checking them).
 
 Rates are step rows per wall-clock second (``all_rows_per_s``: rows of every table; ``rows_per_cpu_s``:
 per CPU second of this process, which a shared machine disturbs less). Ends with one JSON line.
@@ -36,7 +37,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
+import msgspec
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig, parse_config
@@ -47,8 +48,9 @@ from sinks.batch import BatchTopics, PendingBatch
 from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
-from sinks.received import wire_validator
+from sinks.received import receive_trajectory
 from sinks.store import DuckDBStore, connect
+from sinks.wire_mirror import wire_mirror
 from sluice.events import Trajectory, encode
 from testing.samples import make_trajectory
 
@@ -211,12 +213,17 @@ def bench_e2e(values: list[tuple[str, bytes]], workdir: Path) -> tuple[float, fl
 
 def decode_costs(values: list[tuple[str, bytes]]) -> dict[str, float]:
     """Microseconds per step, collector off (as the sink decodes), best of three passes: the sink's
-    validation into dicts, the same bytes parsed without any schema (``orjson.loads``), and the model's
-    own ``validate_json``. Tells what bounds decoding: building the Python objects or checking them."""
-    validator = wire_validator()
-    assert validator is not None
+    validation (the types mirrored from the models, ``sinks.wire_mirror``), that plus cutting out each
+    step's bytes (``receive_trajectory``: what the sink does per record), the same bytes parsed without
+    any schema (``msgspec.json.decode``), and the model's own ``validate_json``. Tells what bounds
+    decoding: building the Python objects or checking them."""
+    decoders = wire_mirror()
+    assert decoders is not None
     raw = [v for _, v in values]
     steps = len(raw) * STEPS
+
+    def validate(value: bytes) -> list[object]:
+        return [decoders.step.decode(s) for s in decoders.header.decode(value).steps]
 
     def best(fn: Callable[[bytes], object]) -> float:
         times = []
@@ -229,8 +236,9 @@ def decode_costs(values: list[tuple[str, bytes]]) -> dict[str, float]:
 
     with gc_paused():
         return {
-            "validate_us_per_step": best(validator.validate_json),
-            "parse_only_us_per_step": best(orjson.loads),
+            "validate_us_per_step": best(validate),
+            "receive_us_per_step": best(receive_trajectory),
+            "parse_only_us_per_step": best(msgspec.json.decode),
             "model_validate_us_per_step": best(Trajectory.model_validate_json),
         }
 

@@ -16,29 +16,16 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 from pydantic import ValidationError
 
 from sinks.arrow_tables import gc_paused, to_arrow
-from sinks.flatten import (
-    Row,
-    SourceRecord,
-    dead_letter_row,
-    invalid_row,
-    ledger_row,
-    rows_of_fields,
-    scrub_headers,
-    trajectory_rows,
-    unredacted_steps,
-)
-from sinks.received import ReceivedTrajectory, receive_trajectory
-from sluice.errors import validation_summary
-from sluice.events import DeadLetter, Trajectory, decode
+from sinks.decode import Outcome, TrajectoryRules, trajectory_outcome, validation_reason
+from sinks.flatten import Row, SourceRecord, dead_letter_row, invalid_row, ledger_row
+from sluice.events import DeadLetter, decode
 from sluice.evolution import LedgerEntry
-
-E = TypeVar("E", Trajectory, DeadLetter)
 
 # Primary key of each batched table (what a repeat replaces).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -60,17 +47,6 @@ class BatchTopics:
     deadletter: str
     raw: frozenset[str] = frozenset()
     ledger: str | None = None  # the control plane's ledger (LedgerEntry records)
-
-
-def _has_headers(steps: list[dict[str, Any]], sensitive: tuple[str, ...]) -> bool:
-    """Whether any step recorded a header named like one of ``sensitive`` (case-insensitive)."""
-    banned = {h.lower() for h in sensitive}
-    return any(k.lower() in banned for s in steps for k in s["metadata"]["request_headers"])
-
-
-def validation_reason(err: ValidationError, limit: int = 5) -> str:
-    """Pydantic errors as one line, without the offending input values (they may hold PII)."""
-    return "invalid record: " + validation_summary(err, limit)
 
 
 @dataclass
@@ -119,12 +95,19 @@ class PendingBatch:
             for rec in recs:
                 self._add(rec, now)
 
-    def _add(self, rec: SourceRecord, now: datetime) -> None:
+    def rules(self) -> TrajectoryRules:
+        """What deciding on a trajectory record depends on in this batch."""
+        return TrajectoryRules(self.sensitive_headers, self.require_redacted)
+
+    def _count(self, rec: SourceRecord) -> None:
         if self.first_at is None:
             self.first_at = time.monotonic()
         self.records += 1
         self.sources.append(rec)
         self.offsets[(rec.topic, rec.partition)] = rec.offset + 1
+
+    def _add(self, rec: SourceRecord, now: datetime) -> None:
+        self._count(rec)
         if rec.topic == self.topics.deadletter:
             self._add_dead_letter(rec, now)
         elif rec.topic == self.topics.ledger:
@@ -132,7 +115,16 @@ class PendingBatch:
         elif rec.value is None:
             self._add_tombstone(rec)
         else:
-            self._add_trajectory(rec, now)
+            self._apply(trajectory_outcome(rec, self.rules(), now))
+
+    def _apply(self, outcome: Outcome) -> None:
+        if outcome.stored:
+            self.counts.trajectories += 1
+        else:
+            self.counts.invalid += 1
+        for table, rows in outcome.rows.items():
+            for row in rows:
+                self._put(table, row)
 
     def _put(self, table: str, row: Row) -> None:
         key = tuple(row[k] for k in KEYS[table])
@@ -151,73 +143,17 @@ class PendingBatch:
         self.counts.invalid += 1
         self._put("dead_letters", invalid_row(rec, reason, error_type, now, withhold_original=withhold))
 
-    def _decoded(self, rec: SourceRecord, kind: type[E], what: str, now: datetime) -> E | None:
-        """The record's event when it decodes to a ``kind`` (``what`` names one in the reason); else the
-        record is kept as invalid and None."""
-        try:
-            event = decode(rec.value or b"")
-        except ValidationError as err:
-            self._invalid(rec, validation_reason(err), "ValidationError", now, withhold=False)
-            return None
-        if not isinstance(event, kind):
-            reason = f"expected {what} on {rec.topic}, got a {event.event_type} event"
-            self._invalid(rec, reason, "WrongEventType", now, withhold=False)
-            return None
-        return event
-
-    def _add_trajectory(self, rec: SourceRecord, now: datetime) -> None:
-        received = receive_trajectory(rec.value or b"")
-        if received is None or not self._add_received(received, rec, now):
-            self._add_trajectory_model(rec, now)
-
-    def _add_received(self, received: ReceivedTrajectory, rec: SourceRecord, now: datetime) -> bool:
-        """Store a wire-form trajectory as received; False when it needs the model path (credentials
-        in recorded headers are scrubbed there, which changes the step's JSON)."""
-        t = received.fields
-        if self.sensitive_headers and _has_headers(t["steps"], self.sensitive_headers):
-            return False
-        if rec.key is not None and rec.key != t["trajectory_id"]:
-            reason = f"record key {rec.key!r} is not its trajectory_id {t['trajectory_id']!r}"
-            self._invalid(rec, reason, "KeyMismatch", now, withhold=False)
-            return True
-        if self.require_redacted and t["governance"]["redaction"] != "redacted":
-            raw = [s["step_index"] for s in t["steps"] if s["governance"]["redaction"] != "redacted"]
-            if raw:
-                reason = f"unredacted steps {raw[:10]} refused: raw traffic never reaches the store"
-                self._invalid(rec, reason, "Unredacted", now, withhold=True)
-                return True
-        self.counts.trajectories += 1
-        for table, rows in rows_of_fields(t, received.header_json, received.step_json, rec, now).items():
-            for row in rows:
-                self._put(table, row)
-        return True
-
-    def _add_trajectory_model(self, rec: SourceRecord, now: datetime) -> None:
-        event = self._decoded(rec, Trajectory, "a trajectory", now)
-        if event is None:
-            return
-        if rec.key is not None and rec.key != event.trajectory_id:
-            reason = f"record key {rec.key!r} is not its trajectory_id {event.trajectory_id!r}"
-            self._invalid(rec, reason, "KeyMismatch", now, withhold=False)
-            return
-        raw = unredacted_steps(event) if self.require_redacted else []
-        if raw:
-            reason = f"unredacted steps {raw[:10]} refused: raw traffic never reaches the store"
-            self._invalid(rec, reason, "Unredacted", now, withhold=True)
-            return
-        if self.sensitive_headers:
-            steps = [scrub_headers(s, self.sensitive_headers) for s in event.steps]
-            event = event.model_copy(update={"steps": steps})
-        self.counts.trajectories += 1
-        for table, rows in trajectory_rows(event, rec, now).items():
-            for row in rows:
-                self._put(table, row)
-
     def _add_dead_letter(self, rec: SourceRecord, now: datetime) -> None:
         if rec.value is None:
             return  # a tombstone on the dead-letter topic carries nothing to keep
-        event = self._decoded(rec, DeadLetter, "a dead letter", now)
-        if event is None:
+        try:
+            event = decode(rec.value)
+        except ValidationError as err:
+            self._invalid(rec, validation_reason(err), "ValidationError", now, withhold=False)
+            return
+        if not isinstance(event, DeadLetter):
+            reason = f"expected a dead letter on {rec.topic}, got a {event.event_type} event"
+            self._invalid(rec, reason, "WrongEventType", now, withhold=False)
             return
         self.counts.dead_letters += 1
         withhold = event.source_topic in self.topics.raw

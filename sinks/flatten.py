@@ -1,13 +1,13 @@
 """Turn audited records into rows of the store's tables: pure functions, no DuckDB, no Kafka.
 
 A ``Trajectory`` version becomes one ``trajectory_versions`` row (its header JSON without steps, its
-eligibility decision, the join stage's train decision as it came, and where it was read: the lineage), one ``steps`` row per step (the columns
-queries filter on, the redaction counts and the step's full JSON, keyed by trajectory and step index)
-and one ``rewards`` row per reward, all built from the trajectory's fields as dicts
-(``rows_of_fields``): the wire-form dicts of ``sinks.received``, whose JSON is stored as received, or
-a model dump. Credentials that slipped into a step's recorded headers are scrubbed before anything is
-stored. A dead letter whose source is a raw
-topic keeps only the hash and size of its original bytes: raw traffic never reaches DuckDB.
+eligibility decision, the join stage's train decision as it came, and where it was read: the lineage),
+one ``steps`` row per step (the columns queries filter on, the redaction counts and the step's full
+JSON, keyed by trajectory and step index) and one ``rewards`` row per reward, all built by ``rows_of``
+from the trajectory's attributes: the model (its JSON dumped), or the mirror types of
+``sinks.received`` (its JSON stored as received). Credentials that slipped into a step's recorded
+headers are scrubbed before anything is stored. A dead letter whose source is a raw topic keeps only
+the hash and size of its original bytes: raw traffic never reaches DuckDB.
 
     pytest tests/sinks/test_flatten.py
 """
@@ -71,42 +71,43 @@ def scrub_headers(step: StepEvent, sensitive: Iterable[str]) -> StepEvent:
     return step.model_copy(update={"metadata": step.metadata.model_copy(update={"request_headers": kept})})
 
 
-def unredacted_steps(t: Trajectory) -> list[int]:
-    """Indexes of steps not marked redacted (neither on the step nor on the trajectory)."""
+def unredacted_steps(t: Any, steps: list[Any]) -> list[int]:
+    """Indexes of ``steps`` not marked redacted, neither on the step nor on the trajectory ``t`` (a
+    ``Trajectory`` and its steps, or their wire mirrors)."""
     if t.governance.redaction == "redacted":
         return []
-    return [s.step_index for s in t.steps if s.governance.redaction != "redacted"]
+    return [s.step_index for s in steps if s.governance.redaction != "redacted"]
 
 
-def _step_row(t: dict[str, Any], step: dict[str, Any], record: str, now: datetime) -> Row:
-    """Columns of a step from its fields (absent or None alike where optional) and its JSON ``record``."""
-    meta, result, gov = step["metadata"], step["action_result"], step["governance"]
-    gen_ai = meta["gen_ai"]
-    choices = step["action"]["choices"]
-    report = gov.get("redaction_report")
-    entities = report["entities"] if report else None
+def _step_row(t: Any, step: Any, record: str, now: datetime) -> Row:
+    """Columns of a step (a ``StepEvent`` or its wire mirror: the same attributes) and its JSON ``record``."""
+    meta, result, gov = step.metadata, step.action_result, step.governance
+    gen_ai = meta.gen_ai
+    choices = step.action.choices
+    report = gov.redaction_report
+    entities = report.entities if report is not None else None
     return {
-        "trajectory_id": t["trajectory_id"],
-        "step_index": step["step_index"],
-        "tenant": t["tenant"],
-        "session_id": step.get("session_id") or t.get("session_id"),
-        "since_version": t["version"],
-        "created_at": step["created_at"],
-        "request_model": gen_ai["request_model"],
-        "response_model": gen_ai.get("response_model"),
-        "model_version": meta.get("model_version"),
-        "finish_reason": choices[0].get("finish_reason") if choices else None,
-        "input_tokens": gen_ai.get("usage_input_tokens"),
-        "output_tokens": gen_ai.get("usage_output_tokens"),
-        "latency_ms": meta.get("latency_ms"),
-        "ttft_ms": meta.get("time_to_first_token_ms"),
-        "cost_usd": meta.get("cost_usd"),
-        "error": result.get("error"),
-        "status_code": result.get("status_code"),
-        "redaction": gov["redaction"],
-        "data_class": gov["data_class"],
-        "entity_count": sum(entities.values()) if report else None,
-        "entities": _entities_json(tuple(sorted(entities.items()))) if report else None,
+        "trajectory_id": t.trajectory_id,
+        "step_index": step.step_index,
+        "tenant": t.tenant,
+        "session_id": step.session_id or t.session_id,
+        "since_version": t.version,
+        "created_at": step.created_at,
+        "request_model": gen_ai.request_model,
+        "response_model": gen_ai.response_model,
+        "model_version": meta.model_version,
+        "finish_reason": choices[0].finish_reason if choices else None,
+        "input_tokens": gen_ai.usage_input_tokens,
+        "output_tokens": gen_ai.usage_output_tokens,
+        "latency_ms": meta.latency_ms,
+        "ttft_ms": meta.time_to_first_token_ms,
+        "cost_usd": meta.cost_usd,
+        "error": result.error,
+        "status_code": result.status_code,
+        "redaction": gov.redaction,
+        "data_class": gov.data_class,
+        "entity_count": sum(entities.values()) if entities is not None else None,
+        "entities": _entities_json(tuple(sorted(entities.items()))) if entities is not None else None,
         "content_hash": _digest(record),
         "record": record,
         "ingested_at": now,
@@ -125,8 +126,9 @@ def _sum(values: Iterable[float | int | None]) -> float | int | None:
 
 def trajectory_rows(t: Trajectory, rec: SourceRecord, now: datetime) -> dict[str, list[Row]]:
     """Rows of every table for one trajectory version read at ``rec`` (steps already scrubbed)."""
-    return rows_of_fields(
-        t.model_dump(),
+    return rows_of(
+        t,
+        t.steps,
         t.model_dump_json(exclude={"steps"}, exclude_none=True),
         [s.model_dump_json(exclude_none=True) for s in t.steps],
         rec,
@@ -134,75 +136,75 @@ def trajectory_rows(t: Trajectory, rec: SourceRecord, now: datetime) -> dict[str
     )
 
 
-def rows_of_fields(
-    t: dict[str, Any], header_json: str, step_json: list[str], rec: SourceRecord, now: datetime
+def rows_of(
+    t: Any, steps: list[Any], header_json: str, step_json: list[str], rec: SourceRecord, now: datetime
 ) -> dict[str, list[Row]]:
-    """Rows of every table for one trajectory version from its validated fields (a model dump, or the
-    dicts of ``sinks.received``: optional fields absent or None alike), its JSON without steps, and each
-    step's JSON (what the ``record`` columns store)."""
-    gov = t["governance"]
-    elig, replay, blockers = gov.get("eligibility"), gov.get("replay"), t.get("train_blockers")
-    tid, version, tenant = t["trajectory_id"], t["version"], t["tenant"]
-    steps = [_step_row(t, s, j, now) for s, j in zip(t["steps"], step_json, strict=True)]
+    """Rows of every table for one trajectory version: ``t`` and ``steps`` are a ``Trajectory`` and its
+    steps, or their wire mirrors (``sinks.received``: the same attribute names); ``header_json`` is its
+    JSON without steps and ``step_json`` each step's JSON (what the ``record`` columns store)."""
+    gov = t.governance
+    elig, replay, blockers = gov.eligibility, gov.replay, t.train_blockers
+    tid, version, tenant = t.trajectory_id, t.version, t.tenant
+    step_rows = [_step_row(t, s, j, now) for s, j in zip(steps, step_json, strict=True)]
     rewards: dict[str, Row] = {}
-    for r in [*t["rewards"], *(r for s in t["steps"] for r in s["rewards"])]:
+    for r in [*t.rewards, *(r for s in steps for r in s.rewards)]:
         rewards.setdefault(
-            r["reward_id"],
+            r.reward_id,
             {
-                "reward_id": r["reward_id"],
+                "reward_id": r.reward_id,
                 "trajectory_id": tid,
                 "tenant": tenant,
-                "name": r["name"],
-                "kind": r["kind"],
-                "value": r.get("value"),
-                "critique": r.get("critique"),
-                "source": r["source"],
-                "step_index": r.get("step_index"),
-                "created_at": r["created_at"],
+                "name": r.name,
+                "kind": r.kind,
+                "value": r.value,
+                "critique": r.critique,
+                "source": r.source,
+                "step_index": r.step_index,
+                "created_at": r.created_at,
                 "first_version": version,
                 "ingested_at": now,
             },
         )
-    retention = gov.get("retention_deadline") or (elig.get("retention_deadline") if elig else None)
+    retention = gov.retention_deadline or (elig.retention_deadline if elig is not None else None)
     header = {
         "event_id": trajectory_version_id(tid, version),
         "trajectory_id": tid,
         "version": version,
         "tenant": tenant,
-        "session_id": t.get("session_id"),
-        "status": t["status"],
-        "rewarded": t["rewarded"],
-        "reward": t.get("reward"),
+        "session_id": t.session_id,
+        "status": t.status,
+        "rewarded": t.rewarded,
+        "reward": t.reward,
         "reward_count": len(rewards),
-        "step_count": len(steps),
-        "input_tokens": _sum(s["input_tokens"] for s in steps) or 0,
-        "output_tokens": _sum(s["output_tokens"] for s in steps) or 0,
-        "cost_usd": _sum(s["cost_usd"] for s in steps),
-        "models": sorted({s["response_model"] or s["request_model"] for s in steps} - {None, ""}),
-        "model_versions": sorted({s["model_version"] for s in steps} - {None, ""}),
-        "first_step_at": t.get("first_step_at"),
-        "ended_at": t.get("ended_at"),
-        "emitted_at": t["emitted_at"],
-        "created_at": t["created_at"],
-        "data_class": gov["data_class"],
-        "consent_training": gov["consent"].get("training"),
+        "step_count": len(step_rows),
+        "input_tokens": _sum(s["input_tokens"] for s in step_rows) or 0,
+        "output_tokens": _sum(s["output_tokens"] for s in step_rows) or 0,
+        "cost_usd": _sum(s["cost_usd"] for s in step_rows),
+        "models": sorted({s["response_model"] or s["request_model"] for s in step_rows} - {None, ""}),
+        "model_versions": sorted({s["model_version"] for s in step_rows} - {None, ""}),
+        "first_step_at": t.first_step_at,
+        "ended_at": t.ended_at,
+        "emitted_at": t.emitted_at,
+        "created_at": t.created_at,
+        "data_class": gov.data_class,
+        "consent_training": gov.consent.training,
         "retention_deadline": retention,
-        "subject_ids": list(gov["subject_ids"]),
-        "redaction": gov["redaction"],
-        "eligibility": elig["decision"] if elig else None,
-        "eligibility_reasons": list(elig["reasons"]) if elig else None,
-        "policy_version": elig["policy_version"] if elig else None,
-        "replay_grade": replay["grade"] if replay else None,
-        "replay_reasons": list(replay["reasons"]) if replay else None,
+        "subject_ids": list(gov.subject_ids),
+        "redaction": gov.redaction,
+        "eligibility": elig.decision if elig is not None else None,
+        "eligibility_reasons": list(elig.reasons) if elig is not None else None,
+        "policy_version": elig.policy_version if elig is not None else None,
+        "replay_grade": replay.grade if replay is not None else None,
+        "replay_reasons": list(replay.reasons) if replay is not None else None,
         "train_blockers": None if blockers is None else list(blockers),
-        "schema_version": t["schema_version"],
+        "schema_version": t.schema_version,
         "record": header_json,
         "ingested_at": now,
         **_lineage(rec),
     }
     return {
         "trajectory_versions": [header],
-        "steps": steps,
+        "steps": step_rows,
         "rewards": list(rewards.values()),
     }
 

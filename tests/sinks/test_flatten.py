@@ -66,10 +66,10 @@ def test_credentials_in_recorded_headers_are_scrubbed() -> None:
 
 def test_unredacted_steps_are_detected() -> None:
     t = make_trajectory("t1", n_steps=2)
-    assert unredacted_steps(t) == []
+    assert unredacted_steps(t, t.steps) == []
     t.governance.redaction = "raw"
     t.steps[1].governance.redaction = "raw"
-    assert unredacted_steps(t) == [1]
+    assert unredacted_steps(t, t.steps) == [1]
 
 
 def test_dead_letter_from_raw_topic_keeps_only_hash() -> None:

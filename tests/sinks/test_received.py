@@ -6,8 +6,9 @@ import json
 from datetime import UTC, datetime
 
 from sinks.batch import BatchTopics, PendingBatch
-from sinks.flatten import SourceRecord, rows_of_fields, trajectory_rows
-from sinks.received import receive_trajectory, wire_validator
+from sinks.flatten import SourceRecord, rows_of, trajectory_rows
+from sinks.received import receive_trajectory
+from sinks.wire_mirror import wire_mirror
 from sluice.events import (
     EligibilityDecision,
     Message,
@@ -51,14 +52,14 @@ def _varied() -> list[Trajectory]:
 
 
 def test_the_schema_mirrors() -> None:
-    assert wire_validator() is not None
+    assert wire_mirror() is not None
 
 
 def test_received_rows_equal_model_rows() -> None:
     for t in _varied():
         got = receive_trajectory(encode(t))
         assert got is not None, t.trajectory_id
-        fast = rows_of_fields(got.fields, got.header_json, got.step_json, REC, NOW)
+        fast = rows_of(got.trajectory, got.steps, got.header_json, got.step_json, REC, NOW)
         assert fast == trajectory_rows(t, REC, NOW), t.trajectory_id
 
 
@@ -123,19 +124,60 @@ def test_credentials_in_headers_are_scrubbed_through_the_model() -> None:
     assert "sk-x" not in first["record"] and '"user-agent":"a/1"' in first["record"]
 
 
-def test_nulls_the_model_would_drop_take_the_model_path() -> None:
+def test_nulls_the_model_accepts_are_stored_as_received() -> None:
     t = make_trajectory("t-n", n_steps=1)
     wire = encode(t)
     null_extra = wire.replace(b'"role":"system",', b'"role":"system","note":null,', 1)  # Message takes extras
     null_field = wire.replace(b'"status":"ended"', b'"session_id":null,"status":"ended"', 1)
-    extra_in_closed = wire.replace(b'"request_headers":{}', b'"request_headers":{},"tool_versions_x":1', 1)
     for value in (null_extra, null_field):
-        assert receive_trajectory(value) is None
-        b = PendingBatch(TOPICS)
-        b.add(SourceRecord("a", 0, 0, "t-n", value), NOW)
-        (step,) = b.tables["steps"].values()  # stored through the model, nulls dropped as before
-        assert "null" not in step["record"] and step["record"] == t.steps[0].model_dump_json(
-            exclude_none=True
-        )
-    # StepMetadata takes no extra fields: the model refuses this record too
+        got = receive_trajectory(value)
+        assert got is not None
+        assert [decode(s.encode()) for s in got.step_json] == decode(value).steps  # read back the same
+        assert got.step_json[0].encode() in value and got.trajectory.session_id is None
+    # StepMetadata takes no extra fields: the mirror refuses this record, as the model does
+    extra_in_closed = wire.replace(b'"request_headers":{}', b'"request_headers":{},"tool_versions_x":1', 1)
     assert receive_trajectory(extra_in_closed) is None
+    b = PendingBatch(TOPICS)
+    b.add(SourceRecord("a", 0, 0, "t-n", extra_in_closed), NOW)
+    (row,) = b.tables["dead_letters"].values()
+    assert row["error_type"] == "ValidationError" and "tool_versions_x" in row["reason"]
+
+
+def test_a_step_spelled_otherwise_is_stored_as_received() -> None:
+    t = make_trajectory("t-sp", n_steps=3)
+    wire = encode(t)
+    assert wire.count(b'"latency_ms":12.5') == 3
+    other = wire.replace(b'"latency_ms":12.5', b'"latency_ms":1.25e1')  # the same number, spelled otherwise
+    got = receive_trajectory(other)
+    assert got is not None and all(s.encode() in other for s in got.step_json)
+    assert all('"latency_ms":1.25e1' in s for s in got.step_json)
+    assert [decode(s.encode()) for s in got.step_json] == t.steps  # the model reads what is stored the same
+    assert got.header_json == encode(t.model_copy(update={"steps": []})).decode().replace('"steps":[],', "")
+    fast = rows_of(got.trajectory, got.steps, got.header_json, got.step_json, REC, NOW)
+    model = trajectory_rows(t, REC, NOW)
+    assert _without_json(fast) == _without_json(model)
+
+
+def _without_json(tables: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Rows less the columns that hold or hash a record's JSON text."""
+    return {
+        t: [{k: v for k, v in r.items() if k not in ("record", "content_hash")} for r in rows]
+        for t, rows in tables.items()
+    }
+
+
+def test_only_the_top_level_steps_array_is_cut_out() -> None:
+    t = make_trajectory("t-nest", n_steps=2)
+    t.steps[1].observation.messages.append(Message(role="user", content="hi", steps=[1, 2]))
+    nested = encode(t)  # a "steps" key inside a step (Message takes extra fields)
+    got = receive_trajectory(nested)
+    assert got is not None
+    assert got.step_json == [s.model_dump_json(exclude_none=True) for s in t.steps]
+    # a second top-level "steps" key: which array the validator read is not certain, so the model decides
+    at = nested.rindex(b'"rewards":')  # the trajectory's own rewards, after its steps
+    doubled = nested[:at] + b'"steps":[],' + nested[at:]
+    assert receive_trajectory(doubled) is None
+    b = PendingBatch(TOPICS)
+    b.add(SourceRecord("a", 0, 0, "t-nest", doubled), NOW)
+    (version,) = b.tables["trajectory_versions"].values()
+    assert version["step_count"] == len(decode(doubled).steps) == len(b.tables["steps"])

@@ -1,0 +1,123 @@
+"""What one audited trajectory record adds to a batch: its rows by table, or one dead-letter row. Pure.
+
+``trajectory_outcome`` decodes a record of the audited topic (not a tombstone) and decides: rows of
+every table for a stored trajectory version, or the dead-letter row that says why it is not stored
+(invalid, another event type, a key that is not its trajectory id, unredacted steps). Wire-form records
+take the fast path (``sinks.received``: validated once, step bytes stored as received); anything else,
+and a record whose steps recorded credential headers (scrubbed, which changes their JSON), goes through
+the model. No state is read or written: the batch (``sinks.batch``) applies each outcome in order.
+
+    pytest tests/sinks/test_batch.py tests/sinks/test_received.py
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from sinks.flatten import (
+    Row,
+    SourceRecord,
+    invalid_row,
+    rows_of,
+    scrub_headers,
+    trajectory_rows,
+    unredacted_steps,
+)
+from sinks.received import ReceivedTrajectory, receive_trajectory
+from sluice.errors import validation_summary
+from sluice.events import Trajectory, decode
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryRules:
+    """What deciding on a trajectory record depends on (the sink's settings)."""
+
+    sensitive_headers: tuple[str, ...] = ()  # recorded headers dropped before storing (case-insensitive)
+    require_redacted: bool = True  # refuse trajectories with unredacted steps
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Rows a record adds, by table; ``stored`` False: the one row is a dead letter saying why not."""
+
+    rows: dict[str, list[Row]]
+    stored: bool
+
+
+def validation_reason(err: ValidationError, limit: int = 5) -> str:
+    """Pydantic errors as one line, without the offending input values (they may hold PII)."""
+    return "invalid record: " + validation_summary(err, limit)
+
+
+def refused(
+    rec: SourceRecord, reason: str, error_type: str, now: datetime, withhold: bool = False
+) -> Outcome:
+    """The record as a dead letter (``withhold``: keep only the hash and size of its bytes)."""
+    row = invalid_row(rec, reason, error_type, now, withhold_original=withhold)
+    return Outcome({"dead_letters": [row]}, stored=False)
+
+
+def _key_mismatch(rec: SourceRecord, trajectory_id: str, now: datetime) -> Outcome | None:
+    if rec.key is None or rec.key == trajectory_id:
+        return None
+    reason = f"record key {rec.key!r} is not its trajectory_id {trajectory_id!r}"
+    return refused(rec, reason, "KeyMismatch", now)
+
+
+def _unredacted(rec: SourceRecord, raw: list[int], now: datetime) -> Outcome:
+    reason = f"unredacted steps {raw[:10]} refused: raw traffic never reaches the store"
+    return refused(rec, reason, "Unredacted", now, withhold=True)
+
+
+def _has_headers(steps: list[Any], sensitive: tuple[str, ...]) -> bool:
+    """Whether any step recorded a header named like one of ``sensitive`` (case-insensitive)."""
+    banned = {h.lower() for h in sensitive}
+    return any(k.lower() in banned for s in steps for k in s.metadata.request_headers)
+
+
+def trajectory_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
+    """What the audited record ``rec`` (a value, not a tombstone) adds to a batch."""
+    received = receive_trajectory(rec.value or b"")
+    if received is not None and not (
+        rules.sensitive_headers and _has_headers(received.steps, rules.sensitive_headers)
+    ):
+        return _received_outcome(received, rec, rules, now)
+    return _model_outcome(rec, rules, now)
+
+
+def _received_outcome(
+    received: ReceivedTrajectory, rec: SourceRecord, rules: TrajectoryRules, now: datetime
+) -> Outcome:
+    t, steps = received.trajectory, received.steps
+    mismatch = _key_mismatch(rec, t.trajectory_id, now)
+    if mismatch is not None:
+        return mismatch
+    raw = unredacted_steps(t, steps) if rules.require_redacted else []
+    if raw:
+        return _unredacted(rec, raw, now)
+    rows = rows_of(t, steps, received.header_json, received.step_json, rec, now)
+    return Outcome(rows, stored=True)
+
+
+def _model_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
+    try:
+        event = decode(rec.value or b"")
+    except ValidationError as err:
+        return refused(rec, validation_reason(err), "ValidationError", now)
+    if not isinstance(event, Trajectory):
+        reason = f"expected a trajectory on {rec.topic}, got a {event.event_type} event"
+        return refused(rec, reason, "WrongEventType", now)
+    mismatch = _key_mismatch(rec, event.trajectory_id, now)
+    if mismatch is not None:
+        return mismatch
+    raw = unredacted_steps(event, event.steps) if rules.require_redacted else []
+    if raw:
+        return _unredacted(rec, raw, now)
+    if rules.sensitive_headers:
+        steps = [scrub_headers(s, rules.sensitive_headers) for s in event.steps]
+        event = event.model_copy(update={"steps": steps})
+    return Outcome(trajectory_rows(event, rec, now), stored=True)
