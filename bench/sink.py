@@ -57,6 +57,7 @@ from testing.samples import make_trajectory
 TARGETS = {"rows_per_s": 50_000, "speedup_vs_rowwise": 10.0, "e2e_rows_per_s": 30_000}
 STEPS = 10
 ROWS_PER_TRAJECTORY = STEPS + 2  # its steps, its version row, its reward
+POLL_RECORDS = 500  # records the sink takes per poll at most (``sinks.ingest``)
 
 
 def open_store(db: Path) -> DuckDBStore:
@@ -90,14 +91,19 @@ def workload(n: int, seed: str) -> list[Trajectory]:
 
 
 def batches(values: list[tuple[str, bytes]], per_batch: int) -> tuple[list[PendingBatch], float]:
-    """Decode and flatten into batches; returns them and the seconds it took."""
+    """Decode and flatten into batches, filed as the sink files them (``add_all`` per poll of up to
+    ``POLL_RECORDS``); returns them and the seconds it took."""
     topics = BatchTopics("audited", "deadletter")
     out = []
     started = time.perf_counter()
     for start in range(0, len(values), per_batch):
         b = PendingBatch(topics)
-        for off, (key, value) in enumerate(values[start : start + per_batch], start):
-            b.add(SourceRecord("audited", 0, off, key, value))
+        recs = [
+            SourceRecord("audited", 0, off, key, value)
+            for off, (key, value) in enumerate(values[start : start + per_batch], start)
+        ]
+        for poll in range(0, len(recs), POLL_RECORDS):
+            b.add_all(recs[poll : poll + POLL_RECORDS])
         out.append(b)
     return out, time.perf_counter() - started
 

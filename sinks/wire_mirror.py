@@ -25,6 +25,7 @@ both directions on valid records, on mutated ones and on edge spellings.
 
 from __future__ import annotations
 
+import abc
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,7 +59,10 @@ class _Stamps:
     def type_for(self, node: dict[str, Any]) -> type:
         key = repr(sorted(node.items()))
         if key not in self._by_node:
-            marker = type(f"Datetime{len(self._by_node)}", (datetime,), {"__slots__": ()})
+            # msgspec checks that what the hook returns is an instance of the declared type: a datetime
+            # is one of this marker (a plain datetime, which the garbage collector does not track)
+            marker = type(f"Datetime{len(self._by_node)}", (abc.ABC,), {})
+            marker.register(datetime)
             self._by_node[key] = marker
             self.validators[marker] = SchemaValidator(dict(node))
         return self._by_node[key]
@@ -69,9 +73,7 @@ class _Stamps:
             raise NotImplementedError(f"no mirror type {kind}")
         if not isinstance(obj, str):  # JSON has no datetime literal: the wire form writes a string
             raise ValueError("expected a datetime string")
-        d = validator.validate_python(obj)  # pydantic's ValidationError is a ValueError
-        # msgspec wants an instance of the declared type: the same datetime, as the marker subclass
-        return kind(d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond, d.tzinfo, fold=d.fold)
+        return validator.validate_python(obj)  # pydantic's ValidationError is a ValueError
 
 
 class _Mirror:
@@ -138,8 +140,10 @@ class _Mirror:
         extra = (
             model.get("config", {}).get("extra_fields_behavior") or inner.get("extra_behavior") or "ignore"
         )
+        # gc=False: decoded JSON is a tree, so these never sit in a reference cycle; untracked, they
+        # cost the garbage collector nothing
         out = msgspec.defstruct(
-            f"{cls.__name__}Wire", fields, kw_only=True, forbid_unknown_fields=extra == "forbid"
+            f"{cls.__name__}Wire", fields, kw_only=True, forbid_unknown_fields=extra == "forbid", gc=False
         )
         if not steps_raw:
             self.structs[cls] = out
