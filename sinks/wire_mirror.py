@@ -25,7 +25,6 @@ both directions on valid records, on mutated ones and on edge spellings.
 
 from __future__ import annotations
 
-import abc
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +48,14 @@ _SCALARS: dict[str, Any] = {"str": str, "bool": bool, "float": float, "any": Any
 _PLAIN = {"type", "metadata", "ref"}  # keys of a schema node that constrain nothing
 
 
+class _DatetimeMarker(type):
+    """Type of the mirror's datetime markers. msgspec checks that what the hook returns is an instance
+    of the declared type: a plain datetime (which the garbage collector does not track) is one."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return obj.__class__ is datetime
+
+
 class _Stamps:
     """Datetime types of the mirror, each parsed by the pydantic validator of its schema node."""
 
@@ -59,10 +66,7 @@ class _Stamps:
     def type_for(self, node: dict[str, Any]) -> type:
         key = repr(sorted(node.items()))
         if key not in self._by_node:
-            # msgspec checks that what the hook returns is an instance of the declared type: a datetime
-            # is one of this marker (a plain datetime, which the garbage collector does not track)
-            marker = type(f"Datetime{len(self._by_node)}", (abc.ABC,), {})
-            marker.register(datetime)
+            marker = _DatetimeMarker(f"Datetime{len(self._by_node)}", (), {})
             self._by_node[key] = marker
             self.validators[marker] = SchemaValidator(dict(node))
         return self._by_node[key]
