@@ -39,7 +39,8 @@ class ReceivedTrajectory:
 
 
 def receive_trajectory(value: bytes) -> ReceivedTrajectory | None:
-    """``value`` decoded and validated once, when it is a trajectory in wire form; else None."""
+    """``value`` decoded and validated once, when it is a valid trajectory whose steps can be cut out of
+    it as received (see the module docstring); else None (the model then decides)."""
     decoders = wire_mirror()
     if decoders is None:
         return None
