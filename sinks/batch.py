@@ -22,9 +22,9 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from sinks.arrow_tables import gc_paused, to_arrow
-from sinks.decode import Outcome, TrajectoryRules, trajectory_outcome, validation_reason
+from sinks.decode import Outcome, TrajectoryRules, decode_as, trajectory_outcome, validation_reason
 from sinks.flatten import Row, SourceRecord, dead_letter_row, invalid_row, ledger_row
-from sluice.events import DeadLetter, decode
+from sluice.events import DeadLetter
 from sluice.evolution import LedgerEntry
 
 # Primary key of each batched table (what a repeat replaces).
@@ -146,14 +146,9 @@ class PendingBatch:
     def _add_dead_letter(self, rec: SourceRecord, now: datetime) -> None:
         if rec.value is None:
             return  # a tombstone on the dead-letter topic carries nothing to keep
-        try:
-            event = decode(rec.value)
-        except ValidationError as err:
-            self._invalid(rec, validation_reason(err), "ValidationError", now, withhold=False)
-            return
-        if not isinstance(event, DeadLetter):
-            reason = f"expected a dead letter on {rec.topic}, got a {event.event_type} event"
-            self._invalid(rec, reason, "WrongEventType", now, withhold=False)
+        event = decode_as(rec, DeadLetter, "a dead letter")
+        if isinstance(event, tuple):
+            self._invalid(rec, *event, now, withhold=False)
             return
         self.counts.dead_letters += 1
         withhold = event.source_topic in self.topics.raw

@@ -2,10 +2,10 @@
 
 ``trajectory_outcome`` decodes a record of the audited topic (not a tombstone) and decides: rows of
 every table for a stored trajectory version, or the dead-letter row that says why it is not stored
-(invalid, another event type, a key that is not its trajectory id, unredacted steps). Wire-form records
-take the fast path (``sinks.received``: validated once, step bytes stored as received); anything else,
-and a record whose steps recorded credential headers (scrubbed, which changes their JSON), goes through
-the model. No state is read or written: the batch (``sinks.batch``) applies each outcome in order.
+(invalid, another event type, a key that is not its trajectory id, unredacted steps). A record the
+mirror types accept takes the fast path (``sinks.received``: validated once, step bytes stored as
+received); anything else, and a record whose steps recorded credential headers (scrubbed, which changes
+their JSON), goes through the model. No state is read or written: the batch (``sinks.batch``) applies each outcome in order.
 
     pytest tests/sinks/test_batch.py tests/sinks/test_received.py
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -29,7 +29,9 @@ from sinks.flatten import (
 )
 from sinks.received import ReceivedTrajectory, receive_trajectory
 from sluice.errors import validation_summary
-from sluice.events import Trajectory, decode
+from sluice.events import DeadLetter, Trajectory, decode
+
+E = TypeVar("E", Trajectory, DeadLetter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,19 @@ def validation_reason(err: ValidationError, limit: int = 5) -> str:
     return "invalid record: " + validation_summary(err, limit)
 
 
-def refused(
+def decode_as(rec: SourceRecord, kind: type[E], what: str) -> E | tuple[str, str]:
+    """The record's event when it decodes to a ``kind`` (``what`` names one); else why not: the reason
+    and the error type of its dead letter."""
+    try:
+        event = decode(rec.value or b"")
+    except ValidationError as err:
+        return validation_reason(err), "ValidationError"
+    if not isinstance(event, kind):
+        return f"expected {what} on {rec.topic}, got a {event.event_type} event", "WrongEventType"
+    return event
+
+
+def _refused(
     rec: SourceRecord, reason: str, error_type: str, now: datetime, withhold: bool = False
 ) -> Outcome:
     """The record as a dead letter (``withhold``: keep only the hash and size of its bytes)."""
@@ -65,12 +79,12 @@ def _key_mismatch(rec: SourceRecord, trajectory_id: str, now: datetime) -> Outco
     if rec.key is None or rec.key == trajectory_id:
         return None
     reason = f"record key {rec.key!r} is not its trajectory_id {trajectory_id!r}"
-    return refused(rec, reason, "KeyMismatch", now)
+    return _refused(rec, reason, "KeyMismatch", now)
 
 
 def _unredacted(rec: SourceRecord, raw: list[int], now: datetime) -> Outcome:
     reason = f"unredacted steps {raw[:10]} refused: raw traffic never reaches the store"
-    return refused(rec, reason, "Unredacted", now, withhold=True)
+    return _refused(rec, reason, "Unredacted", now, withhold=True)
 
 
 def _has_headers(steps: list[Any], sensitive: tuple[str, ...]) -> bool:
@@ -104,13 +118,9 @@ def _received_outcome(
 
 
 def _model_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
-    try:
-        event = decode(rec.value or b"")
-    except ValidationError as err:
-        return refused(rec, validation_reason(err), "ValidationError", now)
-    if not isinstance(event, Trajectory):
-        reason = f"expected a trajectory on {rec.topic}, got a {event.event_type} event"
-        return refused(rec, reason, "WrongEventType", now)
+    event = decode_as(rec, Trajectory, "a trajectory")
+    if isinstance(event, tuple):
+        return _refused(rec, *event, now)
     mismatch = _key_mismatch(rec, event.trajectory_id, now)
     if mismatch is not None:
         return mismatch

@@ -198,10 +198,11 @@ def wire_mirror() -> WireDecoders | None:
         if not isinstance(choice, dict) or choice.get("cls") is not Trajectory:
             raise UnsupportedSchema("no trajectory choice in the event union")
         header = mirror.struct(choice, steps_raw=True, tag=union["discriminator"])
-    except UnsupportedSchema as err:
+        hook = mirror.stamps.dec_hook
+        return WireDecoders(
+            header=msgspec.json.Decoder(header, dec_hook=hook),
+            step=msgspec.json.Decoder(step, dec_hook=hook),
+        )
+    except (UnsupportedSchema, TypeError) as err:  # TypeError: a type msgspec cannot decode (a union)
         log.warning("trajectories are decoded through the model only: %s", err)
         return None
-    hook = mirror.stamps.dec_hook
-    return WireDecoders(
-        header=msgspec.json.Decoder(header, dec_hook=hook), step=msgspec.json.Decoder(step, dec_hook=hook)
-    )

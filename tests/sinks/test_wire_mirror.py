@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from sinks.flatten import SourceRecord, rows_of, trajectory_rows
 from sinks.received import receive_trajectory
-from sinks.wire_mirror import wire_mirror
+from sinks.wire_mirror import UnsupportedSchema, _Mirror, wire_mirror
 from sluice.events import Message, Reward, StepEvent, ToolCall, Trajectory, decode, encode
 from testing.samples import make_trajectory
 
@@ -216,3 +216,20 @@ def test_repeated_keys_read_as_the_model_reads_them() -> None:
     ]
     for old, new in cases:
         _check(wire.replace(old, new, 1))
+
+
+def test_a_schema_the_mirror_cannot_reproduce_is_refused() -> None:
+    class Checked(BaseModel):
+        n: int
+
+        @field_validator("n")
+        @classmethod
+        def positive(cls, v: int) -> int:
+            return v
+
+    class Aliased(BaseModel):
+        n: int = Field(alias="N")
+
+    for model in (Checked, Aliased):
+        with pytest.raises(UnsupportedSchema):
+            _Mirror().struct(model.__pydantic_core_schema__)
