@@ -5,7 +5,7 @@ eligibility decision, the join stage's train decision as it came, and where it w
 one ``steps`` row per step (the columns queries filter on, the redaction counts and the step's full
 JSON, keyed by trajectory and step index) and one ``rewards`` row per reward, all built by ``rows_of``
 from the trajectory's attributes: the model (its JSON dumped), or the mirror types of
-``sinks.received`` (its JSON stored as received). Credentials that slipped into a step's recorded
+``sinks.wire_mirror`` as ``sinks.received`` decodes them (its JSON stored as received). Credentials that slipped into a step's recorded
 headers are scrubbed before anything is stored. A dead letter whose source is a raw topic keeps only
 the hash and size of its original bytes: raw traffic never reaches DuckDB.
 
@@ -140,7 +140,7 @@ def rows_of(
     t: Any, steps: list[Any], header_json: str, step_json: list[str], rec: SourceRecord, now: datetime
 ) -> dict[str, list[Row]]:
     """Rows of every table for one trajectory version: ``t`` and ``steps`` are a ``Trajectory`` and its
-    steps, or their wire mirrors (``sinks.received``: the same attribute names); ``header_json`` is its
+    steps, or their wire mirrors (``sinks.wire_mirror``: the same attribute names); ``header_json`` is its
     JSON without steps and ``step_json`` each step's JSON (what the ``record`` columns store)."""
     gov = t.governance
     elig, replay, blockers = gov.eligibility, gov.replay, t.train_blockers
