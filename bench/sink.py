@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import sys
 import tempfile
@@ -49,6 +50,7 @@ from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
 from sinks.received import receive_trajectory
+from sinks.schema import COMPUTED_COLUMNS
 from sinks.store import DuckDBStore, connect
 from sinks.wire_mirror import wire_mirror
 from sluice.events import Trajectory, encode
@@ -157,6 +159,10 @@ def bench_queries(db: Path) -> dict[str, float]:
         con.close()
 
 
+def _sha1(text: str) -> str:
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
 def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
     store = open_store(db)
     con = store.con
@@ -167,9 +173,12 @@ def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
             if not rows:
                 continue
             cols = columns(table)
-            names = ", ".join(f'"{c}"' for c in cols)
-            sql = f"INSERT INTO store.{table} ({names}) VALUES ({', '.join('?' * len(cols))}) ON CONFLICT DO NOTHING"
-            con.executemany(sql, [[r[c] for c in cols] for r in rows.values()])
+            digest = "content_hash" in COMPUTED_COLUMNS.get(table, {})  # DuckDB computes it on the Arrow path
+            names = ", ".join(f'"{c}"' for c in [*cols, *(["content_hash"] if digest else [])])
+            marks = ", ".join("?" * (len(cols) + digest))
+            sql = f"INSERT INTO store.{table} ({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"
+            params = [[r[c] for c in cols] + ([_sha1(r["record"])] if digest else []) for r in rows.values()]
+            con.executemany(sql, params)
         con.execute("COMMIT").fetchall()
     store.checkpoint()
     elapsed = time.perf_counter() - started

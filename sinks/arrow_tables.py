@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sinks.schema import TABLES
+from sinks.schema import COMPUTED_COLUMNS, TABLES
 
 _SCALARS: dict[str, pa.DataType] = {
     "VARCHAR": pa.string(),
@@ -39,11 +39,13 @@ def _arrow_type(name: str, is_list: bool) -> pa.DataType:
 
 @cache
 def arrow_schema(table: str) -> pa.Schema:
-    """Arrow schema of a store table, column order as in its DDL."""
+    """Arrow schema of the rows the sink builds for a store table: its DDL's columns in order, less those
+    DuckDB computes as it inserts (``COMPUTED_COLUMNS``)."""
+    computed = COMPUTED_COLUMNS.get(table, {})
     fields = []
     for line in TABLES[table].split(","):
         m = _COLUMN.match(line)
-        if m is None or m.group(1) == "primary":
+        if m is None or m.group(1) == "primary" or m.group(1) in computed:
             continue
         fields.append(pa.field(m.group(1), _arrow_type(m.group(2), bool(m.group(3)))))
     return pa.schema(fields)

@@ -132,7 +132,7 @@ class PendingBatch:
         if old is None:
             self.rows += 1
         elif table in _VERSIONED and (
-            old["content_hash"] == row["content_hash"] or old["since_version"] > row["since_version"]
+            old["record"] == row["record"] or old["since_version"] > row["since_version"]
         ):
             return
         self.tables[table][key] = row

@@ -57,10 +57,6 @@ def _entities_json(counts: tuple[tuple[str, int], ...]) -> str:
     return _ENCODER.encode(dict(counts))
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
-
-
 def scrub_headers(step: StepEvent, sensitive: Iterable[str]) -> StepEvent:
     """The step without recorded headers named like credentials (case-insensitive)."""
     headers = step.metadata.request_headers
@@ -108,7 +104,6 @@ def _step_row(t: Any, step: Any, record: str, now: datetime) -> Row:
         "data_class": gov.data_class,
         "entity_count": sum(entities.values()) if entities is not None else None,
         "entities": _entities_json(tuple(sorted(entities.items()))) if entities is not None else None,
-        "content_hash": _digest(record),
         "record": record,
         "ingested_at": now,
     }

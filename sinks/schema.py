@@ -173,6 +173,10 @@ TABLES: dict[str, str] = {
         {_LINEAGE_DDL}""",
 }
 
+# Columns DuckDB computes as it inserts a row (SQL over the incoming row ``i``), so the sink's Python
+# thread never does: the step's content digest, which an upsert compares to tell a changed step.
+COMPUTED_COLUMNS: dict[str, dict[str, str]] = {"steps": {"content_hash": 'sha1(i."record")'}}
+
 # Tables whose rows belong to a trajectory (erasure and tombstones delete from all of them).
 TRAJECTORY_TABLES = ("trajectory_versions", "steps", "rewards", "dead_letters")
 

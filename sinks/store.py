@@ -30,7 +30,7 @@ from sinks.batch import KEYS, PendingBatch
 from sinks.config import SinkConfig
 from sinks.exceptions import SinkError
 from sinks.faults import CrashPlan
-from sinks.schema import TRAJECTORY_TABLES, schema_ddl
+from sinks.schema import COMPUTED_COLUMNS, TRAJECTORY_TABLES, schema_ddl
 from sinks.views import quote_literal
 
 log = logging.getLogger(__name__)
@@ -39,15 +39,20 @@ log = logging.getLogger(__name__)
 _UPDATE_IF_CHANGED = ("steps",)
 
 
+def _stored_columns(table: str) -> dict[str, str]:
+    """Every column the insert fills, with the SQL it takes its value from: the batch's own columns, then
+    those DuckDB computes (``COMPUTED_COLUMNS``)."""
+    return {c: f'i."{c}"' for c in columns(table)} | COMPUTED_COLUMNS.get(table, {})
+
+
 def _insert_sql(table: str) -> str:
-    cols = columns(table)
-    names = ", ".join(f'"{c}"' for c in cols)
-    select = ", ".join(f'i."{c}"' for c in cols)
-    return f"INSERT INTO store.{table} ({names}) SELECT {select} FROM _in_{table} i "
+    stored = _stored_columns(table)
+    names = ", ".join(f'"{c}"' for c in stored)
+    return f"INSERT INTO store.{table} ({names}) SELECT {', '.join(stored.values())} FROM _in_{table} i "
 
 
 def _upsert_sql(table: str) -> str:
-    cols = columns(table)
+    cols = list(_stored_columns(table))
     sql = _insert_sql(table)
     if table in _UPDATE_IF_CHANGED:
         keys = KEYS[table]

@@ -12,6 +12,7 @@ stops it cleanly (in-flight records finish, offsets are committed).
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import click
@@ -20,6 +21,19 @@ from app.options import config_option, load_or_exit
 
 log = logging.getLogger("sluice.stages")
 
+# Presidio imports Hugging Face transformers, and with it torch, for NLP engines the stages never build
+# (redaction is pattern-only, or spaCy for NER, which needs neither); both behind ``try: import``. Kept
+# out, a worker starts on a fraction of the CPU and memory (``python -m bench.stage_startup``);
+# ``tests/pipeline/stages/test_stages_e2e.py`` checks that a running worker never maps torch.
+NEVER_IMPORTED = ("transformers", "torch")
+
+
+def keep_unused_modules_out() -> None:
+    """Make ``import`` of ``NEVER_IMPORTED`` fail in this process (an ``ImportError`` the importer handles),
+    unless one is imported already."""
+    for name in NEVER_IMPORTED:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+
 
 @click.command("stages")
 @config_option
@@ -27,6 +41,7 @@ log = logging.getLogger("sluice.stages")
 @click.option("--log-level", default="INFO", show_default=True, help="Faust worker log level.")
 def stages_command(config_path: Path | None, worker_index: int | None, log_level: str) -> None:
     """Run a governance stage worker: redact, eligibility, reward join, replay grade."""
+    keep_unused_modules_out()
     import faust
 
     from pipeline.stages.app import StagesApp

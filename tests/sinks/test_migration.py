@@ -12,7 +12,7 @@ from sinks.arrow_tables import columns
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.exceptions import SinkError
 from sinks.flatten import SourceRecord
-from sinks.schema import STORE_SCHEMA_VERSION, TABLES
+from sinks.schema import COMPUTED_COLUMNS, STORE_SCHEMA_VERSION, TABLES
 from sinks.store import DuckDBStore, stored_schema_version
 from sluice.events import encode
 from testing.samples import make_trajectory
@@ -46,7 +46,7 @@ def test_v1_store_migrates_in_place(tmp_path: Path) -> None:
         assert stored_schema_version(store.con) == STORE_SCHEMA_VERSION
         for table in TABLES:
             described = [r[0] for r in _rows(store, f"DESCRIBE store.{table}")]
-            assert sorted(described) == sorted(columns(table)), table
+            assert sorted(described) == sorted([*columns(table), *COMPUTED_COLUMNS.get(table, {})]), table
         # lineage moved onto its rows: the same positions as the v1 lineage table held
         assert _rows(
             store, 'SELECT record_id, kind, topic, "partition", "offset" FROM lineage ORDER BY 3, 4, 5'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import time
@@ -76,6 +77,27 @@ def test_late_reward_version_updates_the_latest_view(store: DuckDBStore) -> None
     assert _one(store, "SELECT count(*) FROM trajectory_versions") == 2
     assert _one(store, "SELECT count(*) FROM steps") == 2
     assert _one(store, "SELECT count(*) FROM training_set") == 1
+
+
+def test_a_newer_version_replaces_a_step_only_when_its_content_changed(store: DuckDBStore) -> None:
+    """DuckDB computes each step's digest as it inserts; the upsert compares digests, batches and the
+    store alike."""
+    first = make_trajectory("t1", n_steps=2, reward=1.0)
+    store.write(_batch([first]), "g")
+    rows = store.con.execute("SELECT content_hash, record FROM store.steps ORDER BY step_index").fetchall()
+    assert [h for h, _ in rows] == [hashlib.sha1(r.encode()).hexdigest() for _, r in rows]
+    same = make_trajectory("t1", n_steps=2, reward=0.5, version=2)
+    changed = same.model_copy(deep=True)
+    changed.steps[1].metadata.model_version = "v-new"
+    store.write(_batch([same], start=1), "g")
+    assert _one(store, "SELECT max(since_version) FROM store.steps") == 1  # unchanged: kept as stored
+    store.write(_batch([changed.model_copy(update={"version": 3})], start=2), "g")
+    versions = store.con.execute(
+        "SELECT step_index, since_version, model_version FROM store.steps ORDER BY 1"
+    )
+    assert versions.fetchall() == [(0, 1, first.steps[0].metadata.model_version), (1, 3, "v-new")]
+    in_one = _batch([first, changed.model_copy(update={"version": 3})])  # both versions in one batch
+    assert [r["since_version"] for r in in_one.tables["steps"].values()] == [1, 3]
 
 
 def test_training_set_applies_the_train_rule(store: DuckDBStore) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,6 +54,7 @@ class Run:
     raw_outputs: dict[str, list[bytes]] = field(default_factory=dict)
     exit_code: int | None = None
     metrics: dict[str, float] | str = "not scraped"
+    mapped_files: set[str] = field(default_factory=set)
 
     def versions(self, tid: str, topic: str = "audited") -> dict[int, Trajectory]:
         return {t.version: t for t in getattr(self, topic) if t.trajectory_id == tid}
@@ -145,6 +147,9 @@ def run(broker: LocalBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         r.train = trajectories(tail.values(names["trajectories_train"]))
         r.deadletters = [decode(v) for v in tail.values(names["deadletter"])]  # type: ignore[misc]
         r.metrics = scrape(f"http://127.0.0.1:{cfg.stages.web_port}/metrics")
+        assert worker.proc is not None
+        maps = Path(f"/proc/{worker.proc.pid}/maps").read_text().splitlines()
+        r.mapped_files = {line.split()[-1] for line in maps if len(line.split()) >= 6}
         r.exit_code = worker.terminate()
         yield r
     finally:
@@ -265,3 +270,12 @@ def test_metrics_page_for_sluice_status(run: Run) -> None:
     assert run.metrics["sluice_stages_emitted_total"] >= 8
     assert run.metrics["sluice_stages_processed_total"] > 0
     assert "sluice_stages_pending_joins" in run.metrics
+
+
+def test_the_worker_never_loads_torch(run: Run) -> None:
+    """Presidio imports transformers and torch for engines the stages never build; the worker keeps them
+    out (``sluice stages``), and still redacted every canary above. A loaded torch maps its libraries."""
+    assert run.mapped_files, "the worker's memory map was not read"
+    assert any("rocksdict" in f or "pydantic_core" in f for f in run.mapped_files)  # the map is the worker's
+    torch_libs = sorted(f for f in run.mapped_files if "/torch/" in f or "/transformers/" in f)
+    assert torch_libs == []
