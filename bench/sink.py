@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import sys
 import tempfile
@@ -159,10 +158,6 @@ def bench_queries(db: Path) -> dict[str, float]:
         con.close()
 
 
-def _sha1(text: str) -> str:
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
-
-
 def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
     store = open_store(db)
     con = store.con
@@ -173,12 +168,14 @@ def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
             if not rows:
                 continue
             cols = columns(table)
-            digest = "content_hash" in COMPUTED_COLUMNS.get(table, {})  # DuckDB computes it on the Arrow path
-            names = ", ".join(f'"{c}"' for c in [*cols, *(["content_hash"] if digest else [])])
-            marks = ", ".join("?" * (len(cols) + digest))
-            sql = f"INSERT INTO store.{table} ({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"
-            params = [[r[c] for c in cols] + ([_sha1(r["record"])] if digest else []) for r in rows.values()]
-            con.executemany(sql, params)
+            stored = {c: f'i."{c}"' for c in cols} | COMPUTED_COLUMNS.get(table, {})  # as the Arrow path
+            names = ", ".join(f'"{c}"' for c in stored)
+            row = ", ".join(f'? AS "{c}"' for c in cols)
+            sql = (
+                f"INSERT INTO store.{table} ({names}) SELECT {', '.join(stored.values())} "
+                f"FROM (SELECT {row}) i ON CONFLICT DO NOTHING"
+            )
+            con.executemany(sql, [[r[c] for c in cols] for r in rows.values()])
         con.execute("COMMIT").fetchall()
     store.checkpoint()
     elapsed = time.perf_counter() - started
