@@ -7,7 +7,8 @@ Three measurements on one fresh broker (``infra.broker.LocalBroker``), each agai
   (``batch.num.messages`` default): broker CPU ms per record, and the ratio.
 - ``fetch``: a consumer with nothing to read, assigned 1 partition vs 16 (what a stage worker alone on
   four topics of four partitions reads), waiting ``fetch.wait.max.ms`` 50 (``broker.fetch_max_wait_ms``)
-  vs 250 ms: broker CPU ms per fetch request (librdkafka's own request count) and share of a core.
+  vs 250 ms: broker CPU ms per fetch request (librdkafka's own request count) and share of a core; and
+  a proxy's topic tail (four partitions) at 50 ms vs the tail's own wait (``TAIL_FETCH_WAIT_MS``).
 
     python -m bench.broker_cost          # ~1 min
 """
@@ -23,6 +24,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from infra.broker import LocalBroker
+from pipeline.proxy.topic_tail import TAIL_FETCH_WAIT_MS
 
 TOPICS = ("a", "b", "c", "d")
 PARTITIONS = 4
@@ -100,7 +102,8 @@ def main() -> None:
             admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
         single = produce_cost(broker, "single", one_per_batch=True)
         batched = produce_cost(broker, "batched", one_per_batch=False)
-        fetch = {f"{n}p_{w}ms": fetch_cost(broker, n, w) for n, w in ((1, 50), (16, 50), (16, 250))}
+        cases = ((1, 50), (16, 50), (16, 250), (4, 50), (4, TAIL_FETCH_WAIT_MS))
+        fetch = {f"{n}p_{w}ms": fetch_cost(broker, n, w) for n, w in cases}
     result = {
         "bench": "broker_cost",
         "records": RECORDS,
@@ -113,6 +116,9 @@ def main() -> None:
         ),
         "fetch_core_share_50ms_vs_250ms": round(
             fetch["16p_50ms"]["core_share"] / max(0.001, fetch["16p_250ms"]["core_share"]), 2
+        ),
+        "proxy_tail_core_share_50ms_vs_tail_wait": round(
+            fetch["4p_50ms"]["core_share"] / max(0.001, fetch[f"4p_{TAIL_FETCH_WAIT_MS}ms"]["core_share"]), 2
         ),
     }
     print(json.dumps(result))
