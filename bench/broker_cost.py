@@ -7,8 +7,7 @@ Three measurements on one fresh broker (``infra.broker.LocalBroker``), each agai
   (``batch.num.messages`` default): broker CPU ms per record, and the ratio.
 - ``fetch``: a consumer with nothing to read, assigned 1 partition vs 16 (what a stage worker alone on
   four topics of four partitions reads), waiting ``fetch.wait.max.ms`` 50 (``broker.fetch_max_wait_ms``)
-  vs 250 ms: broker CPU ms per fetch request (librdkafka's own request count) and share of a core; and
-  a proxy's topic tail (four partitions) at 50 ms vs the tail's own wait (``TAIL_FETCH_WAIT_MS``).
+  vs 250 ms: broker CPU ms per fetch request (librdkafka's own request count) and share of a core.
 
     python -m bench.broker_cost          # ~1 min
 """
@@ -16,26 +15,19 @@ Three measurements on one fresh broker (``infra.broker.LocalBroker``), each agai
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.proxy import cpu_seconds
 from infra.broker import LocalBroker
-from pipeline.proxy.topic_tail import TAIL_FETCH_WAIT_MS
 
 TOPICS = ("a", "b", "c", "d")
 PARTITIONS = 4
 RECORDS = 5_000
 FETCH_SECONDS = 10.0
-
-
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def produce_cost(broker: LocalBroker, topic: str, one_per_batch: bool) -> float:
@@ -45,7 +37,7 @@ def produce_cost(broker: LocalBroker, topic: str, one_per_batch: bool) -> float:
         conf["batch.num.messages"] = 1
     producer = Producer(conf)
     assert broker._proc is not None
-    cpu0 = _cpu_s(broker._proc.pid)
+    cpu0 = cpu_seconds(broker._proc.pid)
     for i in range(RECORDS):
         while True:
             try:
@@ -55,7 +47,7 @@ def produce_cost(broker: LocalBroker, topic: str, one_per_batch: bool) -> float:
                 producer.poll(0.01)
         producer.poll(0)
     producer.flush(60)
-    return (_cpu_s(broker._proc.pid) - cpu0) * 1000 / RECORDS
+    return (cpu_seconds(broker._proc.pid) - cpu0) * 1000 / RECORDS
 
 
 def fetch_cost(broker: LocalBroker, partitions: int, wait_ms: int) -> dict[str, float]:
@@ -83,10 +75,10 @@ def fetch_cost(broker: LocalBroker, partitions: int, wait_ms: int) -> dict[str, 
 
     assert broker._proc is not None
     poll_for(2.0)  # settle: connections, first offsets
-    cpu0, req0 = _cpu_s(broker._proc.pid), requests()
+    cpu0, req0 = cpu_seconds(broker._proc.pid), requests()
     poll_for(FETCH_SECONDS)
     poll_for(0.6)  # one more statistics callback covers the window
-    cpu, req = _cpu_s(broker._proc.pid) - cpu0, requests() - req0
+    cpu, req = cpu_seconds(broker._proc.pid) - cpu0, requests() - req0
     consumer.close()
     return {
         "ms_per_request": round(cpu * 1000 / max(1, req), 2),
@@ -102,8 +94,7 @@ def main() -> None:
             admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
         single = produce_cost(broker, "single", one_per_batch=True)
         batched = produce_cost(broker, "batched", one_per_batch=False)
-        cases = ((1, 50), (16, 50), (16, 250), (4, 50), (4, TAIL_FETCH_WAIT_MS))
-        fetch = {f"{n}p_{w}ms": fetch_cost(broker, n, w) for n, w in cases}
+        fetch = {f"{n}p_{w}ms": fetch_cost(broker, n, w) for n, w in ((1, 50), (16, 50), (16, 250))}
     result = {
         "bench": "broker_cost",
         "records": RECORDS,
@@ -116,9 +107,6 @@ def main() -> None:
         ),
         "fetch_core_share_50ms_vs_250ms": round(
             fetch["16p_50ms"]["core_share"] / max(0.001, fetch["16p_250ms"]["core_share"]), 2
-        ),
-        "proxy_tail_core_share_50ms_vs_tail_wait": round(
-            fetch["4p_50ms"]["core_share"] / max(0.001, fetch[f"4p_{TAIL_FETCH_WAIT_MS}ms"]["core_share"]), 2
         ),
     }
     print(json.dumps(result))

@@ -49,8 +49,7 @@ from sinks.config import SinkConfig
 from sinks.flatten import SourceRecord
 from sinks.ingest import SinkRunner
 from sinks.received import receive_trajectory
-from sinks.schema import COMPUTED_COLUMNS
-from sinks.store import DuckDBStore, connect
+from sinks.store import DuckDBStore, connect, stored_columns
 from sinks.wire_mirror import wire_mirror
 from sluice.events import Trajectory, encode
 from testing.samples import make_trajectory
@@ -168,7 +167,7 @@ def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
             if not rows:
                 continue
             cols = columns(table)
-            stored = {c: f'i."{c}"' for c in cols} | COMPUTED_COLUMNS.get(table, {})  # as the Arrow path
+            stored = stored_columns(table)  # as the Arrow path: computed columns filled by DuckDB
             names = ", ".join(f'"{c}"' for c in stored)
             row = ", ".join(f'? AS "{c}"' for c in cols)
             sql = (

@@ -39,20 +39,20 @@ log = logging.getLogger(__name__)
 _UPDATE_IF_CHANGED = ("steps",)
 
 
-def _stored_columns(table: str) -> dict[str, str]:
+def stored_columns(table: str) -> dict[str, str]:
     """Every column the insert fills, with the SQL it takes its value from: the batch's own columns, then
     those DuckDB computes (``COMPUTED_COLUMNS``)."""
     return {c: f'i."{c}"' for c in columns(table)} | COMPUTED_COLUMNS.get(table, {})
 
 
 def _insert_sql(table: str) -> str:
-    stored = _stored_columns(table)
+    stored = stored_columns(table)
     names = ", ".join(f'"{c}"' for c in stored)
     return f"INSERT INTO store.{table} ({names}) SELECT {', '.join(stored.values())} FROM _in_{table} i "
 
 
 def _upsert_sql(table: str) -> str:
-    cols = list(_stored_columns(table))
+    cols = list(stored_columns(table))
     sql = _insert_sql(table)
     if table in _UPDATE_IF_CHANGED:
         keys = KEYS[table]

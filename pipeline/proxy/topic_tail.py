@@ -4,11 +4,6 @@ Each proxy reads all of such a topic itself (erasures, overlay assignments), fro
 from the beginning, so no group is joined and nothing is committed. While the broker is down the thread
 keeps retrying and the proxy keeps serving; a subclass says what one record does (``on_record``, called
 on the thread).
-
-Records here are rare and a fraction of a second late is harmless, so the tail lets the broker hold an
-empty fetch ``TAIL_FETCH_WAIT_MS`` rather than the data path's ``broker.fetch_max_wait_ms``: on the
-embedded broker every empty fetch costs CPU, about 5x less per second at 500 ms than at 50 ms for a tail of
-four partitions (``python -m bench.broker_cost``).
 """
 
 from __future__ import annotations
@@ -20,8 +15,6 @@ from typing import Any, ClassVar
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from sluice.broker_config import BrokerConfig
-
-TAIL_FETCH_WAIT_MS = 500  # librdkafka's own default; the data path uses broker.fetch_max_wait_ms
 
 
 class TopicTail:
@@ -62,9 +55,7 @@ class TopicTail:
         return True
 
     def _run(self) -> None:
-        conf = self.broker.consumer_config(
-            f"sluice-{self.NAME}", **{"enable.partition.eof": False, "fetch.wait.max.ms": TAIL_FETCH_WAIT_MS}
-        )
+        conf = self.broker.consumer_config(f"sluice-{self.NAME}", **{"enable.partition.eof": False})
         consumer = Consumer(conf)
         try:
             while not self._stop.is_set():
