@@ -42,7 +42,8 @@ from pipeline.stages.outputs import exit_now
 from pipeline.stages.redact_stage import RedactStage
 from pipeline.stages.scheduler import TickScheduler
 from pipeline.stages.settings import StagesSettings
-from pipeline.stages.transport import set_fetch_max_wait_ms
+from pipeline.stages.transport import before_commit_hooks, set_fetch_max_wait_ms
+from pipeline.stages.write_behind import WriteBehindTable
 
 log = logging.getLogger("sluice.stages")
 
@@ -120,9 +121,14 @@ class StagesApp:
                 help=help_text,
             )
 
-        self.placeholders = table("placeholders", "trajectory id -> placeholder state (digests only)")
-        self.join_state = table("join_state", "trajectory id -> join state")
-        self.join_steps = table("join_steps", "trajectory id + step id -> redacted step")
+        self.placeholders = WriteBehindTable(
+            table("placeholders", "trajectory id -> placeholder state (digests only)")
+        )
+        self.join_state = WriteBehindTable(table("join_state", "trajectory id -> join state"))
+        self.join_steps = WriteBehindTable(table("join_steps", "trajectory id + step id -> redacted step"))
+        self.held_tables = (self.join_state, self.join_steps, self.placeholders)
+        before_commit_hooks(app).append(self.flush_tables)
+        self._hold_writes_until_revoked()
         self.erasure_rules = table("erasure_rules", "erasure id -> tenant/subject erasure criterion")
         self.guard = ErasureGuard(self.join_state, self.erasure_rules, cfg.rewards.keep_erased_s)
         self.counters = StageCounters()
@@ -165,13 +171,29 @@ class StagesApp:
         )
         write_heartbeat(self.heartbeat_file, beat)
 
+    def flush_tables(self) -> None:
+        """Write the table writes held back (``write_behind.py``) to the stores and changelogs."""
+        for held in self.held_tables:
+            held.flush()
+
+    def _hold_writes_until_revoked(self) -> None:
+        """Flush the held writes before Faust gives partitions up (it closes their stores first)."""
+        revoke = self.app._on_partitions_revoked
+
+        async def on_partitions_revoked(revoked: Any) -> None:
+            self.flush_tables()
+            await revoke(revoked)
+
+        self.app._on_partitions_revoked = on_partitions_revoked  # read when the consumer is created
+
     async def compact_partition(self, partition: int) -> None:
         """After an erasure: flush and compact this partition's RocksDB files, so deleted values leave the
         disk (a delete alone only writes a tombstone; the old value stays in older files until compacted).
         Runs in a thread: the agent keeps processing meanwhile."""
+        self.flush_tables()  # the deletes reach the files before they are compacted
         dbs = []
-        for table in (self.join_state, self.join_steps, self.placeholders):
-            db = getattr(table.data, "_dbs", {}).get(partition)
+        for held in self.held_tables:
+            db = getattr(held.table.data, "_dbs", {}).get(partition)
             if db is not None and hasattr(db, "compact_range"):
                 dbs.append(db)
 

@@ -49,6 +49,8 @@ delivered, no connection waited on for minutes.
    the client's position with nothing processed or in flight, and the records wait for the next restart.
    After each commit the consumer compares, per partition, its position with the committed offset; a
    gap that stays the same over two commits in a row, with nothing in flight, is read again.
+7. **Work before a commit.** ``before_commit_hooks(app)`` run ahead of every offset commit, before Faust
+   flushes its producer: the stages flush their write-behind tables there (``write_behind.py``).
 
 It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` through the
 ``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
@@ -61,7 +63,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from aiokafka.errors import IllegalStateError
@@ -192,6 +194,13 @@ class ShortFetchConsumer(stock.Consumer):
             return None
         return super()._new_offset(tp)
 
+    async def _commit_offsets(self, offsets: Mapping[TP, int], start_new_transaction: bool = True) -> bool:
+        """The app's ``before_commit`` hooks (table writes held back, sent now), then Faust's commit, which
+        flushes the producer before it commits: an offset is committed only after what its records wrote."""
+        for hook in before_commit_hooks(self.app):
+            hook()
+        return await super()._commit_offsets(offsets, start_new_transaction=start_new_transaction)
+
     async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
         """Faust's commit, then the check for records lost at the tail of a partition."""
         did_commit = await super().force_commit(topics, start_new_transaction=start_new_transaction)
@@ -316,6 +325,11 @@ class Transport(stock.Transport):
     Consumer = ShortFetchConsumer
     Producer = ReconnectingProducer
     driver_version = stock.Transport.driver_version
+
+
+def before_commit_hooks(app: Any) -> list[Callable[[], object]]:
+    """The callables run before each offset commit of ``app``'s consumer (append to add one)."""
+    return app.__dict__.setdefault("_sluice_before_commit", [])
 
 
 def set_fetch_max_wait_ms(ms: int) -> None:

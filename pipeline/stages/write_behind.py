@@ -1,0 +1,166 @@
+"""A write-behind cache in front of a Faust table: a key written many times between two commits reaches
+the table's store and changelog once.
+
+Every write to a Faust table is a record on its changelog topic, sent one by one through Faust's and
+aiokafka's per-record path, plus a store write. The join writes a trajectory's state on every event and
+stores each step's body until the trajectory is emitted, then deletes it: per input event about three
+table records, most of them overwritten or deleted again a moment later. Here writes and deletes wait in
+a dict, newest per key, and ``flush`` applies what is left: the last value of each key, or its delete
+(none at all for a key that was written and deleted in between, if the table never held it).
+
+The guarantee stays at-least-once, as with Kafka Streams' record caches:
+
+- ``flush`` runs before every offset commit (the stages' transport calls the app's ``before_commit``
+  hooks ahead of Faust's producer flush) and before partitions are revoked. An input offset is therefore
+  committed only once every table write its records made is on the changelog. A crash loses only writes
+  of records whose offsets were not committed: they are read and applied again.
+- Writing earlier than the commit is always allowed (the tables already ran ahead of the committed input
+  offsets before this cache existed), so a cache that grows past ``max_entries`` flushes at once.
+- Readers see the cache first: ``get``, ``in``, iteration and deletes go through it, so nothing the
+  stages read differs from writing through.
+
+Each entry keeps the partition and source topic of the record that wrote it: a Faust table picks the
+store partition and changelog partition from the record being processed, which ``flush`` restores for
+each key while it writes (commits and revokes run outside any record).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from faust.streams import _current_event, current_event
+
+_DELETED = None  # a pending delete
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """What a Faust table reads of the record being processed: its partition and topic."""
+
+    partition: int
+    topic: str
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class _Origin:
+    """Stands in for the record that wrote a key while the key is flushed (Faust holds it weakly)."""
+
+    message: _Message
+
+
+class WriteBehindTable(MutableMapping[bytes, bytes]):
+    """``table`` (a Faust ``Table`` of bytes) with its writes held until ``flush``."""
+
+    def __init__(self, table: Any, max_entries: int = 20_000) -> None:
+        self.table = table
+        self.max_entries = max_entries
+        self._pending: dict[bytes, tuple[bytes | None, _Message]] = {}
+        self._origins: dict[tuple[int, str], _Message] = {}
+        self.flushed = 0  # keys written to the table so far (tests and counters)
+
+    # ------------------------------------------------------------------ reads
+
+    def __getitem__(self, key: bytes) -> bytes:
+        hit = self._pending.get(key)
+        if hit is not None:
+            if hit[0] is _DELETED:
+                raise KeyError(key)
+            return hit[0]
+        return self.table[key]
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        hit = self._pending.get(key)
+        if hit is not None:
+            return default if hit[0] is _DELETED else hit[0]
+        return self.table.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        hit = self._pending.get(key)  # type: ignore[call-overload]
+        if hit is not None:
+            return hit[0] is not _DELETED
+        return key in self.table
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending = self._pending
+        for key in list(self.table.keys()):
+            if key not in pending:
+                yield key
+        for key, (value, _) in list(pending.items()):
+            if value is not _DELETED:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:  # type: ignore[override]
+        pending = self._pending
+        for key, value in list(self.table.items()):
+            if key not in pending:
+                yield key, value
+        for key, (value, _) in list(pending.items()):
+            if value is not _DELETED:
+                yield key, value
+
+    def values(self) -> Iterator[bytes]:  # type: ignore[override]
+        for _, value in self.items():
+            yield value
+
+    # ------------------------------------------------------------------ writes
+
+    def __setitem__(self, key: bytes, value: bytes) -> None:
+        self._put(key, value)
+
+    def __delitem__(self, key: bytes) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._put(key, _DELETED)
+
+    def _put(self, key: bytes, value: bytes | None) -> None:
+        event = current_event()
+        if event is None:  # outside a record: Faust refuses table writes there, and so do we
+            raise RuntimeError("table written outside the processing of a record")
+        m = event.message
+        where = (m.partition, m.topic)
+        origin = self._origins.get(where)
+        if origin is None:
+            origin = self._origins[where] = _Message(m.partition, m.topic)
+        self._pending[key] = (value, origin)
+        if len(self._pending) >= self.max_entries:
+            self.flush()
+
+    def flush(self) -> int:
+        """Write every pending key to the table (store and changelog); returns how many were written."""
+        if not self._pending:
+            return 0
+        pending, self._pending = self._pending, {}
+        table = self.table
+        written = 0
+        outer = _current_event.get(None)
+        items = iter(list(pending.items()))
+        try:
+            for key, (value, message) in items:
+                origin = _Origin(message)
+                _current_event.set(weakref.ref(origin))
+                if value is _DELETED:
+                    if key in table:
+                        del table[key]
+                        written += 1
+                else:
+                    table[key] = value
+                    written += 1
+                del pending[key]
+        except BaseException:
+            pending.update(self._pending)  # what was not written stays pending, newer writes win
+            self._pending = pending
+            raise
+        finally:
+            _current_event.set(outer)
+        self.flushed += written
+        return written
+
+    def pending_partitions(self) -> set[int]:
+        """Partitions with writes not yet flushed."""
+        return {message.partition for _, message in self._pending.values()}
