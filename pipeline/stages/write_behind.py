@@ -58,8 +58,6 @@ class WriteBehindTable(MutableMapping[bytes, bytes]):
         self.table = table
         self.max_entries = max_entries
         self._pending: dict[bytes, tuple[bytes | None, _Message]] = {}
-        self._origins: dict[tuple[int, str], _Message] = {}
-        self.flushed = 0  # keys written to the table so far (tests and counters)
 
     # ------------------------------------------------------------------ reads
 
@@ -122,12 +120,7 @@ class WriteBehindTable(MutableMapping[bytes, bytes]):
         event = current_event()
         if event is None:  # outside a record: Faust refuses table writes there, and so do we
             raise RuntimeError("table written outside the processing of a record")
-        m = event.message
-        where = (m.partition, m.topic)
-        origin = self._origins.get(where)
-        if origin is None:
-            origin = self._origins[where] = _Message(m.partition, m.topic)
-        self._pending[key] = (value, origin)
+        self._pending[key] = (value, _Message(event.message.partition, event.message.topic))
         if len(self._pending) >= self.max_entries:
             self.flush()
 
@@ -139,9 +132,8 @@ class WriteBehindTable(MutableMapping[bytes, bytes]):
         table = self.table
         written = 0
         outer = _current_event.get(None)
-        items = iter(list(pending.items()))
         try:
-            for key, (value, message) in items:
+            for key, (value, message) in list(pending.items()):
                 origin = _Origin(message)
                 _current_event.set(weakref.ref(origin))
                 if value is _DELETED:
@@ -153,14 +145,8 @@ class WriteBehindTable(MutableMapping[bytes, bytes]):
                     written += 1
                 del pending[key]
         except BaseException:
-            pending.update(self._pending)  # what was not written stays pending, newer writes win
-            self._pending = pending
+            self._pending = pending  # what was not written stays pending
             raise
         finally:
             _current_event.set(outer)
-        self.flushed += written
         return written
-
-    def pending_partitions(self) -> set[int]:
-        """Partitions with writes not yet flushed."""
-        return {message.partition for _, message in self._pending.values()}

@@ -1,9 +1,9 @@
 """The stages' tables hold writes until a commit: fewer changelog records, nothing lost in a crash.
 
-A real worker on the real broker. A trajectory of many steps arrives in one burst; the worker emits it,
-and is killed before its first offset commit (commits every 5 s here), so the table writes held back
-never reached the changelogs. The restarted worker reads the uncommitted records again and rebuilds the
-same state: a later reward makes version 2 with every step. Then, with the writes flushed at a commit,
+A real worker on the real broker. A trajectory of many steps arrives in one burst; the worker emits it
+and is killed right away (it commits every 5 s here, so what it held back has most likely not reached
+the changelogs). The restarted worker reads the uncommitted records again and rebuilds the same state:
+a later reward makes version 2 with every step and both rewards. Then, with the writes flushed at a commit,
 the join-state changelog holds a handful of records for the trajectory, not one per event.
 """
 
