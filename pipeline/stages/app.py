@@ -127,6 +127,7 @@ class StagesApp:
         self.join_state = WriteBehindTable(table("join_state", "trajectory id -> join state"))
         self.join_steps = WriteBehindTable(table("join_steps", "trajectory id + step id -> redacted step"))
         self.held_tables = (self.join_state, self.join_steps, self.placeholders)
+        self.processing = asyncio.Lock()  # held while a record is processed, and while tables flush
         before_commit_hooks(app).append(self.flush_tables)
         self._hold_writes_until_revoked()
         self.erasure_rules = table("erasure_rules", "erasure id -> tenant/subject erasure criterion")
@@ -171,8 +172,19 @@ class StagesApp:
         )
         write_heartbeat(self.heartbeat_file, beat)
 
-    def flush_tables(self) -> None:
-        """Write the table writes held back (``write_behind.py``) to the stores and changelogs."""
+    async def flush_tables(self) -> None:
+        """Write the table writes held back (``write_behind.py``) to the stores and changelogs, once the
+        broker has every emission they record. No record is processed meanwhile (so no new emission
+        slips in between the wait and the writes)."""
+        async with self.processing:
+            await self._flush_held()
+
+    async def _flush_held(self) -> None:
+        """``flush_tables`` from inside the processing of a record (which already holds ``processing``)."""
+        try:
+            await self.join_stage.emissions_delivered()
+        except OutputError as exc:  # nothing that records the lost emission may be written or committed
+            exit_now(str(exc))
         for held in self.held_tables:
             held.flush()
 
@@ -181,7 +193,7 @@ class StagesApp:
         revoke = self.app._on_partitions_revoked
 
         async def on_partitions_revoked(revoked: Any) -> None:
-            self.flush_tables()
+            await self.flush_tables()
             await revoke(revoked)
 
         self.app._on_partitions_revoked = on_partitions_revoked  # read when the consumer is created
@@ -189,8 +201,9 @@ class StagesApp:
     async def compact_partition(self, partition: int) -> None:
         """After an erasure: flush and compact this partition's RocksDB files, so deleted values leave the
         disk (a delete alone only writes a tombstone; the old value stays in older files until compacted).
-        Runs in a thread: the agent keeps processing meanwhile."""
-        self.flush_tables()  # the deletes reach the files before they are compacted
+        Runs in a thread: the agent keeps processing meanwhile. Called while the agent processes the
+        erasure record."""
+        await self._flush_held()  # the deletes reach the files before they are compacted
         dbs = []
         for held in self.held_tables:
             db = getattr(held.table.data, "_dbs", {}).get(partition)
@@ -209,18 +222,25 @@ class StagesApp:
         app = self.app
         redact_stage, join_stage, raw_topics = self.redact_stage, self.join_stage, self.raw_topics
 
+        held, processing = self.held_tables, self.processing
+
         async def govern(stream: Any) -> None:
             async for event in stream.events():
                 m = event.message
-                try:
-                    if m.topic in raw_topics:
-                        redacted = await redact_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
-                        if redacted is not None:
-                            await join_stage.join(redacted, m.topic, m.partition, m.offset, m.key)
-                    else:
-                        await join_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
-                except OutputError as exc:  # leaving the loop would acknowledge the record
-                    exit_now(str(exc))
+                async with processing:
+                    try:
+                        if m.topic in raw_topics:
+                            redacted = await redact_stage.handle(
+                                m.topic, m.partition, m.offset, m.key, m.value
+                            )
+                            if redacted is not None:
+                                await join_stage.join(redacted, m.topic, m.partition, m.offset, m.key)
+                        else:
+                            await join_stage.handle(m.topic, m.partition, m.offset, m.key, m.value)
+                    except OutputError as exc:  # leaving the loop would acknowledge the record
+                        exit_now(str(exc))
+                    if any(t.full for t in held):  # writing earlier than the commit is always allowed
+                        await self._flush_held()
 
         app.agent(govern_in, name="sluice.stages.govern")(govern)
         app.timer(self.cfg.rewards.tick_s, name="sluice.stages.ticks")(self.scheduler.run_once)

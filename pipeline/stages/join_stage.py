@@ -7,9 +7,11 @@ tick topic and the erasure topic itself (``handle``). Per event: apply the pure 
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
 (``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
 carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
-empty), **waits until the broker has it**, and only then records
-the emitted version in the state: a crash in between re-emits the same version (same ``event_id``), it
-never skips one. Ticks (from the timer) emit what waited long enough, dead-letter orphaned rewards and
+empty) and records the emitted version in the state. The agent does not wait for the broker there: the
+state is held in the write-behind table, and every flush of it (before a commit, a revoke or a
+compaction) first waits in ``emissions_delivered`` until the broker has every emission sent so far. So
+the stored state never says a version was emitted before the broker has it: a crash in between re-emits
+the same version (same ``event_id``), it never skips one. Ticks (from the timer) emit what waited long enough, dead-letter orphaned rewards and
 delete expired states.
 
 Input states are written back even when a redelivered record changes nothing: that re-sends a
@@ -53,19 +55,20 @@ from pipeline.stages.deadletter import DeadLetterSender, build_dead_letter
 from pipeline.stages.due_index import DueIndex
 from pipeline.stages.erasure_guard import ErasureGuard
 from pipeline.stages.exceptions import RejectedEvent
-from pipeline.stages.outputs import deliver_all
+from pipeline.stages.outputs import Sent, deliver_all, delivered, send_all
 from pipeline.stages.redact_stage import Redacted
 from pipeline.stages.settings import StagesSettings
 from pipeline.stages.storage import (
     Table,
     decode_state,
     delete_keys,
-    encode_state,
     load_state,
     load_steps,
     peek_due,
     placeholder_key,
+    save_state,
     step_key,
+    store_step,
 )
 from pipeline.stages.ticks import JoinTick
 from sluice.events import (
@@ -102,9 +105,16 @@ class JoinStage:
     compact: Callable[[int], Awaitable[None]] | None = None
     clock: Callable[[], float] = time.time
     dead_letters: DeadLetterSender = field(init=False, repr=False)
+    _unacked: list[Sent] = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self, deadletter_topic: Any) -> None:
         self.dead_letters = DeadLetterSender(STAGE, deadletter_topic, self.counters)
+
+    async def emissions_delivered(self) -> None:
+        """Wait until the broker has every emission sent so far (``OutputError`` if one failed): the
+        states that record them may then be written to the table's store and changelog."""
+        sent, self._unacked = self._unacked, []
+        await delivered(sent)
 
     async def handle(
         self, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
@@ -154,7 +164,7 @@ class JoinStage:
         if isinstance(event, StepEvent):
             tr = apply_step(state, event, now, rules, self.cfg.eligibility)
             if tr.store_step:
-                self.steps[step_key(tid, event.event_id)] = received
+                store_step(self.steps, event, received)
         elif isinstance(event, RewardEvent):
             tr = apply_reward(state, event, now, rules)
         else:
@@ -214,6 +224,7 @@ class JoinStage:
             self._save(marker, partition)
             key = tid.encode()
             # after anything this partition emitted for it: the compacted topics end on a tombstone
+            await self.emissions_delivered()
             await deliver_all(
                 [(self.audited_topic, key, None, partition), (self.train_topic, key, None, partition)]
             )
@@ -246,11 +257,12 @@ class JoinStage:
         )
         key = state.trajectory_id.encode()
         body = encode(emission.trajectory)
-        # delivered before the state says so: a crash re-emits the version, never skips it
+        # the state saying so is stored only once the broker has it (``emissions_delivered``): a crash
+        # re-emits the version, never skips it
         records = [(self.audited_topic, key, body, partition)]
         if emission.to_train:
             records.append((self.train_topic, key, body, partition))
-        await deliver_all(records)
+        self._unacked.extend(await send_all(records))
         self.counters.inc("emitted")
         self.counters.inc("to_train" if emission.to_train else "audit_only")
         decision = emission.trajectory.governance.eligibility
@@ -285,7 +297,7 @@ class JoinStage:
 
     def _save(self, state: JoinState, partition: int) -> None:
         due = next_due_at(state, self.cfg.rewards)
-        self.states[state.trajectory_id.encode()] = encode_state(state, partition, due)
+        save_state(self.states, state, partition, due)
         self.index.set(partition, state.trajectory_id, due)
 
     def _delete(self, state: JoinState, partition: int) -> None:

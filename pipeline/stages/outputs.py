@@ -4,8 +4,8 @@ Faust acknowledges a record as soon as the agent moves past it (even when the lo
 exception), and commits acknowledged offsets after flushing the producer. A delivery that fails must
 therefore stop the worker before that commit: ``send`` attaches a callback that exits the process at
 once (like a crash: nothing more is acknowledged, the records are processed again after the restart),
-and ``deliver_all`` waits for the broker's acknowledgement and raises ``OutputError`` so the agent can do
-the same. Exit code ``EXIT_OUTPUT_FAILED``.
+and ``delivered`` / ``deliver_all`` wait for the broker's acknowledgement and raise ``OutputError`` so the
+caller can do the same. Exit code ``EXIT_OUTPUT_FAILED``.
 """
 
 from __future__ import annotations
@@ -44,14 +44,24 @@ async def send(topic: Any, *, key: bytes | None, value: bytes | None, partition:
     return fut
 
 
-async def deliver_all(records: list[tuple[Any, bytes | None, bytes | None, int | None]]) -> None:
-    """Send ``(topic, key, value, partition)`` records together, then wait until the broker acknowledged
-    every one (one round trip for all, not one each)."""
-    pending = [
-        (topic, await send(topic, key=key, value=value, partition=p)) for topic, key, value, p in records
-    ]
-    for topic, fut in pending:
+Sent = tuple[Any, "asyncio.Future[Any]"]  # (topic, delivery future) of a queued record
+
+
+async def send_all(records: list[tuple[Any, bytes | None, bytes | None, int | None]]) -> list[Sent]:
+    """Queue ``(topic, key, value, partition)`` records; their topics and delivery futures."""
+    return [(topic, await send(topic, key=key, value=value, partition=p)) for topic, key, value, p in records]
+
+
+async def delivered(sent: list[Sent]) -> None:
+    """Wait until the broker acknowledged every record of ``sent``; ``OutputError`` if one failed."""
+    for topic, fut in sent:
         try:
             await fut
         except Exception as exc:
             raise OutputError(f"delivery to {topic.get_topic_name()} failed: {type(exc).__name__}") from exc
+
+
+async def deliver_all(records: list[tuple[Any, bytes | None, bytes | None, int | None]]) -> None:
+    """Send ``records`` together, then wait until the broker acknowledged every one (one round trip for
+    all, not one each)."""
+    await delivered(await send_all(records))

@@ -7,18 +7,31 @@
   parsing every state.
 - ``join_steps``: ``<trajectory id> \\x1f <step event id>`` -> the redacted ``StepEvent`` as on the wire.
   One record per step: appending a step never rewrites the others.
+
+On a ``WriteBehindTable`` the values written here are held decoded until the next flush (the state, the
+placeholders and the step as objects), and reads of them skip parsing.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
+from typing import TypeVar
 
 from governance.redaction import PlaceholderState
 from governance.reward_join import JoinState
+from pipeline.stages.write_behind import WriteBehindTable
 from sluice.events import StepEvent, decode, scoped_trajectory_id, trajectory_owner
 
 Table = MutableMapping[bytes, bytes]
 SEP = b"\x1f"
+T = TypeVar("T")
+
+
+def _decoded(table: Table, key: bytes, parse: Callable[[bytes], T]) -> T | None:
+    if isinstance(table, WriteBehindTable):
+        return table.get_decoded(key, parse)
+    value = table.get(key)
+    return None if value is None else parse(value)
 
 
 def step_key(trajectory_id: str, event_id: str) -> bytes:
@@ -47,8 +60,15 @@ def decode_state(value: bytes) -> JoinState:
 
 
 def load_state(table: Table, trajectory_id: str) -> JoinState | None:
-    value = table.get(trajectory_id.encode())
-    return None if value is None else decode_state(value)
+    return _decoded(table, trajectory_id.encode(), decode_state)
+
+
+def save_state(table: Table, state: JoinState, partition: int, due_at: float | None) -> None:
+    key = state.trajectory_id.encode()
+    if isinstance(table, WriteBehindTable):
+        table.put(key, state, encode=lambda s: encode_state(s, partition, due_at))
+    else:
+        table[key] = encode_state(state, partition, due_at)
 
 
 def placeholder_key(tenant: str, trajectory_id: str) -> bytes:
@@ -57,13 +77,35 @@ def placeholder_key(tenant: str, trajectory_id: str) -> bytes:
     return scoped.encode()
 
 
+def _encode_placeholders(state: PlaceholderState) -> bytes:
+    return state.model_dump_json().encode()
+
+
 def load_placeholders(table: Table, tenant: str, trajectory_id: str) -> PlaceholderState | None:
-    value = table.get(placeholder_key(tenant, trajectory_id))
-    return None if value is None else PlaceholderState.model_validate_json(value)
+    return _decoded(table, placeholder_key(tenant, trajectory_id), PlaceholderState.model_validate_json)
 
 
 def store_placeholders(table: Table, tenant: str, trajectory_id: str, state: PlaceholderState) -> None:
-    table[placeholder_key(tenant, trajectory_id)] = state.model_dump_json().encode()
+    key = placeholder_key(tenant, trajectory_id)
+    if isinstance(table, WriteBehindTable):
+        table.put(key, state, encode=_encode_placeholders)
+    else:
+        table[key] = _encode_placeholders(state)
+
+
+def store_step(table: Table, step: StepEvent, body: bytes) -> None:
+    """A step's body as received (``body`` is ``step`` on the wire)."""
+    key = step_key(step.trajectory_id, step.event_id)
+    if isinstance(table, WriteBehindTable):
+        table.put(key, step, data=body)
+    else:
+        table[key] = body
+
+
+def _decode_step(value: bytes) -> StepEvent:
+    step = decode(value)
+    assert isinstance(step, StepEvent)
+    return step
 
 
 def load_steps(table: Table, trajectory_id: str, event_ids: list[str]) -> tuple[list[StepEvent], list[str]]:
@@ -71,13 +113,11 @@ def load_steps(table: Table, trajectory_id: str, event_ids: list[str]) -> tuple[
     steps: list[StepEvent] = []
     missing: list[str] = []
     for event_id in event_ids:
-        value = table.get(step_key(trajectory_id, event_id))
-        if value is None:
+        step = _decoded(table, step_key(trajectory_id, event_id), _decode_step)
+        if step is None:
             missing.append(event_id)
-            continue
-        step = decode(value)
-        assert isinstance(step, StepEvent)
-        steps.append(step)
+        else:
+            steps.append(step)
     return steps, missing
 
 

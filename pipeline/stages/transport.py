@@ -49,8 +49,9 @@ delivered, no connection waited on for minutes.
    the client's position with nothing processed or in flight, and the records wait for the next restart.
    After each commit the consumer compares, per partition, its position with the committed offset; a
    gap that stays the same over two commits in a row, with nothing in flight, is read again.
-7. **Work before a commit.** ``before_commit_hooks(app)`` run ahead of every offset commit, before Faust
-   flushes its producer: the stages flush their write-behind tables there (``write_behind.py``).
+7. **Work before a commit.** ``before_commit_hooks(app)`` run (and are awaited, when they return an
+   awaitable) ahead of every offset commit, before Faust flushes its producer: the stages wait there for
+   the broker to acknowledge their emissions, then flush their write-behind tables (``write_behind.py``).
 
 It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` through the
 ``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
@@ -61,6 +62,7 @@ points 2, 3, 5 and 6 are flaws of the client, not of Tansu, so a real Kafka clus
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -198,7 +200,9 @@ class ShortFetchConsumer(stock.Consumer):
         """The app's ``before_commit`` hooks (table writes held back, sent now), then Faust's commit, which
         flushes the producer before it commits: an offset is committed only after what its records wrote."""
         for hook in before_commit_hooks(self.app):
-            hook()
+            done = hook()
+            if inspect.isawaitable(done):
+                await done
         return await super()._commit_offsets(offsets, start_new_transaction=start_new_transaction)
 
     async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
@@ -328,7 +332,8 @@ class Transport(stock.Transport):
 
 
 def before_commit_hooks(app: Any) -> list[Callable[[], object]]:
-    """The callables run before each offset commit of ``app``'s consumer (append to add one)."""
+    """The callables run before each offset commit of ``app``'s consumer (append to add one); an
+    awaitable one returns is awaited before the commit goes on."""
     return app.__dict__.setdefault("_sluice_before_commit", [])
 
 
