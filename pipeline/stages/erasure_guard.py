@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from pipeline.stages.storage import Table, decode_state, is_erased_value
+from pipeline.stages.storage import Table, decode_state, held_state, is_erased_value
 from sluice.events import ErasureEvent, ErasureScope, RewardEvent, StepEvent, TrajectoryEndEvent
 from sluice.frozen import Frozen
 
@@ -102,15 +102,19 @@ class ErasureGuard:
     # ------------------------------------------------------------------ the check
 
     def covers(self, event: StepEvent | TrajectoryEndEvent | RewardEvent) -> bool:
-        """Whether the event belongs to erased data and must be dropped. Cheap on the common path: one
-        table read and a byte search; the state is parsed only while a tenant/subject rule is active."""
-        value = self.states.get(event.trajectory_id.encode())
-        if value is not None and is_erased_value(value):
+        """Whether the event belongs to erased data and must be dropped. Cheap on the common path: the
+        state held decoded, or one table read and a byte search; the state is parsed only while a
+        tenant/subject rule is active."""
+        state = held_state(self.states, event.trajectory_id)
+        value = None if state is not None else self.states.get(event.trajectory_id.encode())
+        if (state is not None and state.erased) or (value is not None and is_erased_value(value)):
             return True
         rules = self._active_rules()
         if not rules:
             return False
         subjects = [] if isinstance(event, RewardEvent) else event.governance.subject_ids
-        if value is not None:
-            subjects = [*subjects, *decode_state(value).facts.subject_ids]
+        if state is None and value is not None:
+            state = decode_state(value)
+        if state is not None:
+            subjects = [*subjects, *state.facts.subject_ids]
         return any(r.covers(event, subjects) for r in rules)

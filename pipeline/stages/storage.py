@@ -63,6 +63,11 @@ def load_state(table: Table, trajectory_id: str) -> JoinState | None:
     return _decoded(table, trajectory_id.encode(), decode_state)
 
 
+def held_state(table: Table, trajectory_id: str) -> JoinState | None:
+    """The state as the write-behind table holds it decoded, if it does (no bytes are made or parsed)."""
+    return table.held(trajectory_id.encode()) if isinstance(table, WriteBehindTable) else None
+
+
 def save_state(table: Table, state: JoinState, partition: int, due_at: float | None) -> None:
     key = state.trajectory_id.encode()
     if isinstance(table, WriteBehindTable):

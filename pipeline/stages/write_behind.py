@@ -104,6 +104,13 @@ class WriteBehindTable(MutableMapping[bytes, bytes]):
             return default if hit[0] is _DELETED else _bytes(hit[0])
         return self.table.get(key, default)
 
+    def held(self, key: bytes) -> Any | None:
+        """The object ``key`` is held as (``put``), without encoding or reading anything; else None."""
+        hit = self._pending.get(key)
+        if hit is not None and type(hit[0]) is _Held:
+            return hit[0].obj  # type: ignore[union-attr]
+        return None
+
     def get_decoded(self, key: bytes, decode: Callable[[bytes], T]) -> T | None:
         """The value of ``key`` as an object: the one held, or ``decode`` of its bytes; None if absent."""
         hit = self._pending.get(key)
