@@ -41,6 +41,9 @@ class BrokerConfig(Frozen):
             "partitioner": "murmur2_random",
             "linger.ms": 2,
             "message.timeout.ms": 0,  # never give up on a message: delivery failures come from the spool
+            # topics come from ``create_topics`` with one partition count; a producer that still knows a
+            # topic's name must not create it on a restarted, empty broker with the broker's default count
+            "allow.auto.create.topics": False,
         }
         if self.profile == "tansu":
             # Tansu's ListOffsets(latest) is wrong for multi-record batches: keep one record per batch.

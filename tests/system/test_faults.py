@@ -215,8 +215,14 @@ def test_supervisor_restarts_crashed_services(stack: Stack) -> None:
         report = result["report"]
         assert report.calls_failed == []
         stack.assert_exactly_once(report)
+        # the data can land before the backoff of a restart is over: wait for the supervisor's count
+        stack.wait(
+            lambda: all(stack.sup.restarts()[name] == before[name] + 1 for name in victims),
+            f"one restart each of {victims}",
+            timeout_s=60,
+            seen=stack.sup.restarts,
+        )
         after = stack.sup.restarts()
-        assert all(after[name] == before[name] + 1 for name in victims), (before, after)
         services = collect(stack.cfg, interval_s=0).services
         assert all(services[name]["restarts"] == after[name] for name in victims), services
         assert all(services[name]["last_exit"] == "killed by SIGKILL" for name in victims), services
