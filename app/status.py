@@ -26,6 +26,7 @@ from app.options import config_option, load_or_exit
 from app.status_services import judge_services, stage_app_dir
 from pipeline.health import Backlog
 from pipeline.stages.heartbeat import pid_alive, read_heartbeats
+from pipeline.topic_ends import end_offsets
 from trainers.serving.policy_view import PolicyView, policy_view, render_policy
 
 
@@ -88,7 +89,7 @@ def group_offsets(cfg: SluiceConfig, group: str, topic: str) -> tuple[int, int]:
         parts = [TopicPartition(topic, p) for p in md.topics[topic].partitions]
         committed = consumer.committed(parts, timeout=5)
         done = sum(max(tp.offset, 0) for tp in committed)
-        end = sum(consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in parts)
+        end = sum(end_offsets(cfg.broker, [(tp.topic, tp.partition) for tp in parts], timeout_s=5).values())
         return done, end
     finally:
         consumer.close()

@@ -40,6 +40,7 @@ from app.up import http_ok
 from infra.broker import free_port, port_open
 from pipeline.demo.summary import rows
 from pipeline.supervisor import ServiceSpec, Supervisor, sluice_argv
+from pipeline.topic_ends import end_offsets
 from pipeline.topics import create_topics
 from sinks.clients import connect_client
 from sluice.events import TENANT_SEP
@@ -209,15 +210,12 @@ def phase_throughput(cfg, sup: Supervisor, trajectories: int, steps: int, concur
 
 def phase_growth(cfg, sup: Supervisor, agents_n: int, turns: int) -> dict:
     """Lock-step agents; CPU of proxy+stages per step by turn window (waits for each turn to be redacted)."""
-    from confluent_kafka import Consumer, TopicPartition
-
     root = f"http://127.0.0.1:{cfg.proxy.port}"
     topic = cfg.topics.name("steps_redacted")
-    watch = Consumer(cfg.broker.consumer_config(f"bench-{uuid.uuid4().hex[:6]}"))
-    parts = [TopicPartition(topic, p) for p in range(cfg.topics.partitions)]
+    parts = [(topic, p) for p in range(cfg.topics.partitions)]
 
     def redacted_total() -> int:
-        return sum(watch.get_watermark_offsets(tp, timeout=5)[1] for tp in parts)
+        return sum(end_offsets(cfg.broker, parts, timeout_s=5).values())
 
     pids = [sup.pid(n) for n in sup.names() if n == "proxy" or n.startswith("stages")]
     histories = {
@@ -253,7 +251,6 @@ def phase_growth(cfg, sup: Supervisor, agents_n: int, turns: int) -> dict:
             await agents.session.close()
 
     asyncio.run(run())
-    watch.close()
     w = 5
     first, last = statistics.mean(per_turn_cpu[:w]), statistics.mean(per_turn_cpu[-w:])
     return {

@@ -2,7 +2,7 @@
 
 Listens on 127.0.0.1 only, memory storage (everything is lost when it stops: it is the embedded default
 for one machine and for tests; production points ``broker.bootstrap_servers`` at a real Kafka). Its
-quirks (one record per batch, murmur2 partitioner, no transactions) are handled by the ``tansu`` broker
+quirks (short ListOffsets answers, murmur2 partitioner, no transactions) are handled by the ``tansu`` broker
 profile in ``sluice.broker_config.BrokerConfig``.
 
     sluice broker --port 19092

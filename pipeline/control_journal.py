@@ -36,6 +36,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from pipeline.topic_ends import end_offsets
 from sluice.broker_config import BrokerConfig
 from sluice.topics_config import TopicsConfig
 
@@ -171,9 +172,9 @@ class ControlJournal:
             for topic in self.topics.values():
                 for p in md.topics[topic].partitions:
                     assignment.append(TopicPartition(topic, p, OFFSET_BEGINNING))
-                    end = tail.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                    if end > 0:
-                        ends[(topic, p)] = end
+            for tp, end in end_offsets(broker, [(a.topic, a.partition) for a in assignment]).items():
+                if end > 0:
+                    ends[tp] = end
             by_name = {topic: logical for logical, topic in self.topics.items()}
             for logical in JOURNALED:
                 files[logical] = open(self.path(logical).with_suffix(".log.new"), "wb")  # noqa: SIM115

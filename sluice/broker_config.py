@@ -18,7 +18,7 @@ class BrokerConfig(Frozen):
 
     bootstrap_servers: str = Field("127.0.0.1:19092", description="host:port[,host:port...]")
     profile: Literal["tansu", "kafka"] = Field(
-        "tansu", description="tansu: the embedded local broker (one record per batch); kafka: a real cluster."
+        "tansu", description="tansu: the embedded local broker (end offsets read from fetches); kafka: a real cluster."
     )
     embedded: bool = Field(True, description="Start the local Tansu broker (sluice up / sluice broker).")
     session_timeout_ms: int = Field(6000, ge=1000)
@@ -45,9 +45,6 @@ class BrokerConfig(Frozen):
             # topic's name must not create it on a restarted, empty broker with the broker's default count
             "allow.auto.create.topics": False,
         }
-        if self.profile == "tansu":
-            # Tansu's ListOffsets(latest) is wrong for multi-record batches: keep one record per batch.
-            conf["batch.num.messages"] = 1
         conf.update(overrides)
         return conf
 
@@ -77,6 +74,4 @@ class BrokerConfig(Frozen):
             "broker_heartbeat_interval": max(0.5, self.session_timeout_ms / 6000),
             "table_standby_replicas": 0,
         }
-        if self.profile == "tansu":
-            settings["producer_max_batch_size"] = 1
         return settings

@@ -21,6 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from pydantic import BaseModel, ValidationError
 
 from pipeline.evolve.exceptions import PublishError
+from pipeline.topic_ends import watermarks
 from sluice.broker_config import BrokerConfig
 from sluice.evolution import LedgerEntry, OverlayAssignment
 from sluice.topics_config import TopicsConfig
@@ -83,7 +84,7 @@ class EvolutionPublisher:
             )
         )
         try:
-            return _read_latest(consumer, self.overlays_topic, timeout_s)
+            return _read_latest(self.broker, consumer, self.overlays_topic, timeout_s)
         finally:
             consumer.close()
 
@@ -99,7 +100,9 @@ class EvolutionPublisher:
         self.close()
 
 
-def _read_latest(consumer: Consumer, topic: str, timeout_s: float) -> dict[str, OverlayAssignment]:
+def _read_latest(
+    broker: BrokerConfig, consumer: Consumer, topic: str, timeout_s: float
+) -> dict[str, OverlayAssignment]:
     deadline = time.monotonic() + timeout_s
     try:
         meta = consumer.list_topics(topic, timeout=max(0.5, timeout_s)).topics.get(topic)
@@ -108,14 +111,11 @@ def _read_latest(consumer: Consumer, topic: str, timeout_s: float) -> dict[str, 
     if meta is None or meta.error is not None or not meta.partitions:
         raise PublishError(f"overlays topic {topic} does not exist (sluice topics create)")
     parts = sorted(meta.partitions)
-    ends: dict[int, int] = {}
-    for p in parts:
-        try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=max(0.5, timeout_s))
-        except KafkaException as err:
-            raise PublishError(f"overlays topic {topic}[{p}]: {err}") from None
-        if high > low:
-            ends[p] = high
+    try:
+        marks = watermarks(broker, [(topic, p) for p in parts], timeout_s=max(0.5, timeout_s))
+    except KafkaException as err:
+        raise PublishError(f"overlays topic {topic}: {err}") from None
+    ends = {p: high for (_, p), (low, high) in marks.items() if high > low}
     latest: dict[str, OverlayAssignment] = {}
     if not ends:
         return latest

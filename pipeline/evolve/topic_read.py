@@ -12,6 +12,7 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+from pipeline.topic_ends import end_offsets
 from sluice.broker_config import BrokerConfig
 
 
@@ -26,9 +27,7 @@ def read_all(broker: BrokerConfig, topic: str, timeout_s: float = 30.0) -> list[
         if info is None or info.error is not None:
             raise RuntimeError(f"topic {topic} is not there: {info.error if info else 'missing'}")
         parts = sorted(info.partitions)
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in parts
-        }
+        ends = {p: end for (_, p), end in end_offsets(broker, [(topic, p) for p in parts], timeout_s).items()}
         todo = {p for p in parts if ends[p] > 0}
         if not todo:
             return []

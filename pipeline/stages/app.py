@@ -42,7 +42,7 @@ from pipeline.stages.outputs import exit_now
 from pipeline.stages.redact_stage import RedactStage
 from pipeline.stages.scheduler import TickScheduler
 from pipeline.stages.settings import StagesSettings
-from pipeline.stages.transport import before_commit_hooks, set_fetch_max_wait_ms
+from pipeline.stages.transport import before_commit_hooks, use_broker
 from pipeline.stages.write_behind import WriteBehindTable
 
 log = logging.getLogger("sluice.stages")
@@ -84,7 +84,7 @@ class StagesApp:
         topics = cfg.topics
         web = cfg.stages.web_port
         self.store = table_store(cfg)
-        set_fetch_max_wait_ms(cfg.broker.fetch_max_wait_ms)
+        use_broker(cfg.broker)
         self.app = faust.App(
             app_id(cfg.topics, cfg.stages),
             datadir=str(datadir),

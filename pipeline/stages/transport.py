@@ -53,6 +53,12 @@ delivered, no connection waited on for minutes.
    awaitable) ahead of every offset commit, before Faust flushes its producer: the stages wait there for
    the broker to acknowledge their emissions, then flush their write-behind tables (``write_behind.py``).
 
+8. **End offsets from fetches.** A table's recovery reads its changelog up to the partition's end,
+   which Faust asks for with ListOffsets. Tansu answers that short of the end when the newest batch
+   holds several records, so recovery would stop early and take its own offsets for inconsistent.
+   ``highwaters`` here takes the end from ``pipeline.topic_ends`` (a fetch's high watermark on Tansu), so
+   the worker's producer may put many records in one batch, as it does on Kafka.
+
 It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` through the
 ``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
 points 2, 3, 5 and 6 are flaws of the client, not of Tansu, so a real Kafka cluster needs them too
@@ -72,6 +78,9 @@ from aiokafka.errors import IllegalStateError
 from faust.transport.drivers import aiokafka as stock
 from faust.types import TP, Message
 from mode.utils.futures import notify
+
+from pipeline.topic_ends import end_offsets
+from sluice.broker_config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +162,19 @@ def unprocessed_tail(
 
 
 class ShortFetchConsumer(stock.Consumer):
+    broker: ClassVar[BrokerConfig | None] = None  # set by ``use_broker``
+
     def _new_consumer_thread(self) -> ShortFetchConsumerThread:
         return ShortFetchConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    async def highwaters(self, *partitions: TP) -> Mapping[TP, int]:
+        """One past the last record of each partition, right on Tansu too (point 8)."""
+        broker = self.broker
+        if broker is None or broker.profile != "tansu" or not partitions:
+            return await super().highwaters(*partitions)
+        wanted = [(tp.topic, tp.partition) for tp in partitions]
+        ends = await asyncio.get_running_loop().run_in_executor(None, end_offsets, broker, wanted)
+        return {tp: ends[(tp.topic, tp.partition)] for tp in partitions}
 
     @property
     def _seeks(self) -> dict[TP, int]:
@@ -337,6 +357,8 @@ def before_commit_hooks(app: Any) -> list[Callable[[], object]]:
     return app.__dict__.setdefault("_sluice_before_commit", [])
 
 
-def set_fetch_max_wait_ms(ms: int) -> None:
-    """Apply the broker profile's fetch wait to every consumer this transport creates."""
-    ShortFetchConsumerThread.fetch_max_wait_ms = ms
+def use_broker(broker: BrokerConfig) -> None:
+    """Apply the broker profile to every consumer this transport creates: its fetch wait, and where end
+    offsets are read."""
+    ShortFetchConsumerThread.fetch_max_wait_ms = broker.fetch_max_wait_ms
+    ShortFetchConsumer.broker = broker

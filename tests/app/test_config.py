@@ -16,8 +16,10 @@ def test_sample_config_validates() -> None:
     cfg = load_config(DEFAULT_CONFIG)
     assert cfg.broker.profile == "tansu"
     assert cfg.proxy.backend_for("sluice-tiny-1").name == "local-cpu"
-    assert cfg.broker.producer_config()["batch.num.messages"] == 1
-    assert "batch.num.messages" not in cfg.broker.model_copy(update={"profile": "kafka"}).producer_config()
+    for profile in ("tansu", "kafka"):
+        conf = cfg.broker.model_copy(update={"profile": profile}).producer_config()
+        assert "batch.num.messages" not in conf  # batches of many records: end offsets come from fetches
+        assert conf["allow.auto.create.topics"] is False  # topics only from create_topics
 
 
 def test_every_bad_field_is_reported(tmp_path: Path) -> None:

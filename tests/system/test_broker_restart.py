@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from app.config import load_config
 from app.up import control_journal, running_stack
@@ -35,6 +34,7 @@ from pipeline.demo.summary import id_list
 from pipeline.demo.traffic import RunReport
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
+from pipeline.topic_ends import end_offsets
 from sluice.evolution import LedgerEntry, OverlayAssignment
 from tests.system.conftest import Stack, late_reward_config
 
@@ -50,14 +50,9 @@ def _send(stack: Stack, count: int, seed: int) -> RunReport:
 def _audited_records(stack: Stack) -> int:
     """Records on the audited topic (every partition's high watermark)."""
     topic = stack.cfg.topics.name("trajectories_audited")
-    consumer = Consumer(stack.cfg.broker.consumer_config("sluice-test-watermarks"))
-    try:
-        return sum(
-            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)[1]
-            for p in range(stack.cfg.topics.partitions)
-        )
-    finally:
-        consumer.close()
+    return sum(
+        end_offsets(stack.cfg.broker, [(topic, p) for p in range(stack.cfg.topics.partitions)]).values()
+    )
 
 
 def _completed(report: RunReport) -> int:

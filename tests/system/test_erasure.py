@@ -22,6 +22,7 @@ from app.config import SluiceConfig, load_config
 from app.up import running_stack
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.stages.names import changelog_topics
+from pipeline.topic_ends import watermarks
 from sinks.clients import connect_client
 from tests.system.conftest import stack_config
 
@@ -40,7 +41,8 @@ def _records(cfg: SluiceConfig, topic: str) -> list[tuple[int, int, bytes | None
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
         ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in meta.partitions
+            p: marks
+            for (_, p), marks in watermarks(cfg.broker, [(topic, p) for p in meta.partitions]).items()
         }
         consumer.assign([TopicPartition(topic, p, lo) for p, (lo, _) in ends.items()])
         out, left = [], {p for p, (lo, hi) in ends.items() if hi > lo}

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from pipeline.topic_ends import watermarks
 from sluice.broker_config import BrokerConfig
 
 log = logging.getLogger(__name__)
@@ -59,15 +60,12 @@ def already_delivered(
         assignment: list[TopicPartition] = []
         ends: dict[tuple[str, int], int] = {}
         md = consumer.list_topics(timeout=timeout_s)
-        for topic in sorted(topics):
-            if topic not in md.topics:
-                continue
-            for p in md.topics[topic].partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-                start = max(low, positions.get(f"{topic}|{p}", high - window - 1) + 1)
-                if start < high:
-                    assignment.append(TopicPartition(topic, p, start))
-                    ends[(topic, p)] = high
+        parts = [(t, p) for t in sorted(topics) if t in md.topics for p in md.topics[t].partitions]
+        for (topic, p), (low, high) in watermarks(broker, parts, timeout_s).items():
+            start = max(low, positions.get(f"{topic}|{p}", high - window - 1) + 1)
+            if start < high:
+                assignment.append(TopicPartition(topic, p, start))
+                ends[(topic, p)] = high
         if not assignment:
             return {}
         consumer.assign(assignment)
