@@ -18,7 +18,8 @@ class BrokerConfig(Frozen):
 
     bootstrap_servers: str = Field("127.0.0.1:19092", description="host:port[,host:port...]")
     profile: Literal["tansu", "kafka"] = Field(
-        "tansu", description="tansu: the embedded local broker (end offsets read from fetches); kafka: a real cluster."
+        "tansu",
+        description="tansu: the embedded local broker (end offsets read from fetches); kafka: a real cluster.",
     )
     embedded: bool = Field(True, description="Start the local Tansu broker (sluice up / sluice broker).")
     session_timeout_ms: int = Field(6000, ge=1000)
