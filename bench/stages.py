@@ -5,14 +5,14 @@ PII or a secret), each as its steps, an end event and a ``score`` reward (``requ
 trajectory is emitted as soon as its end is joined. Three measurements in one run:
 
 - ``stages``: ``sluice stages`` (redact -> eligibility -> reward join -> replay grade, rocksdb tables,
-  one record per broker batch as the tansu profile needs); input events/s from the first produce to the
-  last trajectory on the audited topic, worker already up.
+  the embedded default's broker profile); input events/s from the first produce to the last trajectory
+  on the audited topic, worker already up.
 - ``passthrough`` (baseline): a minimal Faust worker on the same broker and settings that copies the
   raw topics to an output topic, no tables, no decisions — the ceiling Faust + broker set.
 - ``logic`` (baseline): the same decisions in-process without Faust or Kafka (redact, transitions,
   emission building) — the CPU cost of the decisions themselves.
 
-The tansu-profile pair runs ``--rounds`` times in alternating order and the figures are medians
+The pair runs ``--rounds`` times in alternating order and the figures are medians
 (``ratio_vs_passthrough`` is the median of the per-round ratios); each run also reports the worker's CPU
 milliseconds per input event (``/proc``), which a shared machine disturbs less than wall-clock rates.
 
@@ -67,10 +67,10 @@ def workload(n: int, turns: int) -> list[tuple[str, str, bytes]]:
     return out
 
 
-def bench_config(bootstrap: str, tmp: Path, partitions: int, profile: str = "tansu") -> SluiceConfig:
+def bench_config(bootstrap: str, tmp: Path, partitions: int) -> SluiceConfig:
     return parse_config(
         {
-            "broker": {"bootstrap_servers": bootstrap, "profile": profile, "embedded": False},
+            "broker": {"bootstrap_servers": bootstrap, "profile": "tansu", "embedded": False},
             "topics": {"prefix": f"b{uuid.uuid4().hex[:8]}.", "partitions": partitions},
             "stages": {"data_dir": str(tmp / "stages"), "stats_interval_s": 5},
             "rewards": {"required": ["score"], "wait_s": 60, "idle_end_s": 600, "tick_s": 1},
@@ -226,7 +226,7 @@ def passthrough_worker(config_path: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trajectories", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=3, help="Alternating tansu-profile rounds (median).")
+    ap.add_argument("--rounds", type=int, default=3, help="Alternating rounds (median).")
     ap.add_argument("--turns", type=int, default=8)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--passthrough-worker", metavar="CONFIG", help=argparse.SUPPRESS)
@@ -245,27 +245,21 @@ def main() -> None:
         tmp = Path(d)
         logic = run_logic(bench_config(broker.bootstrap_servers, tmp, args.partitions), events)
         print(f"logic (in-process decisions): {logic:,.0f} events/s", file=sys.stderr)
-        # tansu profile: one record per broker batch (needed for table recovery on Tansu), measured in
-        # alternating rounds (a shared machine drifts); kafka profile on the same broker: normal batching,
-        # as a real Kafka cluster allows, once.
-        runs = [("tansu", r) for r in range(args.rounds)] + [("kafka", 0)]
-        for profile, r in runs:
+        # alternating rounds: a shared machine drifts
+        for r in range(args.rounds):
             order = [
                 ("passthrough", passthrough, "steps_redacted", len(events), "passthrough ready"),
                 ("stages", stages_argv, "trajectories_audited", args.trajectories, "sluice stages ready"),
             ]
             for name, argv, out, expect, ready in order if r % 2 == 0 else order[::-1]:
-                cfg = bench_config(broker.bootstrap_servers, tmp, args.partitions, profile)
+                cfg = bench_config(broker.bootstrap_servers, tmp, args.partitions)
                 ensure_stage_topics(cfg.stages_settings())
                 rate, ms = run_endtoend(cfg, tmp, events, out, expect, argv, ready)
-                rates.setdefault(f"{name}_{profile}", []).append(rate)
-                cpu.setdefault(f"{name}_{profile}", []).append(ms)
-                print(
-                    f"{name} ({profile} profile): {rate:,.0f} events/s, {ms:.2f} CPU ms/event",
-                    file=sys.stderr,
-                )
-    ratios = [s / p for s, p in zip(rates["stages_tansu"], rates["passthrough_tansu"], strict=True)]
-    stages, pt = statistics.median(rates["stages_tansu"]), statistics.median(rates["passthrough_tansu"])
+                rates.setdefault(name, []).append(rate)
+                cpu.setdefault(name, []).append(ms)
+                print(f"{name} (round {r + 1}): {rate:,.0f} events/s, {ms:.2f} CPU ms/event", file=sys.stderr)
+    ratios = [s / p for s, p in zip(rates["stages"], rates["passthrough"], strict=True)]
+    stages, pt = statistics.median(rates["stages"]), statistics.median(rates["passthrough"])
     ratio = statistics.median(ratios)
     result = {
         "bench": "stages",
@@ -277,16 +271,11 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "stages_events_per_s": round(stages, 1),
         "passthrough_events_per_s": round(pt, 1),
-        "stages_cpu_ms_per_event": round(statistics.median(cpu["stages_tansu"]), 3),
-        "passthrough_cpu_ms_per_event": round(statistics.median(cpu["passthrough_tansu"]), 3),
-        "stages_batched_events_per_s": round(rates["stages_kafka"][0], 1),
-        "passthrough_batched_events_per_s": round(rates["passthrough_kafka"][0], 1),
+        "stages_cpu_ms_per_event": round(statistics.median(cpu["stages"]), 3),
+        "passthrough_cpu_ms_per_event": round(statistics.median(cpu["passthrough"]), 3),
         "logic_events_per_s": round(logic, 1),
         "ratio_vs_passthrough": round(ratio, 3),
         "ratios_by_round": [round(x, 3) for x in ratios],
-        "ratio_batched_vs_passthrough_batched": round(
-            rates["stages_kafka"][0] / rates["passthrough_kafka"][0], 3
-        ),
         "ratio_vs_logic": round(stages / logic, 3),
         "targets": TARGETS,
         "meets_targets": stages >= TARGETS["stages_events_per_s_min"]

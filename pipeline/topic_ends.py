@@ -23,34 +23,63 @@ from sluice.broker_config import BrokerConfig
 Partition = tuple[str, int]  # (topic, partition number)
 
 
+class TopicEnds:
+    """Reads where partitions begin and end, again and again, through one probe consumer of no group
+    (``watermarks`` opens and closes one per call; a reader that asks every few milliseconds keeps this).
+    Not thread-safe."""
+
+    def __init__(self, broker: BrokerConfig, timeout_s: float = 10.0) -> None:
+        self.broker = broker
+        self.timeout_s = timeout_s
+        self._probe = Consumer(
+            broker.consumer_config(
+                f"sluice-ends-{uuid.uuid4().hex[:8]}",
+                **{
+                    "client.id": "sluice-topic-ends",
+                    "enable.partition.eof": True,
+                    "fetch.wait.max.ms": 10,
+                    "auto.offset.reset": "latest",
+                },
+            )
+        )
+
+    def watermarks(self, partitions: Iterable[Partition]) -> dict[Partition, tuple[int, int]]:
+        """``(low, high)`` offsets of each partition: the first record still held and one past the last
+        (``KafkaException`` when the broker does not tell within ``timeout_s``)."""
+        parts = list(dict.fromkeys(partitions))
+        if not parts:
+            return {}
+        listed = {
+            (t, p): self._probe.get_watermark_offsets(TopicPartition(t, p), timeout=self.timeout_s)
+            for t, p in parts
+        }
+        if self.broker.profile != "tansu":
+            return listed
+        try:
+            return _fetched_ends(self._probe, listed, self.timeout_s)
+        finally:
+            self._probe.unassign()
+
+    def end_offsets(self, partitions: Iterable[Partition]) -> dict[Partition, int]:
+        """One past the last record of each partition (``KafkaException`` when the broker does not tell)."""
+        return {tp: high for tp, (_, high) in self.watermarks(partitions).items()}
+
+    def close(self) -> None:
+        self._probe.close()
+
+    def __enter__(self) -> TopicEnds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def watermarks(
     broker: BrokerConfig, partitions: Iterable[Partition], timeout_s: float = 10.0
 ) -> dict[Partition, tuple[int, int]]:
-    """``(low, high)`` offsets of each partition: the first record still held and one past the last
-    (``KafkaException`` when the broker does not tell within ``timeout_s``)."""
-    parts = list(dict.fromkeys(partitions))
-    if not parts:
-        return {}
-    probe = Consumer(
-        broker.consumer_config(
-            f"sluice-ends-{uuid.uuid4().hex[:8]}",
-            **{
-                "client.id": "sluice-topic-ends",
-                "enable.partition.eof": True,
-                "fetch.wait.max.ms": 10,
-                "auto.offset.reset": "latest",
-            },
-        )
-    )
-    try:
-        listed = {
-            (t, p): probe.get_watermark_offsets(TopicPartition(t, p), timeout=timeout_s) for t, p in parts
-        }
-        if broker.profile != "tansu":
-            return listed
-        return _fetched_ends(probe, listed, timeout_s)
-    finally:
-        probe.close()
+    """``(low, high)`` offsets of each partition, read once (``TopicEnds.watermarks``)."""
+    with TopicEnds(broker, timeout_s) as ends:
+        return ends.watermarks(partitions)
 
 
 def end_offsets(
@@ -85,11 +114,13 @@ def _fetched_ends(
         tp = (msg.topic(), msg.partition())
         err = msg.error()
         if err is None:
-            out[tp] = (out[tp][0], max(out[tp][1], msg.offset() + 1))
+            if tp in out:
+                out[tp] = (out[tp][0], max(out[tp][1], msg.offset() + 1))
             continue
         if err.code() == KafkaError._PARTITION_EOF:
-            out[tp] = (out[tp][0], max(out[tp][1], msg.offset()))
-            pending.discard(tp)
+            if tp in start and msg.offset() >= start[tp]:  # not a late word on an earlier assignment
+                out[tp] = (out[tp][0], max(out[tp][1], msg.offset()))
+                pending.discard(tp)
         elif not err.retriable():
             raise KafkaException(err)
     return out

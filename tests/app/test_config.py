@@ -22,6 +22,20 @@ def test_sample_config_validates() -> None:
         assert conf["allow.auto.create.topics"] is False  # topics only from create_topics
 
 
+def test_stage_workers_batch_their_output() -> None:
+    """Faust's own default sends every record a stage emits in a request of its own; the broker config
+    gives its producer a linger, which reaches the aiokafka producer Faust builds."""
+    import faust
+
+    broker = load_config(DEFAULT_CONFIG).broker
+    app = faust.App("linger-check", **broker.faust_settings())
+    assert broker.stage_linger_ms > 0
+    assert app.conf.producer_linger == pytest.approx(broker.stage_linger_ms / 1000)
+    assert app.producer.linger_ms == broker.stage_linger_ms
+    off = broker.model_copy(update={"stage_linger_ms": 0}).faust_settings()
+    assert faust.App("no-linger", **off).producer.linger_ms == 0
+
+
 def test_every_bad_field_is_reported(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(

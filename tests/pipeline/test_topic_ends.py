@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from infra.broker import LocalBroker
-from pipeline.topic_ends import end_offsets, watermarks
+from pipeline.topic_ends import TopicEnds, end_offsets, watermarks
 from sluice.broker_config import BrokerConfig
 
 
@@ -55,6 +55,24 @@ def test_ends_count_every_record_of_multi_record_batches(broker: LocalBroker) ->
     kafka = tansu.model_copy(update={"profile": "kafka"})
     assert end_offsets(kafka, [(topic, 0)]) == {(topic, 0): _listed(broker, topic, 0)}
     assert end_offsets(tansu, []) == {}
+
+
+def test_one_probe_answers_again_as_partitions_grow(broker: LocalBroker) -> None:
+    """A reader that asks again and again (a drain, a benchmark) keeps one probe: each answer is the end
+    at that moment, whatever the earlier assignments left behind."""
+    topic = _topic(broker, 2)
+    tansu = BrokerConfig(bootstrap_servers=broker.bootstrap_servers, profile="tansu", embedded=False)
+    parts = [(topic, 0), (topic, 1)]
+    with TopicEnds(tansu, timeout_s=10) as ends:
+        assert ends.end_offsets(parts) == {(topic, 0): 0, (topic, 1): 0}
+        expected = {(topic, 0): 0, (topic, 1): 0}
+        for round_, sizes in enumerate([[5], [1, 7], [2, 2, 2]]):
+            tp = parts[round_ % 2]
+            _produce_batches(broker, topic, tp[1], sizes)
+            expected[tp] += sum(sizes)
+            assert ends.end_offsets(parts) == expected
+            assert ends.end_offsets([tp]) == {tp: expected[tp]}
+        assert ends.watermarks(parts) == {tp: (0, high) for tp, high in expected.items()}
 
 
 def test_a_partition_the_broker_does_not_have_is_an_error(broker: LocalBroker) -> None:
