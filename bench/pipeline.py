@@ -16,6 +16,7 @@ model's. Three phases, one run:
 
     python -m bench.pipeline            # ~3-4 min on 2 cores
     python -m bench.pipeline --quick    # smaller, for a smoke run
+    python -m bench.pipeline --set broker.stage_linger_ms=0   # one setting changed, for a paired run
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ DEFAULT = load_config()  # the embedded default: its partition and stage-worker 
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def write_config(tmp: Path) -> Path:
+def write_config(tmp: Path, overrides: list[str] = ()) -> Path:
+    """The benchmark's config file; ``overrides`` are ``section.key=value`` (value read as YAML)."""
     ports = {name: free_port() for name in ("broker", "proxy", "echo", "sink")}
     cfg = {
         "broker": {"bootstrap_servers": f"127.0.0.1:{ports['broker']}", "profile": "tansu", "embedded": True},
@@ -69,6 +71,10 @@ def write_config(tmp: Path) -> Path:
         "sink": {"database": str(tmp / "bench.duckdb"), "query_port": ports["sink"], "batch_max_wait_s": 0.2},
         "up": {"local_model_backend": "echo"},
     }
+    for item in overrides:
+        dotted, _, value = item.partition("=")
+        section, _, key = dotted.partition(".")
+        cfg.setdefault(section, {})[key] = yaml.safe_load(value)
     path = tmp / "bench.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -298,11 +304,18 @@ def phase_pending(cfg, sup: Supervisor, pending: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="Override one setting of the benchmark's config (repeatable), e.g. broker.stage_linger_ms=0.",
+    )
     args = ap.parse_args()
     trajectories, steps, turns, pending = (120, 5, 20, 500) if args.quick else (400, 5, 50, 3000)
     with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        path = write_config(tmp)
+        path = write_config(tmp, args.set)
         cfg = load_config(path)
         sup = Supervisor(log_path=tmp / "services.log", sink=io.StringIO())
         echo_port = cfg.local_model_port()
