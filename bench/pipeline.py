@@ -5,9 +5,10 @@ redaction), with the OpenAI-compatible echo backend as the model so the figures 
 model's. Three phases, one run:
 
 1. Throughput and latency: T trajectories of K steps through the proxy at C concurrent agents, each then
-   ended, once a warm-up of 8 trajectories is queryable (every service up, groups settled). ``steps_per_s`` = steps / (first call → last step queryable in DuckDB). Latency = time from the
-   start of a trajectory's last LLM call to its row being queryable (p50/p99). CPU seconds per service
-   come from /proc (utime+stime), split by service.
+   ended, timed once a warm-up of 8 trajectories is queryable (every service up, groups settled).
+   ``steps_per_s`` = steps / (first call → last step queryable in DuckDB). Latency = time from the start
+   of a trajectory's last LLM call to its row being queryable (p50/p99). CPU seconds per service come
+   from /proc (utime+stime), split by service.
 2. Cost growth: M agents in lock step for 50 turns, each call re-sending the whole history as agents do.
    The CPU of proxy+stages per step over turns 46–50 divided by turns 1–5 (a quadratic design grows ~50×;
    the target is ≤ 1.5×), and the bytes of the raw step event at turn 50 vs turn 1.
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import aiohttp
@@ -51,7 +53,7 @@ DEFAULT = load_config()  # the embedded default: its partition and stage-worker 
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def write_config(tmp: Path, overrides: list[str] = ()) -> Path:
+def write_config(tmp: Path, overrides: Sequence[str] = ()) -> Path:
     """The benchmark's config file; ``overrides`` are ``section.key=value`` (value read as YAML)."""
     ports = {name: free_port() for name in ("broker", "proxy", "echo", "sink")}
     cfg = {
