@@ -30,8 +30,8 @@ class BrokerConfig(Frozen):
         10,
         ge=0,
         le=1000,
-        description="How long a stage worker's producer waits to fill a record batch (Faust's default is "
-        "0: every record it emits leaves in a request of its own while the previous one is in flight).",
+        description="How long a stage worker's producer waits to fill a record batch (Faust's default, 0, "
+        "sends whatever is queued at once, so records a few milliseconds apart travel in separate requests).",
     )
     client_id: str = "sluice"
 
