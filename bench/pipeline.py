@@ -27,6 +27,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -314,6 +315,9 @@ def main() -> None:
         help="Override one setting of the benchmark's config (repeatable), e.g. broker.stage_linger_ms=0.",
     )
     args = ap.parse_args()
+    for item in args.set:
+        if not re.fullmatch(r"[a-z_]+\.[a-z_]+=.*", item):
+            ap.error(f"--set {item!r}: expected SECTION.KEY=VALUE, e.g. broker.stage_linger_ms=0")
     trajectories, steps, turns, pending = (120, 5, 20, 500) if args.quick else (400, 5, 50, 3000)
     with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmpdir:
         tmp = Path(tmpdir)

@@ -23,8 +23,8 @@ def test_sample_config_validates() -> None:
 
 
 def test_stage_workers_batch_their_output() -> None:
-    """Faust's own default sends every record a stage emits in a request of its own; the broker config
-    gives its producer a linger, which reaches the aiokafka producer Faust builds."""
+    """Faust's own default (no linger) sends whatever a stage has queued at once; the broker config gives
+    its producer a linger, which reaches the aiokafka producer Faust builds."""
     import faust
 
     broker = load_config(DEFAULT_CONFIG).broker

@@ -58,7 +58,7 @@ def test_ends_count_every_record_of_multi_record_batches(broker: LocalBroker) ->
 
 
 def test_one_probe_answers_again_as_partitions_grow(broker: LocalBroker) -> None:
-    """A reader that asks again and again (a drain, a benchmark) keeps one probe: each answer is the end
+    """A reader that asks again and again (a benchmark that polls) keeps one probe: each answer is the end
     at that moment, whatever the earlier assignments left behind."""
     topic = _topic(broker, 2)
     tansu = BrokerConfig(bootstrap_servers=broker.bootstrap_servers, profile="tansu", embedded=False)
