@@ -138,8 +138,7 @@ class AgentDriver:
     async def run_one(self, sc: Scenario, report: RunReport) -> None:
         p = PERSONAS[sc.persona_index]
         secret = SECRETS[sc.persona_index % len(SECRETS)]
-        client = self._client(sc)
-        async with self._sem:
+        async with self._sem, self._client(sc) as client:
             if sc.reward == "early":
                 report.rewards_posted += (await self.post_reward(sc, 1.0)) < 300
             messages: list[dict] = [
