@@ -3,7 +3,9 @@
     python -m infra.echo_backend --port 8788 [--chunk-delay-ms 5] [--api-key KEY]
 
 Serves ``POST /v1/chat/completions`` (streaming and not, n > 1, tool calls when ``tool_choice`` asks for
-one: ``required``/``any`` or a named function), ``POST /v1/completions``, ``GET /v1/models``. The reply is
+one: ``required``/``any`` or a named function), ``POST /v1/completions``, ``GET /v1/models``, and
+``POST /v1/embeddings``, ``GET /v1/models/{id}`` and a reflection of any other call below ``/v1``
+(``echo_extras``). The reply is
 ``"Echo: <last user text>"`` (``"Echo[i]: ..."`` for choice i > 0). Like vLLM, ``return_token_ids: true``
 adds ``prompt_token_ids`` (chat: top level, first chunk only when streaming; completions: per choice) and
 per-choice ``token_ids``; ``logprobs`` gives per-token logprobs. Its "tokenizer" is UTF-8 bytes over a
@@ -23,102 +25,8 @@ import json
 import time
 from typing import Any
 
-_END = "<|end|>"
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
-
-
-def _tool_text(calls: list[dict[str, Any]] | None) -> str:
-    out = []
-    for c in calls or []:
-        fn = c.get("function") or {}
-        out.append(f"<tool_call>{fn.get('name', '')}:{fn.get('arguments', '')}</tool_call>")
-    return "".join(out)
-
-
-def render_prompt(messages: list[dict[str, Any]]) -> str:
-    """The chat template: prefix-stable, ends with the generation prompt."""
-    parts = [
-        f"<|{m.get('role')}|>{_text(m.get('content'))}{_tool_text(m.get('tool_calls'))}{_END}"
-        for m in messages
-    ]
-    return "".join(parts) + "<|assistant|>"
-
-
-def tokenize(text: str) -> list[int]:
-    return list(text.encode())
-
-
-def _logprob(i: int) -> float:
-    return -round(((i * 7919) % 13 + 1) / 20, 4)
-
-
-def _sample_arg(schema: dict[str, Any], hint: str) -> Any:
-    kind = schema.get("type")
-    return {"integer": 42, "number": 1.5, "boolean": True, "array": [], "object": {}}.get(
-        kind, hint[:24] or "x"
-    )
-
-
-def _wanted_tool(body: dict[str, Any]) -> dict[str, Any] | None:
-    tools = body.get("tools") or []
-    choice = body.get("tool_choice")
-    if not tools or choice in (None, "auto", "none"):
-        return None
-    if isinstance(choice, dict):
-        name = (choice.get("function") or {}).get("name")
-        return next((t for t in tools if (t.get("function") or {}).get("name") == name), None)
-    return tools[0] if choice in ("required", "any") else None
-
-
-class Reply:
-    """One deterministic choice: text and/or a tool call, with tokens and logprobs."""
-
-    def __init__(self, body: dict[str, Any], index: int, hint: str) -> None:
-        self.index = index
-        tool = _wanted_tool(body)
-        self.tool_calls: list[dict[str, Any]] = []
-        if tool is not None:
-            fn = tool.get("function") or {}
-            props = (fn.get("parameters") or {}).get("properties") or {}
-            args = json.dumps({k: _sample_arg(v, hint) for k, v in props.items()})
-            cid = "call_" + hashlib.sha1(f"{fn.get('name')}|{hint}|{index}".encode()).hexdigest()[:16]
-            self.tool_calls = [
-                {"id": cid, "type": "function", "function": {"name": fn.get("name"), "arguments": args}}
-            ]
-            self.content: str | None = None
-        else:
-            self.content = (f"Echo[{index}]: " if index else "Echo: ") + hint
-        limit = body.get("max_completion_tokens") or body.get("max_tokens")
-        self.finish = "tool_calls" if self.tool_calls else "stop"
-        completion = (self.content or "") + _tool_text(self.tool_calls) + _END
-        ids = tokenize(completion)
-        if isinstance(limit, int) and 0 < limit < len(ids) and not self.tool_calls:
-            ids = ids[:limit]
-            self.content = bytes(ids).decode(errors="ignore")
-            self.finish = "length"
-        self.token_ids = ids
-
-    def logprobs(self) -> dict[str, Any]:
-        return {
-            "content": [
-                {
-                    "token": bytes([t]).decode("latin-1"),
-                    "logprob": _logprob(i),
-                    "bytes": [t],
-                    "top_logprobs": [],
-                }
-                for i, t in enumerate(self.token_ids)
-            ]
-        }
-
-
-def _pieces(text: str, size: int = 8) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+from infra import echo_extras
+from infra.echo_reply import Reply, content_text, pieces, render_prompt, token_logprob, tokenize
 
 
 class EchoBackend:
@@ -148,7 +56,9 @@ class EchoBackend:
             return await self._json(send, 200, {"object": "list", "data": data})
         if method == "GET" and path == "/health":
             return await self._json(send, 200, {"status": "ok"})
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/completions"):
+        if method == "GET" and path.startswith("/v1/models/"):
+            return await self._json(send, *echo_extras.model_card(self.models, path[len("/v1/models/") :]))
+        if not path.startswith("/v1/"):
             return await self._json(send, 404, _error(f"no route {method} {path}", "not_found_error"))
         raw = b""
         while True:
@@ -156,6 +66,8 @@ class EchoBackend:
             raw += msg.get("body", b"")
             if not msg.get("more_body"):
                 break
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings"):
+            return await self._reflect(scope, raw, send)
         try:
             body = json.loads(raw)
             model = str(body["model"])
@@ -170,6 +82,8 @@ class EchoBackend:
             )
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
+        if path == "/v1/embeddings":
+            return await self._json(send, *echo_extras.embeddings(body))
         if path == "/v1/chat/completions":
             return await self._chat(body, send)
         return await self._completions(body, send)
@@ -178,7 +92,9 @@ class EchoBackend:
 
     async def _chat(self, body: dict[str, Any], send: Any) -> None:
         messages = body.get("messages") or []
-        hint = next((_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        hint = next(
+            (content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
+        )
         prompt_ids = tokenize(render_prompt(messages))
         replies = [Reply(body, i, hint) for i in range(int(body.get("n") or 1))]
         rid = "chatcmpl-" + hashlib.sha1(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:24]
@@ -252,10 +168,10 @@ class EchoBackend:
                 )
                 deltas += [
                     {"tool_calls": [{"index": 0, "function": {"arguments": p}}]}
-                    for p in _pieces(tc["function"]["arguments"])
+                    for p in pieces(tc["function"]["arguments"])
                 ]
             else:
-                deltas += [{"content": p} for p in _pieces(r.content or "")]
+                deltas += [{"content": p} for p in pieces(r.content or "")]
             for i, d in enumerate(deltas):
                 left = len(r.token_ids) - pos
                 # the closing special tokens ride on the last piece; tool-call pieces carry none before it
@@ -299,7 +215,7 @@ class EchoBackend:
                 c["logprobs"] = (
                     {
                         "tokens": [bytes([t]).decode("latin-1") for t in r.token_ids],
-                        "token_logprobs": [_logprob(i) for i in range(len(r.token_ids))],
+                        "token_logprobs": [token_logprob(i) for i in range(len(r.token_ids))],
                         "top_logprobs": None,
                         "text_offset": list(range(len(r.token_ids))),
                     }
@@ -326,7 +242,7 @@ class EchoBackend:
             return await self._json(send, 200, {**head, "choices": choices, "usage": usage})
         await self._start_sse(send)
         for c in choices:
-            for piece in _pieces(c["text"] or ""):
+            for piece in pieces(c["text"] or ""):
                 await self._event(
                     send,
                     {
@@ -361,6 +277,16 @@ class EchoBackend:
         await send({"type": "http.response.body", "body": data})
 
     @staticmethod
+    async def _reflect(scope: dict[str, Any], raw: bytes, send: Any) -> None:
+        """What arrived, as JSON in pieces of 16 bytes (``echo_extras.reflection``)."""
+        data = json.dumps(echo_extras.reflection(scope, raw)).encode()
+        headers = [(b"content-type", b"application/json"), (b"x-echo-reflected", b"1")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for i in range(0, len(data), 16):
+            await send({"type": "http.response.body", "body": data[i : i + 16], "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    @staticmethod
     async def _start_sse(send: Any) -> None:
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -376,8 +302,7 @@ class EchoBackend:
         )
 
 
-def _error(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+_error = echo_extras.error
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -117,6 +117,7 @@ def model_routes() -> list[BaseRoute]:
 
 def create_app(config: ProxySettings) -> Starlette:
     """The proxy app for ``config``; its lifespan starts the upstream pools and the publisher."""
+    from pipeline.proxy.forwarding.router import routes as forwarding_routes
     from pipeline.proxy.ops.router import routes as ops_routes
     from pipeline.proxy.trajectories.router import routes as trajectory_routes
 
@@ -134,7 +135,9 @@ def create_app(config: ProxySettings) -> Starlette:
         *model_routes(),
         *trajectory_routes(),
         *ops_routes(),
-        Mount("/t/{trajectory_id}", routes=model_routes()),
+        # last, here and under the prefix: every other path below /v1
+        Mount("/t/{trajectory_id}", routes=[*model_routes(), *forwarding_routes()]),
+        *forwarding_routes(),
     ]
     app = Starlette(
         routes=routes,

@@ -108,6 +108,11 @@ class ProxyConfig(Frozen):
         description="Headers scrubbed from every record and log.",
     )
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    forward_unrecorded: bool = Field(
+        True,
+        description="Forward, unrecorded, calls to other paths below /v1 (embeddings, moderations, audio, "
+        "files) to a backend; false: they are a 404.",
+    )
     spool_dir: Path = Field(
         Path("var/spool"),
         description="The write-ahead log: every event until the broker acknowledged it (raw traffic).",

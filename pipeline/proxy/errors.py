@@ -31,7 +31,7 @@ _ANTHROPIC_TYPES = {
 
 
 def is_anthropic(path: str) -> bool:
-    return path.endswith("/v1/messages") or path.endswith("/v1/messages/count_tokens")
+    return path.endswith("/v1/messages") or "/v1/messages/" in path
 
 
 def error_body(err: ApiError, anthropic: bool) -> bytes:

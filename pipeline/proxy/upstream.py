@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 import aiohttp
+import yarl
 
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
@@ -47,10 +48,24 @@ class Upstreams:
 
     async def post(self, backend: BackendConfig, path: str, body: bytes) -> aiohttp.ClientResponse:
         """Send a JSON body; the caller reads (and releases) the response."""
+        return await self.request(backend, "POST", path, body)
+
+    async def request(
+        self,
+        backend: BackendConfig,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        query: str = "",
+    ) -> aiohttp.ClientResponse:
+        """Any call to ``backend`` (``path`` below its base URL); ``headers`` add to or replace the
+        session's, never its credential. The caller reads (and releases) the response."""
         session = self._sessions[backend.name]
-        url = backend.base_url + path
+        # the path and query as the agent sent them: already percent-encoded, not to be encoded again
+        url = yarl.URL(backend.base_url + path + (f"?{query}" if query else ""), encoded=True)
         try:
-            return await session.post(url, data=body)
+            return await session.request(method, url, data=body, headers=headers)
         except (TimeoutError, aiohttp.ServerTimeoutError):
             raise ApiError(
                 504, f"backend {backend.name!r} did not answer in time", type="upstream_error"

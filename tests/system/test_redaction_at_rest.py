@@ -198,3 +198,24 @@ def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
     assert links.exists()
     runs = raw_token_runs(json.loads(links.read_text()))
     assert runs == [], f"links.json keeps {len(runs)} raw token id sequences (must hold hashes only)"
+
+
+def test_forwarded_calls_reach_the_model_server_and_are_kept_nowhere(stack: Stack) -> None:
+    """An agent's embeddings go through the same base URL to the local model server (real vectors) and,
+    not being steps, are written nowhere: not even the raw topic or the proxy's write-ahead log."""
+    key = next(k for k, tenant in stack.keys.items() if tenant == "acme")
+    secret = f"embedding-canary-{uuid.uuid4().hex}"
+    client = openai.OpenAI(base_url=f"{stack.root}/v1", api_key=key, max_retries=0)
+    got = client.embeddings.create(model="sluice-tiny", input=[f"customer note {secret}", "another note"])
+    assert len(got.data) == 2 and len(got.data[0].embedding) > 8
+    assert got.data[0].embedding != got.data[1].embedding
+    raw_steps = read_topic(stack.cfg.broker, stack.cfg.topics.name("steps_raw"), 10**6, 8)
+    places = {
+        "topic:steps_raw": b"\n".join(v or b"" for _, v in raw_steps),
+        "spool": files_under(stack.cfg.path(stack.cfg.proxy.spool_dir)),
+        "logs": stack.log.getvalue().encode() + files_under(stack.path.parent / "logs"),
+        "duckdb": repr(stack.query("SELECT * FROM store.steps")).encode(),
+    }
+    assert places["topic:steps_raw"], "the raw topic holds the steps of the other test"
+    for where, blob in places.items():
+        assert secret.encode() not in blob, f"a forwarded call was kept in {where}"

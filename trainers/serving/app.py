@@ -24,12 +24,13 @@ from trainers.exceptions import RequestError
 from trainers.serving.chat import ChatServing
 from trainers.serving.common import chain_first, now
 from trainers.serving.completions import CompletionServing
+from trainers.serving.embeddings import embed
 from trainers.serving.engine import GenerateEngine
 from trainers.serving.policy_api import EXTENSION_FIELD, VERSION_HEADER
 from trainers.serving.policy_events import PolicyEventRecorder
 from trainers.serving.policy_routes import ROUTES as POLICY_ROUTES
 from trainers.serving.policy_store import PolicyStore, VersionNotKept, VersionReused
-from trainers.serving.protocol import ChatCompletionRequest, CompletionRequest
+from trainers.serving.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,12 @@ async def chat_completions(request: Request) -> Response:
 
 async def completions(request: Request) -> Response:
     return await _serve(request, CompletionRequest, request.app.state.completions)
+
+
+async def embeddings(request: Request) -> Response:
+    req = await _parse(request, EmbeddingRequest)
+    st = request.app.state
+    return JSONResponse(await embed(st.engine, req, st.max_positions), headers=_headers(req))
 
 
 async def models(request: Request) -> Response:
@@ -141,6 +148,7 @@ def build_app(
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             *POLICY_ROUTES,
         ],

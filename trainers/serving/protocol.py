@@ -4,7 +4,7 @@ and are reported back in the response header ``x-sluice-ignored-fields``; our ow
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -86,3 +86,21 @@ class CompletionRequest(_Request):
 
     def stops(self) -> list[str]:
         return _stops(self.stop)
+
+
+class EmbeddingRequest(_Request):
+    # --- OpenAI fields, in the order of the API reference
+    input: str | list[str] | list[int] | list[list[int]]
+    model: str
+    dimensions: int | None = Field(None, ge=1)
+    encoding_format: Literal["float", "base64"] = "float"
+    user: str | None = None
+
+    def items(self) -> list[str | list[int]]:
+        """One entry per embedding asked for: a text or a list of token ids."""
+        v = self.input
+        if isinstance(v, str) or (v and isinstance(v[0], int)):
+            return [v]  # type: ignore[list-item]
+        if not v:
+            raise ValueError("input: at least one text or token id list")
+        return list(v)  # type: ignore[arg-type]

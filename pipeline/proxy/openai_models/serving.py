@@ -1,4 +1,5 @@
-"""List models: ask every backend (concurrently) and keep the names this proxy would route to it.
+"""List models: ask every backend (concurrently) and keep the names this proxy would route to it; one
+model's card is the one the list holds for it.
 
 A backend that does not answer contributes its configured exact (non-glob) model names instead, so the
 list is useful even while a backend is down. Needs a valid key like every model endpoint.
@@ -16,6 +17,7 @@ from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import call_context
+from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.responses import json_response
 
 log = logging.getLogger(__name__)
@@ -39,9 +41,8 @@ async def _backend_models(state: Any, backend: BackendConfig) -> list[dict[str, 
     return [m for m in items if state.config.proxy.backend_for(m["id"]) is backend]
 
 
-async def list_models(request: Request) -> Response:
-    state = request.app.state.sluice
-    call_context(request)
+async def _served(state: Any) -> dict[str, dict[str, Any]]:
+    """Model id -> its card, over every backend (the first backend to route a name to wins)."""
     lists = await asyncio.gather(*(_backend_models(state, b) for b in state.config.proxy.backends))
     seen: dict[str, dict[str, Any]] = {}
     for items in lists:
@@ -55,4 +56,28 @@ async def list_models(request: Request) -> Response:
                     "owned_by": m.get("owned_by", "sluice"),
                 },
             )
-    return json_response(json.dumps({"object": "list", "data": list(seen.values())}).encode())
+    return seen
+
+
+async def list_models(request: Request) -> Response:
+    state = request.app.state.sluice
+    call_context(request)
+    served = await _served(state)
+    return json_response(json.dumps({"object": "list", "data": list(served.values())}).encode())
+
+
+async def retrieve_model(request: Request) -> Response:
+    """``GET /v1/models/{model}``: the card ``GET /v1/models`` lists for it, else 404 ``model_not_found``."""
+    state = request.app.state.sluice
+    call_context(request)
+    model = request.path_params["model"]
+    card = (await _served(state)).get(model)
+    if card is None:
+        state.backend_for(model)  # 404 model_not_found when no backend routes the name
+        raise ApiError(
+            404,
+            f"The model `{model}` is routed to a backend that does not list it",
+            param="model",
+            code="model_not_found",
+        )
+    return json_response(json.dumps(card).encode())

@@ -111,10 +111,11 @@ def test_each_error_class(proxy) -> None:
         chunked = http.post("/v1/chat/completions", content=iter([big[:3000], big[3000:]]), headers=auth)
         assert _openai_error(chunked, 413)["message"].startswith("request body exceeds")
 
-        # routes and methods
-        assert _openai_error(http.get("/v1/nothing-here", headers=auth), 404)["message"].startswith(
+        # routes and methods (other paths below /v1 are forwarded to a backend: tests/.../test_forwarding.py)
+        assert _openai_error(http.get("/nothing-here", headers=auth), 404)["message"].startswith(
             "no such endpoint"
         )
+        assert _openai_error(http.get("/v1/", headers=auth), 404)["message"].startswith("no such endpoint")
         assert _openai_error(http.get("/v1/chat/completions", headers=auth), 405)
 
         # upstream error: status and body passed through, step recorded as failed

@@ -188,6 +188,26 @@ def test_ignore_eos_decodes_to_max_tokens(client: openai.OpenAI) -> None:
         assert (chat.choices[0].finish_reason, chat.usage.completion_tokens) == ("length", 60)
 
 
+def test_embeddings_are_the_models_own_and_stable(server: str, client: openai.OpenAI) -> None:
+    texts = ["the invoice is overdue", "the invoice is overdue", "a cat sat on the mat"]
+    got = client.embeddings.create(model="sluice-tiny", input=texts, encoding_format="float")
+    vecs = [d.embedding for d in got.data]
+    assert [d.index for d in got.data] == [0, 1, 2] and len({len(v) for v in vecs}) == 1
+    assert all(abs(sum(x * x for x in v) - 1) < 1e-4 for v in vecs)  # unit length
+    assert vecs[0] == pytest.approx(vecs[1], abs=1e-6) and vecs[0] != pytest.approx(vecs[2], abs=1e-3)
+    assert got.usage.prompt_tokens > len(texts)
+    # the SDK's default (base64) decodes to the same vector; dimensions keeps the first values, rescaled
+    short = client.embeddings.create(model="sluice-tiny", input=texts[0], dimensions=8)
+    head = vecs[0][:8]
+    norm = sum(x * x for x in head) ** 0.5
+    assert short.data[0].embedding == pytest.approx([x / norm for x in head], abs=1e-5)
+    by_ids = httpx.post(server + "/embeddings", json={"model": "sluice-tiny", "input": [[1, 2, 3]]})
+    assert by_ids.status_code == 200 and by_ids.json()["usage"]["prompt_tokens"] == 3
+    for bad in ({"input": ""}, {"input": [[10**9]]}, {"input": "x", "dimensions": 10**6}):
+        resp = httpx.post(server + "/embeddings", json={"model": "sluice-tiny", **bad})
+        assert resp.status_code == 400 and resp.json()["error"]["message"], bad
+
+
 def test_bad_requests(server: str, client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
