@@ -4,7 +4,7 @@
 
 Serves ``POST /v1/chat/completions`` (streaming and not, n > 1, tool calls when ``tool_choice`` asks for
 one: ``required``/``any`` or a named function), ``POST /v1/completions``, ``GET /v1/models``, and
-``POST /v1/embeddings``, ``GET /v1/models/{id}`` and a reflection of any other call below ``/v1``
+``POST /v1/embeddings``, vLLM's ``POST /tokenize``, ``GET /v1/models/{id}`` and a reflection of any other call below ``/v1``
 (``echo_extras``). The reply is
 ``"Echo: <last user text>"`` (``"Echo[i]: ..."`` for choice i > 0). Like vLLM, ``return_token_ids: true``
 adds ``prompt_token_ids`` (chat: top level, first chunk only when streaming; completions: per choice) and
@@ -58,14 +58,12 @@ class EchoBackend:
             return await self._json(send, 200, {"status": "ok"})
         if method == "GET" and path.startswith("/v1/models/"):
             return await self._json(send, *echo_extras.model_card(self.models, path[len("/v1/models/") :]))
+        if method == "POST" and path == "/tokenize":  # vLLM's, at the server root
+            raw = await self._body(receive)
+            return await self._json(send, *echo_extras.tokenize(json.loads(raw or b"{}")))
         if not path.startswith("/v1/"):
             return await self._json(send, 404, _error(f"no route {method} {path}", "not_found_error"))
-        raw = b""
-        while True:
-            msg = await receive()
-            raw += msg.get("body", b"")
-            if not msg.get("more_body"):
-                break
+        raw = await self._body(receive)
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/completions", "/v1/embeddings"):
             return await self._reflect(scope, raw, send)
         try:
@@ -268,6 +266,15 @@ class EchoBackend:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
     # ------------------------------------------------------------------ wire
+
+    @staticmethod
+    async def _body(receive: Any) -> bytes:
+        raw = b""
+        while True:
+            msg = await receive()
+            raw += msg.get("body", b"")
+            if not msg.get("more_body"):
+                return raw
 
     @staticmethod
     async def _json(send: Any, status: int, obj: Any) -> None:

@@ -4,6 +4,8 @@ of any other call.
 - ``POST /v1/embeddings``: a deterministic unit vector per input (from the SHA-256 of its text or token
   ids; ``dimensions`` long, 8 by default), as floats or ``encoding_format: base64`` (little-endian
   float32, as OpenAI sends it); ``usage.prompt_tokens`` counts UTF-8 bytes, the echo "tokenizer".
+- ``POST /tokenize`` (vLLM's, at the server root): the byte tokens of a chat rendered by the echo
+  template (with the generation prompt unless ``add_generation_prompt`` is false) or of a ``prompt``.
 - ``GET /v1/models/{id}``: the card ``/v1/models`` lists for ``id``, else 404.
 - anything else below ``/v1``: 200 with what arrived (method, path, query, content type, body length and
   SHA-256, which of the headers a proxy must not pass on were present), sent in several body pieces so
@@ -17,6 +19,8 @@ import hashlib
 import math
 import struct
 from typing import Any
+
+from infra.echo_reply import render_prompt
 
 EXPOSED_HEADERS = ("authorization", "x-api-key", "cookie", "openai-organization")
 
@@ -59,6 +63,21 @@ def embeddings(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         data.append({"object": "embedding", "index": i, "embedding": emb})
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     return 200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+
+
+def tokenize(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(status, JSON answer) of ``POST /tokenize``."""
+    messages, prompt = body.get("messages"), body.get("prompt")
+    if isinstance(messages, list) and messages:
+        text = render_prompt(messages)
+        if body.get("add_generation_prompt") is False:
+            text = text.removesuffix("<|assistant|>")
+    elif isinstance(prompt, str):
+        text = prompt
+    else:
+        return 400, error("give either messages or prompt", "invalid_request_error")
+    ids = list(text.encode())
+    return 200, {"count": len(ids), "max_model_len": 1 << 20, "tokens": ids}
 
 
 def model_card(models: list[str], model: str) -> tuple[int, dict[str, Any]]:

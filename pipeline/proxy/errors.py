@@ -44,10 +44,12 @@ def error_body(err: ApiError, anthropic: bool) -> bytes:
     return json.dumps({"error": payload}).encode()
 
 
-def error_response(err: ApiError, path: str) -> Response:
+def error_response(err: ApiError, path: str, anthropic_client: bool = False) -> Response:
+    """``err`` in the format of the surface at ``path``, or Anthropic's for the Anthropic SDK (a call
+    that carries ``anthropic-version``) on any path."""
     headers = {"www-authenticate": "Bearer"} if err.status == 401 else None
     return Response(
-        error_body(err, is_anthropic(path)),
+        error_body(err, anthropic_client or is_anthropic(path)),
         status_code=err.status,
         media_type="application/json",
         headers=headers,
@@ -59,7 +61,7 @@ async def api_error_handler(request: Request, exc: Exception) -> Response:
     state = getattr(request.app.state, "sluice", None)
     if state is not None:
         state.metrics.errors.labels(exc.type).inc()
-    return error_response(exc, request.url.path)
+    return error_response(exc, request.url.path, "anthropic-version" in request.headers)
 
 
 async def http_error_handler(request: Request, exc: Exception) -> Response:
@@ -70,7 +72,9 @@ async def http_error_handler(request: Request, exc: Exception) -> Response:
         message = f"method {request.method} is not allowed on {request.url.path}"
     else:
         message = str(exc.detail)
-    return error_response(ApiError(exc.status_code, message), request.url.path)
+    return error_response(
+        ApiError(exc.status_code, message), request.url.path, "anthropic-version" in request.headers
+    )
 
 
 async def unexpected_error_handler(request: Request, exc: Exception) -> Response:

@@ -58,12 +58,15 @@ class Upstreams:
         body: bytes | None = None,
         headers: dict[str, str] | None = None,
         query: str = "",
+        at_root: bool = False,
     ) -> aiohttp.ClientResponse:
-        """Any call to ``backend`` (``path`` below its base URL); ``headers`` add to or replace the
-        session's, never its credential. The caller reads (and releases) the response."""
+        """Any call to ``backend``: ``path`` below its base URL, or below the server's root with
+        ``at_root`` (the base URL without its ``/v1``: vLLM's ``/tokenize``). ``headers`` add to or replace
+        the session's, never its credential. The caller reads (and releases) the response."""
         session = self._sessions[backend.name]
+        base = backend.base_url.removesuffix("/v1") if at_root else backend.base_url
         # the path and query as the agent sent them: already percent-encoded, not to be encoded again
-        url = yarl.URL(backend.base_url + path + (f"?{query}" if query else ""), encoded=True)
+        url = yarl.URL(base + path + (f"?{query}" if query else ""), encoded=True)
         try:
             return await session.request(method, url, data=body, headers=headers)
         except (TimeoutError, aiohttp.ServerTimeoutError):

@@ -24,13 +24,18 @@ from trainers.exceptions import RequestError
 from trainers.serving.chat import ChatServing
 from trainers.serving.common import chain_first, now
 from trainers.serving.completions import CompletionServing
-from trainers.serving.embeddings import embed
 from trainers.serving.engine import GenerateEngine
+from trainers.serving.model_io import embed, tokenize
 from trainers.serving.policy_api import EXTENSION_FIELD, VERSION_HEADER
 from trainers.serving.policy_events import PolicyEventRecorder
 from trainers.serving.policy_routes import ROUTES as POLICY_ROUTES
 from trainers.serving.policy_store import PolicyStore, VersionNotKept, VersionReused
-from trainers.serving.protocol import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
+from trainers.serving.protocol import (
+    ChatCompletionRequest,
+    CompletionRequest,
+    EmbeddingRequest,
+    TokenizeRequest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +98,12 @@ async def embeddings(request: Request) -> Response:
     return JSONResponse(await embed(st.engine, req, st.max_positions), headers=_headers(req))
 
 
+async def tokenize_prompt(request: Request) -> Response:
+    req = await _parse(request, TokenizeRequest)
+    st = request.app.state
+    return JSONResponse(tokenize(st.engine, req, st.max_positions), headers=_headers(req))
+
+
 async def models(request: Request) -> Response:
     st = request.app.state
     card = {"id": st.cfg.model_name, "object": "model", "created": st.created, "owned_by": "sluice",
@@ -149,6 +160,7 @@ def build_app(
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/embeddings", embeddings, methods=["POST"]),
+            Route("/tokenize", tokenize_prompt, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             *POLICY_ROUTES,
         ],

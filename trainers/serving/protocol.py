@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Request(BaseModel):
@@ -104,3 +104,20 @@ class EmbeddingRequest(_Request):
         if not v:
             raise ValueError("input: at least one text or token id list")
         return list(v)  # type: ignore[arg-type]
+
+
+class TokenizeRequest(_Request):
+    """vLLM's ``POST /tokenize``: a chat (``messages``) or a ``prompt``, counted by the serving tokenizer."""
+
+    model: str
+    messages: list[dict[str, Any]] | None = None
+    prompt: str | None = None
+    add_generation_prompt: bool = True
+    add_special_tokens: bool = False
+    tools: list[dict[str, Any]] | None = None
+
+    @model_validator(mode="after")
+    def _one_input(self) -> TokenizeRequest:
+        if (self.messages is None) == (self.prompt is None):
+            raise ValueError("give either messages or prompt")
+        return self

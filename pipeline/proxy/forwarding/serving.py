@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from pipeline.proxy.state import ProxyState
 
 # Paths the proxy answers itself (below /v1): another method there is not forwarded but refused.
-OWN_PATHS = frozenset({"chat/completions", "completions", "responses", "messages", "models"})
+OWN_PATHS = frozenset(
+    {"chat/completions", "completions", "responses", "messages", "messages/count_tokens", "models"}
+)
 # Below these the backend has nothing: surfaces the proxy translates to the backend's chat API, and the
 # proxy's own reward, feedback and end API (a trajectory's data never goes to a backend).
 NOT_FORWARDED = ("responses/", "messages/", "trajectories/", "trajectories")

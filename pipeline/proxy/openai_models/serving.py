@@ -2,7 +2,8 @@
 model's card is the one the list holds for it.
 
 A backend that does not answer contributes its configured exact (non-glob) model names instead, so the
-list is useful even while a backend is down. Needs a valid key like every model endpoint.
+list is useful even while a backend is down. Needs a valid key like every model endpoint. A call from
+the Anthropic SDK (``anthropic-version``) gets Anthropic's shape (``anthropic_shape``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.responses import Response
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import call_context
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.openai_models.anthropic_shape import anthropic_card, anthropic_page, wants_anthropic
 from pipeline.proxy.responses import json_response
 
 log = logging.getLogger(__name__)
@@ -62,8 +64,10 @@ async def _served(state: Any) -> dict[str, dict[str, Any]]:
 async def list_models(request: Request) -> Response:
     state = request.app.state.sluice
     call_context(request)
-    served = await _served(state)
-    return json_response(json.dumps({"object": "list", "data": list(served.values())}).encode())
+    cards = list((await _served(state)).values())
+    if wants_anthropic(request.headers):
+        return json_response(json.dumps(anthropic_page(cards, request.query_params)).encode())
+    return json_response(json.dumps({"object": "list", "data": cards}).encode())
 
 
 async def retrieve_model(request: Request) -> Response:
@@ -80,4 +84,6 @@ async def retrieve_model(request: Request) -> Response:
             param="model",
             code="model_not_found",
         )
+    if wants_anthropic(request.headers):
+        card = anthropic_card(card)
     return json_response(json.dumps(card).encode())

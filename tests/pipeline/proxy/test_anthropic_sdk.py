@@ -93,3 +93,50 @@ def test_messages_with_tool_use_streaming_and_not(live_proxy: LiveProxy) -> None
     assert s2.metadata.stream and s2.action.choices[0].message.tool_calls[0].name == "get_weather"
     (other,) = [e for e in events if e.trajectory_id != f"acme~{tid}"]
     assert other.tenant == "acme" and other.step_index == 0
+
+
+def test_models_in_the_anthropic_sdks_shape(live_proxy: LiveProxy) -> None:
+    client = anthropic.Anthropic(base_url=live_proxy.url, api_key=KEY, max_retries=0)
+    listed = [m.id for m in client.models.list()]
+    assert "echo-1" in listed
+    card = client.models.retrieve("echo-1")
+    assert card.type == "model" and card.display_name == "echo-1" and card.created_at.year >= 1970
+    try:
+        client.models.retrieve("no-such-model")
+    except anthropic.NotFoundError as err:
+        assert err.body["type"] == "error" and err.body["error"]["type"] == "not_found_error"
+    else:
+        raise AssertionError("an unknown model must be a 404")
+    bad = anthropic.Anthropic(base_url=live_proxy.url, api_key="sk-not-a-key", max_retries=0)
+    try:
+        bad.models.list()
+    except anthropic.AuthenticationError as err:
+        assert err.body["error"]["type"] == "authentication_error"
+    else:
+        raise AssertionError("an unknown key must be a 401")
+
+
+def test_count_tokens_is_the_backends_own_count(live_proxy: LiveProxy) -> None:
+    from infra.echo_reply import render_prompt
+
+    client = anthropic.Anthropic(base_url=f"{live_proxy.url}/t/count-run", api_key=KEY, max_retries=0)
+    messages = [{"role": "user", "content": "How many tokens is this?"}]
+    counted = client.messages.count_tokens(model="echo-1", system="Be brief.", messages=messages)
+    # the echo backend's tokenizer is UTF-8 bytes over its chat template: the exact count is known
+    chat = [{"role": "system", "content": "Be brief."}, *messages]
+    assert counted.input_tokens == len(render_prompt(chat).encode())
+    longer = client.messages.count_tokens(
+        model="echo-1", system="Be brief.", messages=[*messages, {"role": "assistant", "content": "Ten."},
+                                                      {"role": "user", "content": "And now?"}],
+    )  # fmt: skip
+    assert longer.input_tokens > counted.input_tokens
+    with_tools = client.messages.count_tokens(model="echo-1", messages=messages, tools=TOOLS)
+    assert with_tools.input_tokens > 0
+    try:
+        client.messages.count_tokens(model="echo-1", messages=[])
+    except anthropic.BadRequestError as err:
+        assert err.body["error"]["type"] == "invalid_request_error"
+    else:
+        raise AssertionError("no messages must be a 400")
+    # a count is not a step: nothing of these calls is on the steps topic
+    assert live_proxy.events(0) == []

@@ -111,8 +111,8 @@ def test_what_is_not_forwarded(live_proxy: LiveProxy) -> None:
     # below the translated surfaces the backend has nothing: a 404, not a forward
     gone = httpx.get(url + "/v1/responses/resp_abc", headers=auth)
     assert gone.status_code == 404 and "x-sluice-forwarded" not in gone.headers
-    count = httpx.post(url + "/v1/messages/count_tokens", headers=auth, json={"model": "echo-1"})
-    assert count.status_code == 404 and count.json()["error"]["type"] == "not_found_error"
+    batches = httpx.post(url + "/v1/messages/batches", headers=auth, json={"requests": []})
+    assert batches.status_code == 404 and batches.json()["error"]["type"] == "not_found_error"
     # the proxy's reward API is its own, with or without a trajectory prefix: a trajectory's data never
     # goes to a backend
     reward = httpx.post(url + "/v1/trajectories/run-1/rewards", headers=auth, json={"value": 1.0})

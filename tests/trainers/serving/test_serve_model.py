@@ -208,6 +208,19 @@ def test_embeddings_are_the_models_own_and_stable(server: str, client: openai.Op
         assert resp.status_code == 400 and resp.json()["error"]["message"], bad
 
 
+def test_tokenize_counts_the_prompt_the_model_reads(server: str, client: openai.OpenAI) -> None:
+    root = server.removesuffix("/v1")
+    counted = httpx.post(root + "/tokenize", json={"model": "sluice-tiny", "messages": MESSAGES}).json()
+    assert counted["count"] == len(counted["tokens"]) > 0 and counted["max_model_len"] > counted["count"]
+    # the same prompt a chat call reads: its usage says so
+    resp = client.chat.completions.create(model="sluice-tiny", messages=MESSAGES, max_tokens=1)
+    assert resp.usage.prompt_tokens == counted["count"]
+    plain = httpx.post(root + "/tokenize", json={"model": "sluice-tiny", "prompt": "reverse 123"}).json()
+    assert 0 < plain["count"] < counted["count"]
+    both = httpx.post(root + "/tokenize", json={"model": "sluice-tiny", "prompt": "x", "messages": MESSAGES})
+    assert both.status_code == 400
+
+
 def test_bad_requests(server: str, client: openai.OpenAI) -> None:
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="gpt-4o", messages=MESSAGES)

@@ -1,4 +1,5 @@
-"""``POST /v1/embeddings`` of the local model server: the serving model's own representation of a text.
+"""How the serving model reads a text (``POST /v1/embeddings``, ``POST /tokenize``): its own
+representation of a text, and its tokenizer's count of a chat or a prompt (vLLM's ``/tokenize``).
 
 An embedding is the mean of the model's last hidden state over the text's tokens, scaled to unit length;
 ``dimensions`` keeps its first values and scales them to unit length again. The forward pass runs on the
@@ -16,7 +17,8 @@ import torch
 
 from trainers.exceptions import RequestError
 from trainers.serving.engine import GenerateEngine
-from trainers.serving.protocol import EmbeddingRequest
+from trainers.serving.protocol import EmbeddingRequest, TokenizeRequest
+from trainers.tiny_model import render_chat
 
 
 def _vector(model: torch.nn.Module, ids: list[int], dimensions: int | None) -> torch.Tensor:
@@ -70,3 +72,14 @@ async def embed(engine: GenerateEngine, req: EmbeddingRequest, max_positions: in
         "model": req.model,
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
+
+
+def tokenize(engine: GenerateEngine, req: TokenizeRequest, max_positions: int) -> dict[str, Any]:
+    """vLLM's ``/tokenize`` answer: the token ids of the prompt the model would read (a chat rendered by
+    its template, with the generation prompt unless ``add_generation_prompt`` is false)."""
+    if req.messages is not None:
+        text = render_chat(req.messages, add_generation_prompt=req.add_generation_prompt)
+    else:
+        text = req.prompt or ""
+    ids = engine.tokenizer(text, add_special_tokens=req.add_special_tokens)["input_ids"]
+    return {"count": len(ids), "max_model_len": max_positions, "tokens": ids}
