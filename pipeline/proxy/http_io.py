@@ -1,11 +1,13 @@
-"""Reading request bodies safely: size limit before reading it all, UTF-8, a JSON object.
+"""Reading request bodies safely: size limit before reading it all (and again once a gzip or deflate
+body is decompressed), UTF-8, a JSON object.
 
-Every failure is an ``ApiError`` (400/411/413) with a message that says what was wrong.
+Every failure is an ``ApiError`` (400/413/415) with a message that says what was wrong.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -34,7 +36,33 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
             chunks.append(chunk)
     except ClientDisconnect:
         raise ApiError(400, "client disconnected while sending the body") from None
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return decoded(body, request.headers.get("content-encoding"), max_bytes)
+
+
+def decoded(body: bytes, encoding: str | None, max_bytes: int) -> bytes:
+    """The body under its ``Content-Encoding`` (gzip, deflate or identity), at most ``max_bytes`` once
+    decompressed (a small bomb is refused as soon as it grows past the limit); 415 for another coding."""
+    coding = (encoding or "identity").strip().lower()
+    if coding in ("", "identity"):
+        return body
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        raise ApiError(415, f"unsupported Content-Encoding {coding!r}: send gzip, deflate or none")
+    # gzip: a gzip header; deflate: zlib-wrapped as HTTP says, or raw as some clients send it
+    if coding != "deflate":
+        wbits = 16 + zlib.MAX_WBITS
+    else:
+        wbits = zlib.MAX_WBITS if body[:1] and (body[0] & 0x0F) == 8 else -zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(body, max_bytes + 1)
+    except zlib.error as err:
+        raise ApiError(400, f"request body is not valid {coding} data: {err}") from None
+    if len(out) > max_bytes or inflater.unconsumed_tail:
+        raise ApiError(413, f"request body exceeds the limit of {max_bytes} bytes once decompressed")
+    if not inflater.eof:
+        raise ApiError(400, f"request body is truncated {coding} data")
+    return out
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:
