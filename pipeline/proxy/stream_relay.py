@@ -1,4 +1,8 @@
-"""Relay an OpenAI-format SSE stream to the agent as it arrives (one write per network read)."""
+"""Relay an OpenAI-format SSE stream to the agent as it arrives (one write per network read).
+
+A backend stream that breaks before its end ends the agent's stream with an OpenAI-format error event
+(``data: {"error": {...}}``), which the OpenAI SDKs raise, instead of ``[DONE]``: a stream that merely
+stops reads as a complete answer to them."""
 
 from __future__ import annotations
 
@@ -25,4 +29,8 @@ async def relay_openai_stream(rc: RecordedCall, upstream: Any) -> AsyncIterator[
             if out:
                 yield b"".join(out)
     if rc.error is None:
-        yield DONE  # a broken stream ends without it, so the agent's SDK sees it was cut short
+        yield DONE
+    else:  # a broken stream ends on an error event, not [DONE]: the OpenAI SDKs raise it as an APIError
+        yield encode_data(
+            {"error": {"message": rc.error, "type": "upstream_error", "param": None, "code": None}}
+        )
