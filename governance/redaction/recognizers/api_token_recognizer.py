@@ -4,7 +4,8 @@ Two classes of credential that have no recognizer of their own:
 
 - documented vendor formats: Hugging Face ``hf_``, GitLab ``glpat-``, npm ``npm_``, PyPI ``pypi-AgEI``,
   SendGrid ``SG.<22>.<43>``, Twilio API keys ``SK`` + 32 hex, Mailgun ``key-`` + 32 hex, Shopify
-  ``shpat_``/``shpss_``, Databricks ``dapi``, DigitalOcean ``dop_v1_``, Atlassian ``ATATT``;
+  ``shpat_``/``shpss_``, Databricks ``dapi``, DigitalOcean ``dop_v1_``, Atlassian ``ATATT``, Telegram bot
+  tokens ``<bot id>:AA`` + 33, Discord webhook ``…/webhooks/<id>/<token>`` (id and token);
 - a key-shaped token (20+ characters of letters and digits, high entropy; not a UUID, version or path)
   after ``Bearer``/``Basic``/``token``, or shortly after a secret word in several languages (``key``,
   ``token``, ``secret``, ``Schlüssel``, ``clé``, ``clave``): ``here's the token: …``.
@@ -32,6 +33,7 @@ _VENDOR = (
     r"hf_[A-Za-z0-9]{30,40}|glpat-[A-Za-z0-9_\-]{20,40}|npm_[A-Za-z0-9]{36}|pypi-AgEI[A-Za-z0-9_\-]{40,}"
     r"|SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}|SK[0-9a-f]{32}|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}"
     r"|dapi[0-9a-f]{32}|dop_v1_[0-9a-f]{64}|ATATT[A-Za-z0-9_\-=]{40,}"
+    r"|(?<=[0-9]:)AA[A-Za-z0-9_\-]{33}|(?<=webhooks/)[0-9]{17,20}/[A-Za-z0-9_\-]{60,80}"
 )
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _VERSIONISH = re.compile(
@@ -76,6 +78,8 @@ _VENDOR_PREFIXES = (
     "dapi",
     "dop_v1_",
     "ATATT",
+    ":AA",
+    "webhooks/",
 )
 _PATTERN_NEEDS = (
     _VENDOR_PREFIXES,
@@ -101,7 +105,7 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
     ]
     LOWER_TRIGGERS = ("key", "token", "secret", "pass", "credential", "bearer", "basic", "api", "auth", "clé",
                       "clave", "chiave", "senha", "schlüssel", "jeton", "contraseña", "rotate", "hf_", "glpat-",
-                      "npm_", "pypi-", "sg.", "sk", "dapi", "dop_v1", "atatt", "shp")  # fmt: skip
+                      "npm_", "pypi-", "sg.", "sk", "dapi", "dop_v1", "atatt", "shp", ":aa", "webhooks/")  # fmt: skip
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """Whether a pattern finds a key-shaped value. Every match lies within one line and its value is a

@@ -17,7 +17,8 @@ class GithubTokenRecognizer(SluicePatternRecognizer):
         ),
         Pattern(
             "github fine-grained token",
-            r"(?<![A-Za-z0-9_])(?P<v>github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59,})(?![A-Za-z0-9_])",
+            # documented as 22 + "_" + 59 characters; any long run after the prefix is one
+            r"(?<![A-Za-z0-9_])(?P<v>github_pat_[A-Za-z0-9_]{30,255})(?![A-Za-z0-9_])",
             0.95,
         ),
     ]

@@ -5,7 +5,7 @@ capitalised word of letters (``Jürgen``, ``Oğuz``, ``Min-jun``, ``O'Brien``, `
 lower-case particle (``van der``, ``de``, ``da``, ``bin``) — and ``product_like`` whether a span the
 NER model called a person reads as a product or an identifier instead: a digit, an all-caps or
 CamelCase word (``SKU``, ``PostgreSQL``, ``OpenShift``), a product head word (``Studio``, ``Cloud``,
-``Pro``), a single letter (``Model Y``) or a version number right after it (``Ubuntu 24.04``).
+``Pro``) or a role (``System Admin``, ``Support Team``), a single letter (``Model Y``) or a version number right after it (``Ubuntu 24.04``).
 ``PERSON_CUE_BEFORE`` are the salutations and honorifics that make even a single word a name.
 """
 
@@ -26,7 +26,10 @@ PRODUCT_WORDS = frozenset(
      "premiere", "express", "air", "book", "pad", "tab", "drive", "docs", "sheets", "analytics", "insights",
      "security", "shift", "stack", "compute", "storage", "network", "gateway", "registry", "pipeline", "runner",
      "cluster", "edge", "core", "lite", "one", "series", "latitude", "inspiron", "thinkpad", "surface",
-     "redshift", "lambda", "functions", "kafka", "spark", "linux", "windows", "ubuntu", "debian", "android"}
+     "redshift", "lambda", "functions", "kafka", "spark", "linux", "windows", "ubuntu", "debian", "android",
+     # roles and machinery that sign and file things without being anyone: "Logged by System Admin"
+     "admin", "administrator", "system", "bot", "automation", "team", "support", "user", "operator", "staff",
+     "robot", "daemon", "scheduler", "agent", "assistant", "helpdesk", "desk", "department", "committee"}
 )  # fmt: skip
 # Makers whose name leads a product name ("Ford Ranger", "Dell Latitude"): first word of a span.
 BRAND_WORDS = frozenset(

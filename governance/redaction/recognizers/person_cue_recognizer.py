@@ -3,7 +3,7 @@
 The NER model misses many names it was not trained on (``Oluwaseun Adeyemi``, ``Nguyen Van Anh``),
 yet the text around a name says what it is, whatever the locale: a salutation or honorific before it
 (``Dear``, ``Herr``, ``Mme``, ``El señor``), a phrase that introduces a person (``spoke with``,
-``assigned … to``, ``le client``, ``der Kunde``), a verb of speech or contact after it (``… called``,
+``assigned … to``, ``reported by``, ``cc:``, ``le client``, ``der Kunde``) with the names listed after it, a verb of speech or contact after it (``… called``,
 ``… agreed``, ``… a demandé``), or a sign-off line above it (``Best regards,`` / ``Mit freundlichen
 Grüßen``). The words after or before the cue must be written like a personal name (``name_shape``)
 and not like a product.
@@ -27,8 +27,12 @@ _BEFORE = re.compile(
     r"spoke\s+(?:with|to)|speaking\s+with|talked\s+(?:to|with)|met\s+with|meeting\s+with|call\s+with|"
     r"assigned\s+(?:the\s+\w+\s+|it\s+)?to|escalated\s+(?:it\s+)?to|handed\s+(?:it\s+)?over\s+to|attn|"
     r"le\s+client|la\s+cliente|el\s+cliente|la\s+clienta|der\s+kunde|die\s+kundin|il\s+cliente|o\s+cliente|"
-    r"the\s+(?:customer|client|patient|applicant|caller|employee|tenant|guest)|rufen\s+sie)\b|\bm)\.?[,:]?[ \t]+"
+    r"the\s+(?:customer|client|patient|applicant|caller|employee|tenant|guest)|rufen\s+sie|"
+    r"(?:reported|opened|filed|raised|logged|submitted|created|requested|approved|reviewed|signed|written)\s+by|"
+    r"on\s+behalf\s+of|cc|assignee|reporter|reviewers?|contact\s+person)\b|\bm)\.?[,:]?[ \t]+"
 )
+# Between two names of one list: "Siobhan O'Connor and Nguyen Van An", "Ana Souza, Li Wei".
+_LIST_JOIN = re.compile(r"[ \t]*(?:,|&|/|\band\b|\bund\b|\bet\b|\by\b|\be\b)[ \t]*")
 _AFTER = re.compile(
     r"(?i)[ \t]*,?[ \t]*(?:called|phoned|emailed|wrote|asked|agreed|said|says|complained|requested|reported|"
     r"confirmed|mentioned|replied|wants|needs|is\s+on\s+call|was\s+discharged|signed|approved|"
@@ -48,7 +52,8 @@ _CUE_WORDS = frozenset(
         "mlle", "monsieur", "madame", "señor", "señora", "senor", "senora", "sr", "sra", "srta", "doña",
         "signor", "signora", "sig", "liebe", "lieber", "sehr", "cher", "chère", "estimado", "estimada",
         "spoke", "speaking", "talked", "met", "meeting", "call", "assigned", "escalated", "handed", "attn",
-        "rufen", "m",
+        "rufen", "m", "opened", "filed", "raised", "logged", "submitted", "created", "reviewed", "written",
+        "behalf", "cc", "assignee", "reporter", "reviewer", "reviewers", "person",
         "regards", "cheers", "sincerely", "thanks", "best", "grüßen", "grüße", "cordialement", "vous",
         "saludos", "atentamente", "saluti", "grazie", "atenciosamente",
         "called", "phoned", "emailed", "wrote", "asked", "agreed", "said", "says", "complained", "requested",
@@ -134,8 +139,12 @@ class PersonCueRecognizer(SluiceLocalRecognizer):
         for rx in (_BEFORE, _SIGN_OFF):
             for m in rx.finditer(text):
                 found = _name_after(text, m.end())
-                if found:
+                while found:  # and the names listed with it (of two words or more)
                     spans.add(found)
+                    join = _LIST_JOIN.match(text, found[1])
+                    found = (
+                        _name_after(text, join.end(), min_words=2) if join and join.end() > found[1] else None
+                    )
         for m in _AFTER.finditer(text):
             found = _name_before(text, m.start())
             if found:

@@ -1,16 +1,25 @@
-"""Passwords inside URLs: ``scheme://user:PASSWORD@host`` (only the password is reported).
+"""Passwords written next to their user: in a URL, ``scheme://user:PASSWORD@host``, and on a command line,
+``curl -u user:PASSWORD``, ``--user``/``--proxy-user``/``--auth``/``-a`` (httpie), ``mysql -pPASSWORD``,
+``sshpass -p PASSWORD`` (only the password is reported).
 
 The user name and host stay readable (``postgres://app:<REDACTED>@db.internal:5432/app``), so the
-trajectory still shows what was connected to.
+trajectory still shows what was connected to. A command's ``user:`` value that is all digits
+(``docker run -u 1000:1000``: a uid and gid) or a variable (``-u "$USER:$TOKEN"``) is not a password.
 """
 
 from __future__ import annotations
 
 import re
 
-from presidio_analyzer import Pattern
+from presidio_analyzer import Pattern, RecognizerResult
 
 from governance.redaction.recognizers.base import SluicePatternRecognizer
+
+_COMMAND_PATTERNS = (
+    "password after a command's user option",
+    "password after mysql -p",
+    "password after sshpass -p",
+)
 
 
 class UrlPasswordRecognizer(SluicePatternRecognizer):
@@ -21,6 +30,37 @@ class UrlPasswordRecognizer(SluicePatternRecognizer):
             r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@?#\"'<>]*:(?P<v>[^\s/@\"'<>]+)@[A-Za-z0-9.-]+",
             0.95,
         ),
+        Pattern(
+            _COMMAND_PATTERNS[0],
+            # quoted, the password runs to the closing quote (it may hold blanks); bare, to the next blank
+            r"(?<![\w-])(?:-u|-a|--user|--proxy-user|--auth)(?:=|[ \t]+)([\"'])?[^\s:\"'@/]+:"
+            r"(?P<v>(?(1)[^\"'\n]+|[^\s\"']+))(?(1)\1)(?=[\s;|&)]|$)",
+            0.9,
+        ),
+        Pattern(
+            _COMMAND_PATTERNS[1],
+            r"\bmysql(?:dump|admin|sh)?\b[^\n|;&]*?[ \t]-p(?P<v>[^\s\"'-][^\s\"']{2,})",
+            0.9,
+        ),
+        Pattern(
+            _COMMAND_PATTERNS[2],
+            r"\bsshpass[ \t]+-p[ \t]*([\"']?)(?P<v>[^\s\"']+)\1",
+            0.9,
+        ),
     ]
-    TRIGGERS = ("://",)
-    PREFILTER = re.compile(r"://[^\s@/]*:[^\s@/]*@")
+    TRIGGERS = ("://", "-u", "-a", "--user", "--proxy-user", "--auth", "mysql", "sshpass")
+    PREFILTER = re.compile(
+        r"://[^\s@/]*:[^\s@/]*@|(?<![\w-])(?:-u|-a|--user|--proxy-user|--auth)[= \t]+[\"']?[^\s:\"'@/]+:\S"
+        r"|\bmysql|\bsshpass"
+    )
+
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+        """Drop a command's uid:gid and variables (``$TOKEN``, ``${PASS}``, ``%PASS%``)."""
+        kept = []
+        for r in results:
+            value = text[r.start : r.end]
+            pattern = r.analysis_explanation.pattern_name if r.analysis_explanation else None
+            if pattern in _COMMAND_PATTERNS and (value.isdigit() or value[0] in "$%<{"):
+                continue
+            kept.append(r)
+        return kept

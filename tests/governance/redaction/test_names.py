@@ -33,7 +33,12 @@ def test_names_under_person_keys(ner: Redactor, body: dict) -> None:
      ("Bitte rufen Sie Jürgen Oberländer zurück.", "Jürgen Oberländer"),
      ("Best regards,\nOluwaseun Adeyemi\nAccount Manager", "Oluwaseun Adeyemi"),
      ("Nguyen Van Anh called again about the shipment.", "Nguyen Van Anh"),
-     ("Le client Thibault Duchêne a demandé un remboursement.", "Thibault Duchêne")],
+     ("Le client Thibault Duchêne a demandé un remboursement.", "Thibault Duchêne"),
+     # every name of a list after the cue, where the model finds none of them
+     ("Reported by Siobhan O'Connor and Nguyễn Văn An", "Siobhan O'Connor"),
+     ("Reported by Siobhan O'Connor and Nguyễn Văn An", "Nguyễn Văn An"),
+     ("cc: Oluwaseun Adeyemi, Małgorzata Wiśniewska & Haruto Takahashi", "Małgorzata Wiśniewska"),
+     ("cc: Oluwaseun Adeyemi, Małgorzata Wiśniewska & Haruto Takahashi", "Haruto Takahashi")],
 )  # fmt: skip
 def test_names_by_cue_in_several_languages(ner: Redactor, text: str, name: str) -> None:
     out, _, counts = ner.redact_text(text)
@@ -44,7 +49,8 @@ def test_names_by_cue_in_several_languages(ner: Redactor, text: str, name: str) 
     "text",
     ["I upgraded Kubernetes to 4.4.5-rc4 and reran ticket JIRA-4654.", "Can you compare Ford Ranger and Tesla Model Y?",
      "Successfully installed Visual Studio Code 1.2.3 in 27m10s (build 0a3511e52eae)",
-     "Disk usage 3709 MiB (68.4%), uptime 34m59s, Oracle Database 23ai healthy", "Order SEC-2849 for Grafana shipped"],
+     "Disk usage 3709 MiB (68.4%), uptime 34m59s, Oracle Database 23ai healthy", "Order SEC-2849 for Grafana shipped",
+     "Logged by System Admin; reviewed by Support Team", "Ticket opened by Jira Automation and Build Bot"],
 )  # fmt: skip
 def test_guard_keeps_products_versions_and_ids(ner: Redactor, text: str) -> None:
     out, _, counts = ner.redact_text(text)
@@ -54,5 +60,5 @@ def test_guard_keeps_products_versions_and_ids(ner: Redactor, text: str) -> None
 def test_ner_reads_only_candidate_lines(ner: Redactor) -> None:
     code = "\n".join(f"    value_{i} = self.cache.get('k{i}', {i})" for i in range(200))
     before = ner.analyzer.ner_windows
-    ner.redact_text(code + "\n# reviewed by Priya Venkataraman\n")
+    ner.redact_text(code + "\n# Priya Venkataraman fixed the cache\n")
     assert ner.analyzer.ner_windows - before == 1

@@ -50,6 +50,19 @@ POSITIVES = [
     ("API_TOKEN", "the new token is 7fK2pQ9zR4mW8xT1vB6nY3cL5hJ0dS, rotate it", "7fK2pQ9zR4mW8xT1vB6nY3cL5hJ0dS"),
     ("API_TOKEN", "Authorization: Bearer Zm9vYmFyOjEyMzQ1Njc4OTBhYmNkZWY", "Zm9vYmFyOjEyMzQ1Njc4OTBhYmNkZWY"),
     ("CREDENTIAL", 'api_key="q8Z-3kd9_xx"', "q8Z-3kd9_xx"),
+    # a number Presidio rejects (published sample, never-issued range) is still an SSN where it is called one
+    ("US_SSN", "my social security number is 123-45-6789", "123-45-6789"),
+    ("US_SSN", "SSN: 078-05-1120", "078-05-1120"),
+    ("GITHUB_TOKEN", "token github_pat_11AAB2CDE0abcdefghijKLMNOP_qrstuvwxYZ0123456789abcdEFGHijklmnOPQRstuvwxyz0123",
+     "github_pat_11AAB2CDE0abcdefghijKLMNOP_qrstuvwxYZ0123456789abcdEFGHijklmnOPQRstuvwxyz0123"),  # fmt: skip
+    ("URL_PASSWORD", "curl -u admin:Pa55w0rd-2024 https://api.example.com/v2", "Pa55w0rd-2024"),
+    ("URL_PASSWORD", "curl --user 'deploy:blue horse' -X POST", "blue horse"),
+    ("URL_PASSWORD", "http -a ci-bot:Zq8vLm2x https://api.example.com", "Zq8vLm2x"),
+    ("URL_PASSWORD", "mysqldump -h db -u root -pS3cretPass shop > dump.sql", "S3cretPass"),
+    ("URL_PASSWORD", "sshpass -p 'hunter2hunter2' ssh ops@10.0.0.5", "hunter2hunter2"),
+    ("API_TOKEN", "bot = Bot('123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0')", "AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0"),
+    ("API_TOKEN", "post to https://discord.com/api/webhooks/123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789abcDEFghiJKLmnoPQRstuVWX9z01",
+     "123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789abcDEFghiJKLmnoPQRstuVWX9z01"),  # fmt: skip
 ]  # fmt: skip
 
 NEAR_MISSES = [
@@ -73,6 +86,10 @@ NEAR_MISSES = [
     "order number 4158675309 shipped",
     "the SSN-like 000-12-3456 and 666-12-3456 were never issued",
     "<EMAIL_ADDRESS_1> wrote to <PHONE_NUMBER_2> about <REDACTED>",
+    "docker run -u 1000:1000 -v /data:/data app; sort -u names.txt; pip install -U requests",
+    'curl -u "$API_USER:$API_TOKEN" https://api.example.com; curl -u user:${PASS} x',
+    "mysql -u root -p shop  # asks for the password",
+    "the record 123-45-6789 in batch 7",  # an SSN shape nobody calls an SSN, in a range Presidio rejects
 ]
 
 
