@@ -43,10 +43,9 @@ def drive(
     keys = {k.key.get_secret_value(): k.tenant for k in cfg.proxy.api_keys}
     scenarios = plan(keys, count, seed=time.time_ns())
     driver = AgentDriver(f"http://{cfg.proxy.host}:{cfg.proxy.port}", model)
-    ids = [sc.trajectory_id for sc in scenarios]
     report = RunReport()
     progress = (
-        DemoProgress(cfg.sink_settings(), ids, sum(sc.turns for sc in scenarios), report, console)
+        DemoProgress(cfg.sink_settings(), scenarios, sum(sc.turns for sc in scenarios), report, console)
         if quiet
         else contextlib.nullcontext()
     )
@@ -59,6 +58,8 @@ def drive(
     try:
         with progress as shown:
             loop.run_until_complete(driver.run(scenarios, report))
+            # the ids as the proxy answered them: tenant-scoped, or the proxy's for history-linked ones
+            ids = [sc.trajectory_id for sc in scenarios]
             say(
                 f"[bold]traffic sent[/]: {report.calls_ok} LLM calls ok, {len(report.calls_failed)} failed, "
                 f"{report.rewards_posted} early rewards; malformed requests answered {report.malformed}"

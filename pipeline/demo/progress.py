@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.table import Table
 
 from pipeline.demo.summary import id_list, rows
-from pipeline.demo.traffic import RunReport
+from pipeline.demo.traffic import RunReport, Scenario
 from sinks.clients import connect_client
 from sinks.settings import SinkSettings
 
@@ -31,9 +31,14 @@ class DemoProgress:
     """``with DemoProgress(...) as p:`` shows the display until the block ends; ``p.phase`` names the step."""
 
     def __init__(
-        self, store: SinkSettings, ids: list[str], planned_calls: int, report: RunReport, console: Console
+        self,
+        store: SinkSettings,
+        scenarios: list[Scenario],
+        planned_calls: int,
+        report: RunReport,
+        console: Console,
     ):
-        self.sink, self.ids, self.planned_calls, self.report = store, ids, planned_calls, report
+        self.sink, self.scenarios, self.planned_calls, self.report = store, scenarios, planned_calls, report
         self.console = console
         self.phase = "sending agent traffic"
         self.store: dict[str, Any] = {"landed": 0, "rewarded": 0, "versions": 0, "eligible": 0}
@@ -55,6 +60,12 @@ class DemoProgress:
         self._live.refresh()
         self._live.__exit__(None, None, None)
         self.console.line()  # off a terminal the last frame ends without one
+
+    @property
+    def ids(self) -> list[str]:
+        """The demo's trajectory ids as they are now: a named id becomes its tenant-scoped form, and a
+        history-linked one the proxy's, with the first answer."""
+        return [sc.trajectory_id for sc in self.scenarios]
 
     def _poll(self) -> None:
         while not self._stop.wait(1.0):

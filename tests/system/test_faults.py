@@ -7,6 +7,7 @@ downstream of the raw topic (DuckDB, redacted/audited/train topics, the spool, t
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import threading
@@ -17,7 +18,9 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 from pydantic import ValidationError
+from rich.console import Console
 
+from app.commands.demo import drive
 from app.status import collect, parse_prometheus
 from pipeline.demo.personas import canaries
 from sluice.events import StepEvent, decode
@@ -25,6 +28,18 @@ from tests.kafka_helpers import read_topic
 from tests.system.conftest import Stack
 
 pytestmark = pytest.mark.slow
+
+
+def test_the_demo_waits_for_its_trajectories_under_the_ids_the_proxy_gave(stack: Stack) -> None:
+    """``sluice demo``'s driver and live display on the stack: it finds its trajectories under the ids the
+    proxy answered (tenant-scoped, or the proxy's own for history-linked ones), late versions included."""
+    out = io.StringIO()
+    summary = drive(stack.cfg, 6, "sluice-tiny", Console(file=out, width=120), timeout_s=240, quiet=True)
+    assert summary["trajectories"] == 6 and summary["llm calls failed"] == 0
+    assert summary["identity mismatches"] == 0
+    assert summary["steps"] == summary["llm calls ok"]
+    assert summary["versions (all)"] > 6  # the late rewards made new versions, and the demo waited for them
+    assert "6/6 trajectories in DuckDB" in out.getvalue()
 
 
 def test_demo_traffic_lands_and_canaries_appear_nowhere(stack: Stack) -> None:
