@@ -26,7 +26,7 @@ from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
 from pipeline.learn.checker import Checker
-from pipeline.learn.report import plot, points_sql, version_table_sql
+from pipeline.learn.report import plot, points_sql, rewarded_with_prefix, version_table_sql
 from pipeline.learn.settings import AGENT_MODEL, LearnSettings, learning_config
 from pipeline.learn.tasks import build_tasks
 from sinks.clients import connect_client
@@ -114,11 +114,13 @@ def run_learn_demo(
         asyncio.run(drive(cfg, arm, minutes, console))
         client = connect_client(cfg.sink_settings(), None)
         try:
+            # ids are scoped by tenant at rest (acme~learn-...): the same filter as the report's
+            landed_sql = f"SELECT count(*) AS n FROM trajectories t WHERE {rewarded_with_prefix(PREFIX)}"
             wait_until(
-                lambda: rows(client, f"SELECT count(*) AS n FROM trajectories WHERE rewarded AND "
-                                     f"trajectory_id LIKE '{PREFIX}%'")[0]["n"] >= 0.95 * len(arm.graded),
-                timeout_s, "the graded trajectories to land",
-            )  # fmt: skip
+                lambda: rows(client, landed_sql)[0]["n"] >= 0.95 * len(arm.graded),
+                timeout_s,
+                "the graded trajectories to land",
+            )
             sql = version_table_sql(PREFIX)
             result = rows(client, sql)
             points = rows(client, points_sql(PREFIX))

@@ -18,7 +18,7 @@ from sinks.base import StoreClient
 from sluice.events import TENANT_SEP
 
 
-def _where(prefix: str) -> str:
+def rewarded_with_prefix(prefix: str) -> str:
     """Rewarded trajectories whose local id (after the tenant scope ``tenant~``) starts with ``prefix``."""
     p = prefix.replace(chr(39), chr(39) * 2)
     return f"t.rewarded AND (t.trajectory_id LIKE '{p}%' OR t.trajectory_id LIKE '%{TENANT_SEP}{p}%')"
@@ -29,7 +29,7 @@ def version_table_sql(prefix: str = "learn-") -> str:
     return (
         "SELECT s.model_version AS policy_version, count(*) AS answers, round(avg(t.reward), 3) AS mean_reward, "
         "strftime(min(s.created_at), '%H:%M:%S') AS first_answer, strftime(max(s.created_at), '%H:%M:%S') AS last_answer "
-        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {_where(prefix)} "
+        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} "
         "GROUP BY s.model_version ORDER BY TRY_CAST(s.model_version AS INTEGER) NULLS FIRST, s.model_version"
     )
 
@@ -38,7 +38,7 @@ def points_sql(prefix: str = "learn-") -> str:
     """One row per graded attempt: when it was answered, which version served it, its reward."""
     return (
         "SELECT s.trajectory_id, epoch(s.created_at) AS at_s, s.model_version AS policy_version, t.reward AS reward "
-        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {_where(prefix)} ORDER BY at_s"
+        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} ORDER BY at_s"
     )
 
 
