@@ -28,6 +28,8 @@ SECRET_WORDS = frozenset(
     {"password", "passwd", "pwd", "passphrase", "secret", "secrets", "credential", "credentials", "apikey",
      "authorization", "passcode", "pin", "privatekey", "accountkey", "sharedkey", "hmac", "dsn"}
 )  # fmt: skip
+# A last word that ends in one of these names a secret even glued to a prefix (PGPASSWORD, DBPASSWD).
+GLUED_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "apikey", "credentials")
 # Two-word names: (first, second) adjacent in the key.
 SECRET_PAIRS = frozenset(
     {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("signing", "key"),
@@ -95,6 +97,8 @@ def names_secret(key: str) -> str:
         return ""
     joined = "".join(words)
     if any(w in SECRET_WORDS for w in words) or joined in SECRET_WORDS:
+        return "strong"
+    if words[-1].endswith(GLUED_SECRET_ENDINGS):  # glued to a prefix: PGPASSWORD -> "pgpassword"
         return "strong"
     if any(p in SECRET_PAIRS for p in zip(words, words[1:], strict=False)):
         return "strong"

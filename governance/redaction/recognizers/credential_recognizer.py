@@ -7,12 +7,15 @@ secret (``password``, ``db_password``, ``client_secret``, ``api_key``, ``access_
 ``pass``: logprobs carry ``{"token": "Hello"}``) need a value that looks like a token.
 
 Key names are classified once, in ``key_context`` (any key style, a sibling's name included).
-In free text, ``password: hunter2``, ``the password is hunter2!`` and ``api_key="…"`` are caught when
+A session cookie on a ``Cookie:`` / ``Set-Cookie:`` line (16+ characters) is a credential too.
+In free text, ``password: hunter2``, ``the password is hunter2!``, ``password for sudo: …`` and ``api_key="…"`` are caught when
 the value looks like a literal (has a digit or a symbol) rather than code (``password =
 get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str``).
 """
 
 from __future__ import annotations
+
+import re
 
 from presidio_analyzer import Pattern, RecognizerResult
 
@@ -23,6 +26,10 @@ _NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "red
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
 )
+
+
+COOKIE_PATTERN = "cookie value on a cookie header line"
+_COOKIE_LINE = re.compile(r"""(?i)[ \t"'>*-]*(?:request\s+headers?:\s*)?(?:set-)?cookie:""")
 
 
 def names_a_secret(key: str) -> bool:
@@ -52,15 +59,35 @@ class CredentialRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "secret assignment in text",
-            r"(?i:(?<![A-Za-z0-9_])" + _TEXT_NAMES + r")[\"']?(?:\s*[:=]\s*|\s+(?:is\s+)?)(?P<q>[\"']?)"
+            # "password for sudo: …", "the password of the vault is …": up to two short qualifiers
+            r"(?i:(?<![A-Za-z0-9_])"
+            + _TEXT_NAMES
+            + r"(?:[ \t]+(?:for|of|to|on|at)[ \t]+[\w.@\-]{1,40}){0,2})"
+            r"[\"']?(?:\s*[:=]\s*|\s+(?:is\s+)?)(?P<q>[\"']?)"
             r"(?P<v>[^\s\"'<>()\[\]{},;]{6,200})(?P=q)(?![^\s\"',;)\]}])",
             0.85,
         ),
+        Pattern(
+            COOKIE_PATTERN,
+            r"(?i:(?:\bcookie:|;))[ \t]*[\w.\-]{1,64}=(?P<v>[^;\s\"']{16,4096})",
+            0.85,
+        ),
     ]
-    LOWER_TRIGGERS = ("pass", "pwd", "secret", "api_key", "apikey", "_token")
+    LOWER_TRIGGERS = ("pass", "pwd", "secret", "api_key", "apikey", "_token", "cookie")
 
     def validate_result(self, pattern_text: str) -> bool:
         return looks_like_literal(pattern_text)
+
+    def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
+        """A cookie's value counts only on a ``Cookie:`` / ``Set-Cookie:`` line."""
+        kept = []
+        for r in results:
+            if r.analysis_explanation and r.analysis_explanation.pattern_name == COOKIE_PATTERN:
+                line_start = text.rfind("\n", 0, r.start) + 1
+                if _COOKIE_LINE.match(text, line_start) is None:
+                    continue
+            kept.append(r)
+        return kept
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):

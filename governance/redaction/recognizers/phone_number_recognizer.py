@@ -34,7 +34,7 @@ _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
     r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us)|"
     r"callback|voicemail|ring|handy|mobil|kontakt)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
-    r"numéro|número|nummer|ruf|portable|celular|móvil)"
+    r"numéro|número|nummer|ruf|portable|celular|móvil|appel|joindre|chiam|contatt)"
 )
 # (NXX) NXX-XXXX, +1 NXX NXX XXXX, NXX-NXX-XXXX / NXX.NXX.XXXX (one separator throughout).
 _NANP_SHAPE = re.compile(

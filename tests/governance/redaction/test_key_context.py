@@ -15,7 +15,8 @@ from governance.redaction.key_context import code_or_placeholder, keyed_spans, n
     [("db_url_password", "strong"), ("dbUrlPassword", "strong"), ("DB-URL-PASSWORD", "strong"),
      ("STRIPE_WEBHOOK_SECRET", "strong"), ("secretAccessKey", "strong"), ("x-api-key", "strong"),
      ("AccountKey", "strong"), ("HF_TOKEN", "weak"), ("token", "weak"), ("token_count", ""), ("max_tokens", ""),
-     ("password_policy", ""), ("secret_name", ""), ("token_type", ""), ("cache_key", ""), ("partition_key", "")],
+     ("password_policy", ""), ("secret_name", ""), ("token_type", ""), ("cache_key", ""), ("partition_key", ""),
+     ("PGPASSWORD", "strong"), ("REDISPASSWD", "strong"), ("clientsecret", "strong"), ("pgpassword_file", "")],
 )  # fmt: skip
 def test_names_secret_in_any_key_style(key: str, verdict: str) -> None:
     assert names_secret(key) == verdict

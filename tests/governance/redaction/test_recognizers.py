@@ -61,6 +61,10 @@ POSITIVES = [
     ("URL_PASSWORD", "mysqldump -h db -u root -pS3cretPass shop > dump.sql", "S3cretPass"),
     ("URL_PASSWORD", "sshpass -p 'hunter2hunter2' ssh ops@10.0.0.5", "hunter2hunter2"),
     ("API_TOKEN", "bot = Bot('123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0')", "AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0"),
+    ("CREDENTIAL", "ssh ops@host; password for sudo: Qwerty!2345", "Qwerty!2345"),
+    ("CREDENTIAL", "Cookie: theme=dark; sessionid=8b1f0c2d9e3a4f5b6c7d8e9f0a1b2c3d; lang=en", "8b1f0c2d9e3a4f5b6c7d8e9f0a1b2c3d"),
+    ("CREDENTIAL", "Set-Cookie: sid=s%3AZx81kQ0pLm2vN7bR4tY6.Wq9; Path=/; HttpOnly", "s%3AZx81kQ0pLm2vN7bR4tY6.Wq9"),
+    ("PHONE_NUMBER", "Appelez-moi au 06 12 34 56 78 demain", "06 12 34 56 78"),
     ("API_TOKEN", "post to https://discord.com/api/webhooks/123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789abcDEFghiJKLmnoPQRstuVWX9z01",
      "123456789012345678/abcDEFghiJKLmnoPQRstuVWXyz0123456789abcDEFghiJKLmnoPQRstuVWX9z01"),  # fmt: skip
 ]  # fmt: skip
@@ -90,6 +94,8 @@ NEAR_MISSES = [
     'curl -u "$API_USER:$API_TOKEN" https://api.example.com; curl -u user:${PASS} x',
     "mysql -u root -p shop  # asks for the password",
     "the record 123-45-6789 in batch 7",  # an SSN shape nobody calls an SSN, in a range Presidio rejects
+    "query a=1; trace=0123456789abcdef0123456789abcdef; ok",  # ;-separated pairs that are no cookie header
+    "the password of length 12 must hold a digit",
 ]
 
 
