@@ -155,7 +155,8 @@ _INLINE_QUOTED = re.compile(
     r"(?:(?<=[?&;\s(,{\[])|^)[\"']?(?P<k>" + _KEY + r")[\"']?[ \t]*(?:=|:)[ \t]*"
     r"(?P<q>[\"'])(?P<v>[^\"'\r\n]{1,512})(?P=q)"
 )
-_INLINE_BARE = re.compile(r"(?:(?<=[?&;\s(,{\[])|^)(?P<k>" + _KEY + r")=(?P<v>[^\s&\"',;)}\]]{1,512})")
+# after ":" too: an .npmrc line's "//registry.npmjs.org/:_authToken=…"
+_INLINE_BARE = re.compile(r"(?:(?<=[?&;:\s(,{\[])|^)(?P<k>" + _KEY + r")=(?P<v>[^\s&\"',;)}\]]{1,512})")
 _HEADER_ARG = re.compile(
     r"(?P<q>[\"'])(?P<k>[A-Za-z][A-Za-z0-9\-]{1,40}):[ \t]*(?P<v>[^\"'\r\n]{1,512})(?P=q)"
 )

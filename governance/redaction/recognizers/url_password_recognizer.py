@@ -1,6 +1,7 @@
 """Passwords written next to their user: in a URL, ``scheme://user:PASSWORD@host``, and on a command line,
 ``curl -u user:PASSWORD``, ``--user``/``--proxy-user``/``--auth``/``-a`` (httpie), ``mysql -pPASSWORD``,
-``sshpass -p PASSWORD`` (only the password is reported).
+``sshpass -p PASSWORD``, ``docker login -p PASSWORD`` (any registry login), ``redis-cli -a PASSWORD``,
+openssl's ``-passin pass:PASSWORD`` (only the password is reported).
 
 The user name and host stay readable (``postgres://app:<REDACTED>@db.internal:5432/app``), so the
 trajectory still shows what was connected to. A command's ``user:`` value that is all digits
@@ -19,7 +20,11 @@ _COMMAND_PATTERNS = (
     "password after a command's user option",
     "password after mysql -p",
     "password after sshpass -p",
+    "password of a registry login",
+    "password after redis-cli -a",
+    "openssl pass phrase",
 )
+_VALUE = r"(?P<q>[\"'])?(?P<v>(?(q)[^\"'\n]+|[^\s\"']+))"  # quoted: to the closing quote; bare: to a blank
 
 
 class UrlPasswordRecognizer(SluicePatternRecognizer):
@@ -47,11 +52,18 @@ class UrlPasswordRecognizer(SluicePatternRecognizer):
             r"\bsshpass[ \t]+-p[ \t]*([\"']?)(?P<v>[^\s\"']+)\1",
             0.9,
         ),
+        Pattern(
+            _COMMAND_PATTERNS[3],  # docker / podman / helm registry login -p PASSWORD (not --password-stdin)
+            r"\blogin\b[^\n|;&]*?[ \t](?:-p|--password)(?:=|[ \t]+)" + _VALUE,
+            0.9,
+        ),
+        Pattern(_COMMAND_PATTERNS[4], r"\bredis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+" + _VALUE, 0.9),
+        Pattern(_COMMAND_PATTERNS[5], r"-pass(?:in|out|word)?[ \t]+pass:" + _VALUE, 0.9),
     ]
-    TRIGGERS = ("://", "-u", "-a", "--user", "--proxy-user", "--auth", "mysql", "sshpass")
+    TRIGGERS = ("://", "-u", "-a", "--user", "--proxy-user", "--auth", "mysql", "sshpass", "login", "pass:")
     PREFILTER = re.compile(
         r"://[^\s@/]*:[^\s@/]*@|(?<![\w-])(?:-u|-a|--user|--proxy-user|--auth)[= \t]+[\"']?[^\s:\"'@/]+:\S"
-        r"|\bmysql|\bsshpass"
+        r"|\bmysql|\bsshpass|\blogin\b[^\n]*[ \t](?:-p|--password)[= \t]|\bredis-cli\b|pass:"
     )
 
     def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:

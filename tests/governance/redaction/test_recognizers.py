@@ -62,6 +62,12 @@ POSITIVES = [
     ("URL_PASSWORD", "sshpass -p 'hunter2hunter2' ssh ops@10.0.0.5", "hunter2hunter2"),
     ("API_TOKEN", "bot = Bot('123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0')", "AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0"),
     ("CREDENTIAL", "ssh ops@host; password for sudo: Qwerty!2345", "Qwerty!2345"),
+    ("URL_PASSWORD", "docker login -u ci -p Passw0rd-77 registry.example.com", "Passw0rd-77"),
+    ("URL_PASSWORD", "helm registry login r.io --username u --password 'two words'", "two words"),
+    ("URL_PASSWORD", "redis-cli -h cache -a R3disPass! ping", "R3disPass!"),
+    ("URL_PASSWORD", "openssl pkcs12 -in a.p12 -passin pass:Xy7!secret -nodes", "Xy7!secret"),
+    ("CREDENTIAL", "//registry.npmjs.org/:_authToken=a1b2c3d4-e5f6-4711-8899-aabbccddeeff",
+     "a1b2c3d4-e5f6-4711-8899-aabbccddeeff"),  # fmt: skip
     ("CREDENTIAL", "Cookie: theme=dark; sessionid=8b1f0c2d9e3a4f5b6c7d8e9f0a1b2c3d; lang=en", "8b1f0c2d9e3a4f5b6c7d8e9f0a1b2c3d"),
     ("CREDENTIAL", "Set-Cookie: sid=s%3AZx81kQ0pLm2vN7bR4tY6.Wq9; Path=/; HttpOnly", "s%3AZx81kQ0pLm2vN7bR4tY6.Wq9"),
     ("PHONE_NUMBER", "Appelez-moi au 06 12 34 56 78 demain", "06 12 34 56 78"),
@@ -96,6 +102,7 @@ NEAR_MISSES = [
     "the record 123-45-6789 in batch 7",  # an SSN shape nobody calls an SSN, in a range Presidio rejects
     "query a=1; trace=0123456789abcdef0123456789abcdef; ok",  # ;-separated pairs that are no cookie header
     "the password of length 12 must hold a digit",
+    "echo $TOKEN | docker login --password-stdin ghcr.io; ssh -p 2222 ops@host; git log -p --stat",
 ]
 
 
