@@ -24,6 +24,19 @@ _COMMAND_PATTERNS = (
     "password after redis-cli -a",
     "openssl pass phrase",
 )
+_URL_SHAPE = re.compile(r"://[^\s@/]*:[^\s@/]*@")
+_OPTION = re.compile(r"-[ua][= \t]|--(?:user|auth|proxy-user)")  # a literal first: a fast scan
+_USER_OPTION_SHAPE = re.compile(r"(?<![\w-])(?:-u|-a|--user|--proxy-user|--auth)[= \t]+[\"']?[^\s:\"'@/]+:\S")
+_COMMAND_WORDS = (
+    "mysql",
+    "sshpass",
+    "login",
+    "redis-cli",
+    "pass:",
+)  # a substring scan each: cheaper than a regex
+_COMMAND_SHAPE = re.compile(
+    r"\bmysql|\bsshpass|\blogin\b[^\n]*[ \t](?:-p|--password)[= \t]|\bredis-cli\b|pass:"
+)
 _VALUE = r"(?P<q>[\"'])?(?P<v>(?(q)[^\"'\n]+|[^\s\"']+))"  # quoted: to the closing quote; bare: to a blank
 
 
@@ -60,11 +73,15 @@ class UrlPasswordRecognizer(SluicePatternRecognizer):
         Pattern(_COMMAND_PATTERNS[4], r"\bredis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+" + _VALUE, 0.9),
         Pattern(_COMMAND_PATTERNS[5], r"-pass(?:in|out|word)?[ \t]+pass:" + _VALUE, 0.9),
     ]
-    TRIGGERS = ("://", "-u", "-a", "--user", "--proxy-user", "--auth", "mysql", "sshpass", "login", "pass:")
-    PREFILTER = re.compile(
-        r"://[^\s@/]*:[^\s@/]*@|(?<![\w-])(?:-u|-a|--user|--proxy-user|--auth)[= \t]+[\"']?[^\s:\"'@/]+:\S"
-        r"|\bmysql|\bsshpass|\blogin\b[^\n]*[ \t](?:-p|--password)[= \t]|\bredis-cli\b|pass:"
-    )
+
+    def may_match(self, text: str, context: list[str] | None = None) -> bool:
+        """Whether a pattern above can match: a URL with a password, a user option with ``user:…``, or a
+        command word and its shape."""
+        if "://" in text and _URL_SHAPE.search(text) is not None:
+            return True
+        if _OPTION.search(text) is not None and _USER_OPTION_SHAPE.search(text) is not None:
+            return True
+        return any(w in text for w in _COMMAND_WORDS) and _COMMAND_SHAPE.search(text) is not None
 
     def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
         """Drop a command's uid:gid and variables (``$TOKEN``, ``${PASS}``, ``%PASS%``)."""
