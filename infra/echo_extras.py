@@ -21,6 +21,7 @@ import struct
 from typing import Any
 
 from infra.echo_reply import render_prompt
+from infra.echo_reply import tokenize as tokenize_text
 
 EXPOSED_HEADERS = ("authorization", "x-api-key", "cookie", "openai-organization")
 
@@ -76,7 +77,7 @@ def tokenize(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         text = prompt
     else:
         return 400, error("give either messages or prompt", "invalid_request_error")
-    ids = list(text.encode())
+    ids = tokenize_text(text)
     return 200, {"count": len(ids), "max_model_len": 1 << 20, "tokens": ids}
 
 

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from sluice.frozen import Frozen
+from trainers.devices import DeviceChoice
 from trainers.live.config import LiveConfig
 from trainers.rewards.config import ExactMatchSpec, RewardSpec
 
@@ -63,7 +64,7 @@ class TaskConfig(Frozen):
 
 
 class ServeConfig(Frozen):
-    """`sluice serve-model`: the CPU backend as an OpenAI-compatible server."""
+    """`sluice serve-model`: the local model as an OpenAI-compatible server."""
 
     host: str = "127.0.0.1"
     port: int = Field(8788, ge=0, le=65535)
@@ -72,6 +73,7 @@ class ServeConfig(Frozen):
         None, description="HF checkpoint dir; None: latest trainer checkpoint, else seed."
     )
     max_batch: int = Field(32, ge=1, description="Concurrent requests decoded together.")
+    device: DeviceChoice = Field("auto", description="auto: CUDA when a GPU is visible, else the CPU.")
     default_max_tokens: int = Field(64, ge=1)
     max_tokens_limit: int = Field(512, ge=1)
     keep_versions: int = Field(
@@ -96,6 +98,9 @@ class TrainerConfig(Frozen):
     )
     live: LiveConfig = Field(default_factory=LiveConfig)
     backend: Literal["auto", "vllm", "hf"] = Field("auto", description="auto: vllm when importable and CUDA.")
+    device: DeviceChoice = Field(
+        "auto", description="Learner and hf-rollout device. auto: CUDA when a GPU is visible, else the CPU."
+    )
     ray_address: str | None = Field(None, description="Existing Ray cluster; None starts a local one.")
     ray_temp_dir: Path | None = Field(None, description="Default: var/ray, or /tmp/sluice-ray-* if too long.")
     ray_auth_mode: Literal["token", "disabled"] = Field(

@@ -73,16 +73,22 @@ def _processed_logprobs(logits: torch.Tensor, temps: torch.Tensor, top_ps: torch
 
 
 def _sample(logp: torch.Tensor, temps: torch.Tensor, requests: list[GenRequest]) -> torch.Tensor:
-    """Next token per row [B]: greedy where temperature is 0, else drawn with the row's generator."""
+    """Next token per row [B]: greedy where temperature is 0, else drawn with the row's generator.
+
+    Seeded rows carry CPU generators (``torch.multinomial`` takes no CPU generator for a GPU tensor), so on a
+    GPU a batch with one is drawn from on the CPU; unseeded batches are drawn on the device."""
     probs = logp.exp()
     gens = [r.generator for r in requests]
+    if probs.device.type != "cpu" and any(g is not None and g.device.type == "cpu" for g in gens):
+        return torch.where(temps > 0, _draw(probs.cpu(), gens).to(probs.device), logp.argmax(-1))
+    return torch.where(temps > 0, _draw(probs, gens), logp.argmax(-1))
+
+
+def _draw(probs: torch.Tensor, gens: list[torch.Generator | None]) -> torch.Tensor:
+    """One token per row of ``probs`` [B, V], each row with its own generator (one call when they share)."""
     if all(g is gens[0] for g in gens):
-        drawn = torch.multinomial(probs, 1, generator=gens[0]).squeeze(-1)
-    else:
-        drawn = torch.stack(
-            [torch.multinomial(probs[i], 1, generator=g).squeeze(-1) for i, g in enumerate(gens)]
-        )
-    return torch.where(temps > 0, drawn, logp.argmax(-1))
+        return torch.multinomial(probs, 1, generator=gens[0]).squeeze(-1)
+    return torch.stack([torch.multinomial(probs[i], 1, generator=g).squeeze(-1) for i, g in enumerate(gens)])
 
 
 @torch.inference_mode()
@@ -129,10 +135,11 @@ def generate(model: torch.nn.Module, requests: list[GenRequest], pad_id: int) ->
         logp = _processed_logprobs(logits, temps, top_ps)
         tokens = _sample(logp, temps, requests)  # [B]
         token_lp = logp.gather(-1, tokens[:, None]).squeeze(-1)
+        token_list, lp_list = tokens.tolist(), token_lp.tolist()  # one device read per step, not per row
         for i, r in enumerate(requests):
             if not active[i]:
                 continue
-            tok, lp = int(tokens[i]), float(token_lp[i])
+            tok, lp = token_list[i], lp_list[i]
             res = results[i]
             res.token_ids.append(tok)
             res.logprobs.append(lp)
@@ -170,7 +177,8 @@ def sequence_logprobs(
     model: torch.nn.Module, prompt_ids: list[int], completion_ids: list[int], temperature: float = 1.0
 ) -> list[float]:
     """Reference: per-token logprobs of a completion by one full forward pass (tests compare against it)."""
-    ids = torch.tensor([prompt_ids + completion_ids])
+    device = next(model.parameters()).device
+    ids = torch.tensor([prompt_ids + completion_ids], device=device)
     logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1].float() / temperature
     lp = torch.log_softmax(logits, -1)
-    return lp.gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1).tolist()
+    return lp.gather(-1, ids[0, len(prompt_ids) :, None]).squeeze(-1).tolist()

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from trainers.checkpoint import TrainerState, latest_checkpoint, read_state
 from trainers.config import TINY_MODEL_NAME
+from trainers.devices import gpu_share, resolve_device
 from trainers.exceptions import CheckpointError
 from trainers.rollout.select import resolve_backend
 from trainers.settings import TrainerSettings
@@ -139,16 +140,19 @@ def run_training(
 
         return run_live_training(cfg, prepare_run(cfg, resume, max_steps, live=True), on_step)
     backend = resolve_backend(t.backend)  # before Ray starts
+    device = resolve_device(t.device)  # here: an actor given no GPU sees none
+    learner_gpus, worker_gpus = gpu_share(device, backend, t.rollout_workers)
     run = prepare_run(cfg, resume, max_steps)
     state = run.state
     with ray_session(cfg):
         sync = RayObjectStoreWeightSync()
-        learner = ray.remote(num_cpus=1)(Learner).remote(
-            cfg, run.source, sync, state.policy_version, run.resume_from
+        learner = ray.remote(num_cpus=1, num_gpus=learner_gpus)(Learner).remote(
+            cfg, run.source, sync, state.policy_version, run.resume_from, device
         )
-        gpus = 1 if backend == "vllm" else 0
         workers = [
-            ray.remote(num_cpus=1, num_gpus=gpus)(RolloutWorker).remote(cfg, backend, run.source, sync, i)
+            ray.remote(num_cpus=1, num_gpus=worker_gpus)(RolloutWorker).remote(
+                cfg, backend, run.source, sync, i, device
+            )
             for i in range(t.rollout_workers)
         ]
         feeder = ray.remote(num_cpus=0)(TaskFeeder).remote(

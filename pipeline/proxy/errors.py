@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.openai_models.anthropic_shape import wants_anthropic
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ async def api_error_handler(request: Request, exc: Exception) -> Response:
     state = getattr(request.app.state, "sluice", None)
     if state is not None:
         state.metrics.errors.labels(exc.type).inc()
-    return error_response(exc, request.url.path, "anthropic-version" in request.headers)
+    return error_response(exc, request.url.path, wants_anthropic(request.headers))
 
 
 async def http_error_handler(request: Request, exc: Exception) -> Response:
@@ -73,7 +74,7 @@ async def http_error_handler(request: Request, exc: Exception) -> Response:
     else:
         message = str(exc.detail)
     return error_response(
-        ApiError(exc.status_code, message), request.url.path, "anthropic-version" in request.headers
+        ApiError(exc.status_code, message), request.url.path, wants_anthropic(request.headers)
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from trainers.devices import Device
 from trainers.grpo.advantages import group_advantages, staleness_weight
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
 from trainers.grpo.loss import LossConfig, grpo_loss
@@ -37,13 +38,15 @@ class Learner(CheckpointedLearner):
         weight_sync: WeightSync,
         start_version: int = 0,
         resume_from: str | None = None,
+        device: Device = "cpu",
     ) -> None:
         torch.set_num_threads(1)
         torch.manual_seed(cfg.trainer.seed)
         t = cfg.trainer
         self.tcfg = t
-        self.model, self.tokenizer = load_model(model_source, t.tiny)
-        self.model.train()
+        self.device = device
+        model, self.tokenizer = load_model(model_source, t.tiny)
+        self.model = model.to(device).train()
         self.ref = copy.deepcopy(self.model).eval().requires_grad_(False) if t.kl_coef > 0 else None
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay)
         restore_optimizer(self.opt, resume_from)
@@ -114,9 +117,11 @@ class Learner(CheckpointedLearner):
             probes = []
             for i in range(0, len(rows), mb):
                 chunk = rows[i : i + mb]
-                batch = pack(chunk, self.tokenizer.pad_token_id)
+                batch = pack(chunk, self.tokenizer.pad_token_id).to(self.device)
                 lp = logprobs_of(self.model, batch, self.tcfg.temperature)  # [B, T]
-                fresh = torch.tensor([not s.is_logged for _, s, _, _ in chunk], dtype=lp.dtype)  # [B]
+                fresh = torch.tensor(
+                    [not s.is_logged for _, s, _, _ in chunk], dtype=lp.dtype, device=lp.device
+                )  # [B]
                 probes.append((batch, lp.detach(), batch.completion_mask * fresh[:, None]))
                 behaviour = torch.where(batch.has_behaviour[:, None], batch.behaviour, lp.detach())
                 ref_lp = None

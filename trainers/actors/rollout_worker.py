@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, Field
 
+from trainers.devices import Device
 from trainers.rollout.base import SamplingSpec
 from trainers.rollout.select import build_backend
 from trainers.samples import Group, Sample, TrainingTask
@@ -40,10 +41,13 @@ class RolloutWorker:
         model_source: str,
         weight_sync: WeightSync,
         index: int = 0,
+        device: Device = "cpu",
     ) -> None:
         torch.set_num_threads(1)
         self.tcfg = cfg.trainer
         model, self.tokenizer = load_model(model_source, cfg.trainer.tiny)
+        if backend_kind == "hf":  # vLLM builds its own engine from the CPU copy
+            model = model.to(device)
         self.backend = build_backend(backend_kind, model, self.tokenizer, version=-1)  # type: ignore[arg-type]
         self.task = build_task(cfg.trainer.task, cfg.trainer.reward_timeout_s)
         self.sync = weight_sync
@@ -120,4 +124,5 @@ class RolloutWorker:
             "index": self.index,
             "backend": self.backend.name,
             "policy_version": self.backend.policy_version,
+            "device": str(getattr(self.backend, "device", "cuda" if self.backend.name == "vllm" else "cpu")),
         }

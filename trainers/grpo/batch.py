@@ -11,7 +11,7 @@ the sampling-time logprobs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import torch
 
@@ -33,6 +33,12 @@ class PackedBatch:
     @property
     def n_tokens(self) -> int:
         return int(self.completion_mask.sum().item())
+
+    def to(self, device: torch.device | str) -> PackedBatch:
+        """The same batch with every tensor on ``device`` (itself when they are there already)."""
+        if self.completion_ids.device == torch.device(device):
+            return self
+        return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
 
 def pack(rows: list[tuple[list[int], Sample, float, float]], pad_id: int) -> PackedBatch:
@@ -92,7 +98,8 @@ def logprobs_of(
     cache.reorder_cache(batch.row_prompt)  # [K, ...] -> [B, ...]; backward sums rows into their prompt
     t_max = batch.completion_ids.shape[1]
     attn = torch.cat([batch.prompt_mask[batch.row_prompt], batch.completion_mask.long()], dim=1)  # [B, P+T]
-    c_pos = p_pos[batch.row_prompt, -1:] + 1 + torch.arange(t_max)[None, :]  # [B, T]
+    c_pos_base = p_pos[batch.row_prompt, -1:] + 1  # [B, 1]
+    c_pos = c_pos_base + torch.arange(t_max, device=c_pos_base.device)[None, :]  # [B, T]
     logits = first[batch.row_prompt][:, None]  # [B, 1, V]
     if t_max > 1:
         out2 = model(

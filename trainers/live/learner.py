@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from trainers.config import TrainerConfig
+from trainers.devices import Device
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
 from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.live.decoupled_loss import DecoupledLossConfig, decoupled_ppo_loss
@@ -33,7 +34,7 @@ from trainers.tiny_model import load_model
 log = logging.getLogger("sluice.trainer.live")
 
 
-def _packed(rows: list[LiveRow], pad_id: int) -> tuple[PackedBatch, torch.Tensor]:
+def _packed(rows: list[LiveRow], pad_id: int, device: Device) -> tuple[PackedBatch, torch.Tensor]:
     """The rows as a packed batch, and their sampling temperatures as [B, 1, 1] for the logits."""
     packed = pack(
         [
@@ -43,8 +44,8 @@ def _packed(rows: list[LiveRow], pad_id: int) -> tuple[PackedBatch, torch.Tensor
         ],
         pad_id,
     )  # fmt: skip
-    temps = torch.tensor([r.sample.temperature for r in rows], dtype=torch.float32)[:, None, None]
-    return packed, temps
+    temps = torch.tensor([r.sample.temperature for r in rows], dtype=torch.float32, device=device)
+    return packed.to(device), temps[:, None, None]
 
 
 class LiveLearner(CheckpointedLearner):
@@ -55,11 +56,14 @@ class LiveLearner(CheckpointedLearner):
         output_dir: str,
         start_version: int = 0,
         resume_from: str | None = None,
+        device: Device = "cpu",
     ) -> None:
         torch.set_num_threads(1)
         torch.manual_seed(tcfg.seed)
         self.t, self.live = tcfg, tcfg.live
+        self.device = device
         model, self.tokenizer = load_model(model_source, tcfg.tiny)
+        model = model.to(device)
         self.lora = self.live.lora_rank > 0
         if self.lora:
             model = self._with_lora(model, resume_from)
@@ -120,7 +124,7 @@ class LiveLearner(CheckpointedLearner):
         with torch.no_grad():
             for i in range(0, len(rows), mb):
                 chunk = rows[i : i + mb]
-                batch, temps = _packed(chunk, self.tokenizer.pad_token_id)
+                batch, temps = _packed(chunk, self.tokenizer.pad_token_id, self.device)
                 lp = logprobs_of(self.model, batch, temps)
                 out.extend(lp[b, : len(r.sample.token_ids)] for b, r in enumerate(chunk))
         return out
@@ -143,7 +147,7 @@ class LiveLearner(CheckpointedLearner):
             self.opt.zero_grad(set_to_none=True)
             for j in range(0, len(mini), self.t.micro_batch_size):
                 chunk = mini[j : j + self.t.micro_batch_size]
-                batch, temps = _packed(chunk, self.tokenizer.pad_token_id)
+                batch, temps = _packed(chunk, self.tokenizer.pad_token_id, self.device)
                 lp = logprobs_of(self.model, batch, temps)  # [B, T]
                 if prox_all is None:
                     prox = lp.detach()

@@ -25,6 +25,7 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
     """Start the live actors, run the live loop on ``run`` to its end, checkpoint; the summary."""
     import ray
 
+    from trainers.devices import resolve_device
     from trainers.live.feeder import LiveFeeder
     from trainers.live.learner import LiveLearner
     from trainers.live.loop import LiveLoop
@@ -32,9 +33,10 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
 
     t = cfg.trainer
     state, topic = run.state, run.topic
+    device = resolve_device(t.device)  # here: an actor given no GPU sees none
     with ray_session(cfg):
-        learner = ray.remote(num_cpus=1)(LiveLearner).remote(
-            t, run.source, str(run.output_dir), state.policy_version, run.resume_from
+        learner = ray.remote(num_cpus=1, num_gpus=1 if device == "cuda" else 0)(LiveLearner).remote(
+            t, run.source, str(run.output_dir), state.policy_version, run.resume_from, device
         )
         feeder = ray.remote(num_cpus=0)(LiveFeeder).remote(
             cfg, run.tokenizer, run.max_positions - 1, state.feeder_offsets.get(topic), state.taken_versions
@@ -43,8 +45,9 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
         ray.get(feeder.stats.remote())
         servers = t.policy_server_urls() if t.live.push_weights else []
         log.info(
-            "live trainer ready: policy v%d, reading %s, pushing to %s", version, topic, servers or "none"
-        )
+            "live trainer ready: policy v%d on %s, reading %s, pushing to %s",
+            version, device, topic, servers or "none",
+        )  # fmt: skip
         loop = LiveLoop(t, run, feeder, learner, on_step)
         reason, checkpoint = run_loop(loop, run, feeder, [feeder, learner])
     return summarize(loop, state, reason, checkpoint, [h["reward_mean"] for h in loop.history])

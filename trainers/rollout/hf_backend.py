@@ -1,4 +1,4 @@
-"""CPU (or single-GPU) rollouts with torch/transformers: always available, no extra dependency.
+"""CPU or GPU rollouts (on the model's device) with torch/transformers: always available, no extra dependency.
 
 Uses the batched KV-cache decode loop of ``trainers.generation`` instead of ``model.generate`` so that every
 token comes with its sampling-time logprob, and all n x prompts rows decode in one batch.
@@ -25,6 +25,10 @@ class HFBackend(RolloutBackend):
         self.tokenizer = tokenizer
         self._version = version
         self._stop = frozenset({tokenizer.eos_token_id})
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
 
     @property
     def policy_version(self) -> int:

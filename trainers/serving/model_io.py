@@ -23,8 +23,10 @@ from trainers.tiny_model import render_chat
 
 def _vector(model: torch.nn.Module, ids: list[int], dimensions: int | None) -> torch.Tensor:
     with torch.inference_mode():
-        out = model(input_ids=torch.tensor([ids]), output_hidden_states=True)
-    vec = out.hidden_states[-1][0].float().mean(dim=0)
+        out = model(
+            input_ids=torch.tensor([ids], device=next(model.parameters()).device), output_hidden_states=True
+        )
+    vec = out.hidden_states[-1][0].float().mean(dim=0).cpu()
     if dimensions is not None:
         vec = vec[:dimensions]
     return vec / vec.norm().clamp_min(1e-12)

@@ -349,7 +349,7 @@ class SchemaConstraint:
             parts.append(self.table.special)
         if not parts:
             return []
-        cand = torch.cat(parts)
+        cand = torch.cat(parts).to(logits.device)
         cand = cand[cand < logits.shape[-1]]
         order = cand[torch.argsort(logits[cand], descending=True)].tolist()
         out = []
@@ -366,7 +366,7 @@ class SchemaConstraint:
         if not ok:  # nothing continues a valid object: end the row (its arguments stay incomplete)
             self.stuck = True
             ok = self.table.special.tolist()[:1] or [int(torch.argmax(logits))]
-        idx = torch.tensor(ok, dtype=torch.long)
+        idx = torch.tensor(ok, dtype=torch.long, device=logits.device)
         out[idx] = logits[idx]
         return out
 

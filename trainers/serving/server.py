@@ -20,6 +20,7 @@ import uvicorn
 from sluice.events import PolicyEvent
 from trainers.checkpoint import latest_checkpoint
 from trainers.config import TINY_MODEL_NAME
+from trainers.devices import resolve_device
 from trainers.serving.app import build_app
 from trainers.serving.engine import GenerateEngine
 from trainers.serving.policy_events import PolicyEventRecorder
@@ -68,8 +69,10 @@ def serve(
         from trainers.exceptions import CheckpointError
 
         raise CheckpointError(f"checkpoint directory not found: {source}")
-    model, tokenizer = load_model(source, cfg.trainer.tiny)
     serve_cfg = cfg.trainer.serve
+    device = resolve_device(serve_cfg.device)
+    model, tokenizer = load_model(source, cfg.trainer.tiny)
+    model = model.to(device)
     port = serve_cfg.port if port is None else port
     server_url = f"http://{serve_cfg.host}:{port}"
     max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
@@ -91,6 +94,7 @@ def serve(
     server = _Server(uvicorn.Config(app, host=serve_cfg.host, port=port, log_level="warning", lifespan="off"))
     server.ready_line = (
         f"serve-model ready: http://{serve_cfg.host}:{port}/v1 model={serve_cfg.model_name} weights={source}"
+        f" device={device}"
     )
     try:
         server.run()
