@@ -119,6 +119,31 @@ def prepare_run(cfg: TrainerSettings, resume: bool, max_steps: int | None, live:
     )
 
 
+def start_policy_actors(
+    cfg: TrainerSettings, backend: str, source: str, sync: Any, start_version: int, resume_from: str | None
+) -> tuple[Any, list[Any]]:
+    """The learner and rollout-worker actors, placed by ``trainer.device`` and the backend: the device is
+    resolved here, in the driver, since an actor given no GPU sees none; those on the GPU split one."""
+    import ray
+
+    from trainers.actors.learner import Learner
+    from trainers.actors.rollout_worker import RolloutWorker
+
+    t = cfg.trainer
+    device = resolve_device(t.device)
+    learner_gpus, worker_gpus = gpu_share(device, backend, t.rollout_workers)
+    learner = ray.remote(num_cpus=1, num_gpus=learner_gpus)(Learner).remote(
+        cfg, source, sync, start_version, resume_from, device
+    )
+    workers = [
+        ray.remote(num_cpus=1, num_gpus=worker_gpus)(RolloutWorker).remote(
+            cfg, backend, source, sync, i, device
+        )
+        for i in range(t.rollout_workers)
+    ]
+    return learner, workers
+
+
 def run_training(
     cfg: TrainerSettings,
     resume: bool = False,
@@ -128,8 +153,6 @@ def run_training(
     import ray
 
     from trainers.actors.feeder import TaskFeeder
-    from trainers.actors.learner import Learner
-    from trainers.actors.rollout_worker import RolloutWorker
     from trainers.loop import AsyncGRPOLoop
     from trainers.ray_session import ray_session
     from trainers.weight_sync.ray_object_store import RayObjectStoreWeightSync
@@ -140,21 +163,14 @@ def run_training(
 
         return run_live_training(cfg, prepare_run(cfg, resume, max_steps, live=True), on_step)
     backend = resolve_backend(t.backend)  # before Ray starts
-    device = resolve_device(t.device)  # here: an actor given no GPU sees none
-    learner_gpus, worker_gpus = gpu_share(device, backend, t.rollout_workers)
+    resolve_device(t.device)  # likewise: cuda without a GPU fails here
     run = prepare_run(cfg, resume, max_steps)
     state = run.state
     with ray_session(cfg):
         sync = RayObjectStoreWeightSync()
-        learner = ray.remote(num_cpus=1, num_gpus=learner_gpus)(Learner).remote(
-            cfg, run.source, sync, state.policy_version, run.resume_from, device
+        learner, workers = start_policy_actors(
+            cfg, backend, run.source, sync, state.policy_version, run.resume_from
         )
-        workers = [
-            ray.remote(num_cpus=1, num_gpus=worker_gpus)(RolloutWorker).remote(
-                cfg, backend, run.source, sync, i, device
-            )
-            for i in range(t.rollout_workers)
-        ]
         feeder = ray.remote(num_cpus=0)(TaskFeeder).remote(
             cfg,
             run.tokenizer,

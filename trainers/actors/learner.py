@@ -59,6 +59,7 @@ class Learner(CheckpointedLearner):
         self.sync = weight_sync
         self.version = start_version
         self.sync.publish(self.model.state_dict(), self.version)
+        log.info("learner ready: %s on %s, policy v%d", model_source, device, self.version)
 
     def _rows(
         self, groups: list[Group], m: dict[str, float]
