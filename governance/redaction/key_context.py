@@ -26,7 +26,8 @@ _SPLIT = re.compile(r"[^0-9a-z]+")
 
 SECRET_WORDS = frozenset(
     {"password", "passwd", "pwd", "passphrase", "secret", "secrets", "credential", "credentials", "apikey",
-     "authorization", "passcode", "pin", "privatekey", "accountkey", "sharedkey", "hmac", "dsn"}
+     "authorization", "passcode", "pin", "privatekey", "accountkey", "sharedkey", "hmac", "dsn", "cvv", "cvc",
+     "cvv2", "cvc2", "otp", "totp"}
 )  # fmt: skip
 # A last word that ends in one of these names a secret even glued to a prefix (PGPASSWORD, DBPASSWD).
 GLUED_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "apikey", "credentials")
@@ -36,7 +37,9 @@ SECRET_PAIRS = frozenset(
      ("encryption", "key"), ("master", "key"), ("aes", "key"), ("account", "key"), ("shared", "key"),
      ("client", "secret"), ("auth", "token"), ("access", "token"), ("refresh", "token"), ("id", "token"),
      ("session", "token"), ("bearer", "token"), ("api", "token"), ("oauth", "token"), ("bot", "token"),
-     ("webhook", "url"), ("webhook", "secret"), ("key", "id"), ("x", "api"), ("pat", "token")}
+     ("webhook", "url"), ("webhook", "secret"), ("key", "id"), ("x", "api"), ("pat", "token"),
+     ("security", "code"), ("verification", "code"), ("card", "code"), ("mfa", "code"), ("2fa", "code"),
+     ("auth", "code"), ("recovery", "code"), ("recovery", "codes"), ("backup", "code"), ("backup", "codes")}
 )  # fmt: skip
 # Words that name a secret only when the value looks like one ({"token": "Hello"} in logprobs).
 WEAK_SECRET_WORDS = frozenset(
@@ -119,6 +122,32 @@ _CODE_OR_PLACEHOLDER = re.compile(
 def code_or_placeholder(value: str) -> bool:
     """``os.environ['API_KEY']``, ``settings.SECRET``, ``get_password()``, ``${DB_PASS}``, ``your-key-here``."""
     return _CODE_OR_PLACEHOLDER.match(value.strip()) is not None
+
+
+NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "redacted", "***", "<redacted>"})
+
+
+def looks_like_literal(value: str) -> bool:
+    """A literal secret rather than code: has a digit or a symbol, and is not a template/placeholder."""
+    if not value or value[0] in "$<{%" or value.lower() in NOT_SECRETS:
+        return False
+    return any(c.isdigit() for c in value) or any(not c.isalnum() and c not in "._" for c in value)
+
+
+def looks_like_token(value: str) -> bool:
+    """One run of 8+ characters with a digit or a symbol, no blanks (``Hello`` is not a token)."""
+    return len(value) >= 8 and not any(c.isspace() for c in value) and looks_like_literal(value)
+
+
+def pair_value_context(name: str, value: str) -> list[str] | None:
+    """The context for ``value`` when it is the second of a ``[name, value]`` pair (a header list, a
+    ``(key, default)`` argument pair), else None. A secret's name counts only before a value shaped like
+    a token, so a list of field names (``["password", "email"]``) stays as it is."""
+    if len(name) > 64:
+        return None
+    if names_secret(name):
+        return [name] if looks_like_token(value) else None
+    return [name] if names_kind(name) else None
 
 
 @lru_cache(maxsize=8192)

@@ -3,8 +3,10 @@
 JSON payloads (tool-call arguments, tool results that parse as JSON) are walked value by value with
 the key as Presidio ``context``: recall on raw JSON strings is much lower than on values analysed with
 their key (``{"mobile": "2125550143"}``, ``{"password": "hunter2"}``). Integers with 7+ digits are
-analysed too (phone and card numbers are often sent as JSON numbers); a redacted number becomes a
-string. A payload with nothing to redact is returned byte for byte; one that changed is re-serialised.
+analysed too (phone and card numbers are often sent as JSON numbers), and any integer under a key that
+names a secret (``{"pin": 4821}``, ``{"cvv": 123}``); a redacted number becomes a string. The second string
+of a two-string list is analysed with the first as its key when the first names a secret or a PII kind
+(``["X-Api-Key", "3f9a…"]``, a header list). A payload with nothing to redact is returned byte for byte; one that changed is re-serialised.
 A value under a generic key (``value``, ``val``) also gets the names its siblings give it
 (``{"field": "db_url_password", "value": …}``). Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
 """
@@ -17,7 +19,7 @@ from collections import Counter
 from typing import Any
 
 from governance.redaction.exceptions import RedactionTimeout
-from governance.redaction.key_context import names_anything
+from governance.redaction.key_context import names_anything, names_secret, pair_value_context
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.text_analyzer import TextAnalyzer
 from governance.redaction.text_redactor import apply_operators
@@ -42,6 +44,11 @@ NAME_KEYS = frozenset({"field", "name", "key", "param", "parameter", "setting", 
 VALUE_KEYS = frozenset(
     {"value", "val", "v", "data", "content", "secret", "text", "new_value", "default", "values"}
 )
+
+
+def _names_a_secret(context: list[str] | None) -> bool:
+    """Whether the key a value sits under names a secret outright (``{"pin": 4821}``, ``{"cvv": 123}``)."""
+    return bool(context) and any(names_secret(c) == "strong" for c in context or ())
 
 
 def sibling_names(obj: dict[str, Any]) -> list[str]:
@@ -131,8 +138,16 @@ class RedactionPass:
                 for k, v in obj.items()
             }
         if isinstance(obj, list):
+            if len(obj) == 2 and isinstance(obj[0], str) and isinstance(obj[1], str):
+                named = pair_value_context(obj[0], obj[1])  # ["X-Api-Key", "3f9a…"]: a header pair
+                if named is not None:
+                    return [self.value(obj[0], context), self.value(obj[1], named)]
             return [self.value(v, context) for v in obj]
-        if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= 10 ** (MIN_NUMBER_DIGITS - 1):
+        if (
+            isinstance(obj, int)
+            and not isinstance(obj, bool)
+            and (abs(obj) >= 10 ** (MIN_NUMBER_DIGITS - 1) or _names_a_secret(context))
+        ):
             as_text = str(obj)
             redacted = self.text(as_text, context)
             return obj if redacted == as_text else redacted

@@ -7,7 +7,9 @@ secret (``password``, ``db_password``, ``client_secret``, ``api_key``, ``access_
 ``pass``: logprobs carry ``{"token": "Hello"}``) need a value that looks like a token.
 
 Key names are classified once, in ``key_context`` (any key style, a sibling's name included).
-A session cookie on a ``Cookie:`` / ``Set-Cookie:`` line (16+ characters) is a credential too.
+A session cookie on a ``Cookie:`` / ``Set-Cookie:`` line (16+ characters) is a credential too, and so
+are the value paired with a quoted secret name (``os.getenv("DB_PASS", "Fallb4ck!")``, a header pair
+``("X-Api-Key", "3f9a…")``, ``process.env.DB_PASS || "…"``) and the password of a ``.pgpass`` line.
 In free text, ``password: hunter2``, ``the password is hunter2!``, ``password for sudo: …`` and ``api_key="…"`` are caught when
 the value looks like a literal (has a digit or a symbol) rather than code (``password =
 get_password()``, ``api_key=settings.API_KEY``, type hints like ``password: str``).
@@ -19,10 +21,15 @@ import re
 
 from presidio_analyzer import Pattern, RecognizerResult
 
-from governance.redaction.key_context import code_or_placeholder, names_secret
+from governance.redaction.key_context import (
+    NOT_SECRETS,
+    code_or_placeholder,
+    looks_like_literal,
+    looks_like_token,
+    names_secret,
+)
 from governance.redaction.recognizers.base import SluicePatternRecognizer
 
-_NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "redacted", "***", "<redacted>"})
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
 )
@@ -30,6 +37,22 @@ _TEXT_NAMES = (
 
 COOKIE_PATTERN = "cookie value on a cookie header line"
 _COOKIE_LINE = re.compile(r"""(?i)[ \t"'>*-]*(?:request\s+headers?:\s*)?(?:set-)?cookie:""")
+# ("DB_PASS", "Fallb4ck!"), ["X-Api-Key", "3f9a…"]: a quoted name, then its quoted value (a lookup's
+# default, a header pair); and JavaScript's process.env.DB_PASS || "…" / ?? "…".
+_QUOTED_PAIR = re.compile(
+    r"""(?P<kq>["'])(?P<k>[A-Za-z_][\w.\-]{0,63})(?P=kq)[ \t]*,[ \t]*(?P<q>["'`])(?P<v>[^"'`\s]{8,512})(?P=q)"""
+)
+_ENV_DEFAULT = re.compile(
+    r"""\benv\.(?P<k>[A-Za-z_]\w{0,63})[ \t]*(?:\|\||\?\?)[ \t]*(?P<q>["'`])(?P<v>[^"'`\s]{8,512})(?P=q)"""
+)
+# A PostgreSQL password file line, host:port:database:user:password (a host with a letter or a dot,
+# a user with a letter: clock times and addresses are not such lines).
+_PGPASS_LINE = re.compile(
+    r"(?<![\w.:/\-])(?=[\w.\-*]*[A-Za-z.*])[\w.\-*]+:(?:\d{1,5}|\*):[\w.\-*$]+:"
+    r"(?=[\w.\-*$@]*[A-Za-z*])[\w.\-*$@]+:(?P<v>[^\s:]{4,200})(?=\s|$)",
+    re.MULTILINE,
+)
+_PGPASS_HINT = re.compile(r":(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:[^\s:]")
 
 
 def names_a_secret(key: str) -> bool:
@@ -40,18 +63,6 @@ def names_a_secret(key: str) -> bool:
 def names_maybe_a_secret(key: str) -> bool:
     """``token``/``HF_TOKEN``/``key``: a secret only if the value looks like one."""
     return names_secret(key) == "weak"
-
-
-def looks_like_token(value: str) -> bool:
-    """One run of 8+ characters with a digit or a symbol, no blanks (``Hello`` is not a token)."""
-    return len(value) >= 8 and not any(c.isspace() for c in value) and looks_like_literal(value)
-
-
-def looks_like_literal(value: str) -> bool:
-    """A literal secret rather than code: has a digit or a symbol, and is not a template/placeholder."""
-    if value[0] in "$<{%" or value.lower() in _NOT_SECRETS:
-        return False
-    return any(c.isdigit() for c in value) or any(not c.isalnum() and c not in "._" for c in value)
 
 
 class CredentialRecognizer(SluicePatternRecognizer):
@@ -74,6 +85,16 @@ class CredentialRecognizer(SluicePatternRecognizer):
         ),
     ]
     LOWER_TRIGGERS = ("pass", "pwd", "secret", "api_key", "apikey", "_token", "cookie")
+    PAIR_TRIGGERS = ("',", '",', "env.")
+    PAIR_NAME_PARTS = (
+        "pass",
+        "pwd",
+        "secret",
+        "key",
+        "token",
+        "auth",
+        "cred",
+    )  # some word of a secret's name
 
     def validate_result(self, pattern_text: str) -> bool:
         return looks_like_literal(pattern_text)
@@ -89,11 +110,32 @@ class CredentialRecognizer(SluicePatternRecognizer):
             kept.append(r)
         return kept
 
+    def scan(self, text: str, *presidio_args: object) -> list[RecognizerResult]:
+        """The patterns above, then the shapes where a name and its value are written apart: a quoted
+        pair or a JS env default (the name must name a secret, the value look like a token) and a
+        password-file line."""
+        low = text.lower()
+        found = super().scan(text, *presidio_args) if any(t in low for t in self.LOWER_TRIGGERS) else []
+        if any(t in text for t in self.PAIR_TRIGGERS) and any(t in low for t in self.PAIR_NAME_PARTS):
+            for rx in (_QUOTED_PAIR, _ENV_DEFAULT):
+                for m in rx.finditer(text):
+                    if names_secret(m["k"]) and looks_like_token(m["v"]) and not code_or_placeholder(m["v"]):
+                        found.append(self.result(*m.span("v"), 0.85, "value paired with a secret's name"))
+        if _PGPASS_HINT.search(text) is not None:
+            for m in _PGPASS_LINE.finditer(text):  # the fifth field is a password whatever it looks like
+                if m["v"].lower() not in NOT_SECRETS and not code_or_placeholder(m["v"]):
+                    found.append(self.result(*m.span("v"), 0.85, "password file line"))
+        return found
+
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):
             return True
         low = text.lower()
-        return any(t in low for t in self.LOWER_TRIGGERS)
+        if any(t in low for t in self.LOWER_TRIGGERS):
+            return True
+        if any(t in text for t in self.PAIR_TRIGGERS) and any(t in low for t in self.PAIR_NAME_PARTS):
+            return True
+        return ":" in text and _PGPASS_HINT.search(text) is not None
 
     @staticmethod
     def _names_secret(context: list[str] | None) -> bool:
@@ -102,7 +144,7 @@ class CredentialRecognizer(SluicePatternRecognizer):
     def from_key(self, text: str, context: list[str] | None) -> RecognizerResult | None:
         """A whole value under a secret-named key is a credential, whatever it looks like."""
         stripped = text.strip()
-        if stripped.lower() in _NOT_SECRETS or len(stripped) > 4096 or code_or_placeholder(stripped):
+        if stripped.lower() in NOT_SECRETS or len(stripped) > 4096 or code_or_placeholder(stripped):
             return None
         named = self._names_secret(context)
         if not named and not (
