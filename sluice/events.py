@@ -77,7 +77,7 @@ class ToolCall(_Open):
 class Message(_Open):
     """One chat message in OpenAI shape (Anthropic content blocks are translated by the proxy)."""
 
-    role: Literal["system", "developer", "user", "assistant", "tool"]
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]  # function: legacy API
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
     tool_calls: list[ToolCall] | None = None

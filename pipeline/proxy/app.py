@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.proxy.errors import EXCEPTION_HANDLERS
 from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.path_aliases import PathAliases
 from pipeline.proxy.recorder import collect_steps, end_collecting
 from pipeline.proxy.settings import ProxySettings
 from pipeline.proxy.state import ProxyState
@@ -144,6 +145,7 @@ def create_app(config: ProxySettings) -> Starlette:
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=[
+            Middleware(PathAliases, max_body_bytes=config.proxy.max_body_bytes),
             Middleware(MetricsMiddleware, metrics=state.metrics),
             Middleware(DurableResponseMiddleware, state=state),
         ],

@@ -1,7 +1,8 @@
 """Who is calling: the tenant from the API key, and the governance the key (and headers) allow.
 
 The key arrives as ``Authorization: Bearer KEY`` (OpenAI SDK, and the Anthropic SDK with
-``anthropic-version``) or ``x-api-key: KEY`` (older Anthropic clients, CLI harnesses). Keys are compared by
+``anthropic-version``), ``x-api-key: KEY`` (older Anthropic clients, CLI harnesses) or ``api-key: KEY``
+(the Azure OpenAI SDK). Keys are compared by
 SHA-256 digest, so the lookup table holds no key text. Headers may narrow what the key allows (consent
 off, a stricter data class) but never widen it.
 """
@@ -36,7 +37,7 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
         scheme, _, value = auth.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
             return value.strip()
-    key = headers.get("x-api-key")
+    key = headers.get("x-api-key") or headers.get("api-key")
     return key.strip() if key else None
 
 
@@ -56,7 +57,7 @@ class KeyResolver:
             if key is None:
                 raise ApiError(
                     401,
-                    "missing API key: send Authorization: Bearer KEY or x-api-key: KEY",
+                    "missing API key: send Authorization: Bearer KEY, x-api-key: KEY or api-key: KEY",
                     code="missing_api_key",
                 )
             raise ApiError(401, "invalid API key", code="invalid_api_key")

@@ -22,7 +22,7 @@ from pipeline.proxy.exceptions import ApiError
 from sluice.errors import validation_problems
 from sluice.events import Message
 
-ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})  # function: legacy
 _DUMPS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 

@@ -104,7 +104,14 @@ class ProxyConfig(Frozen):
         description="Request headers recorded on the step. Credentials are never recorded, even if listed.",
     )
     sensitive_headers: list[str] = Field(
-        default_factory=lambda: ["authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization"],
+        default_factory=lambda: [
+            "authorization",
+            "x-api-key",
+            "api-key",
+            "cookie",
+            "set-cookie",
+            "proxy-authorization",
+        ],  # fmt: skip
         description="Headers scrubbed from every record and log.",
     )
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 
 from pipeline.proxy.config import ProxyConfig
 
-ALWAYS_SENSITIVE = frozenset({"authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization"})
+ALWAYS_SENSITIVE = frozenset(
+    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "proxy-authorization"}
+)
 
 
 class HeaderRecorder:

@@ -70,7 +70,9 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     if not body:
         raise ApiError(400, "request body is empty: expected a JSON object")
     try:
-        text = body.decode("utf-8")
+        text = body.decode(
+            "utf-8-sig"
+        )  # a leading byte-order mark, as some Windows clients send, is not JSON
     except UnicodeDecodeError as err:
         raise ApiError(400, f"request body is not valid UTF-8 (byte {err.start}: {err.reason})") from None
     try:

@@ -40,7 +40,7 @@ _COOKIE_LINE = re.compile(r"""(?i)[ \t"'>*-]*(?:request\s+headers?:\s*)?(?:set-)
 # ("DB_PASS", "Fallb4ck!"), ["X-Api-Key", "3f9a…"]: a quoted name, then its quoted value (a lookup's
 # default, a header pair); and JavaScript's process.env.DB_PASS || "…" / ?? "…".
 _QUOTED_PAIR = re.compile(
-    r"""(?P<kq>["'])(?P<k>[A-Za-z_][\w.\-]{0,63})(?P=kq)[ \t]*,[ \t]*(?P<q>["'`])(?P<v>[^"'`\s]{8,512})(?P=q)"""
+    r"""(?P<kq>["'])(?P<k>[A-Za-z_][\w.\-]{0,63})(?P=kq),[ \t]*(?P<q>["'`])(?P<v>[^"'`\s]{8,512})(?P=q)"""
 )
 _ENV_DEFAULT = re.compile(
     r"""\benv\.(?P<k>[A-Za-z_]\w{0,63})[ \t]*(?:\|\||\?\?)[ \t]*(?P<q>["'`])(?P<v>[^"'`\s]{8,512})(?P=q)"""
@@ -53,6 +53,27 @@ _PGPASS_LINE = re.compile(
     re.MULTILINE,
 )
 _PGPASS_HINT = re.compile(r":(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:[^\s:]")
+# Some word of a secret's name: what a quoted name before a comma, or a name after "env.", must hold
+# before the pair patterns run (code holds many "', " that pair nothing).
+_NAME_PARTS = ("pass", "pwd", "secret", "key", "token", "auth", "cred")
+
+
+def _may_pair(text: str) -> bool:
+    """Whether a quoted name that holds a secret's word ends right before a comma (``"DB_PASS",``), or a
+    ``process.env.NAME`` names one: a few ``find`` calls, no regex over the whole text."""
+    for q in ("'", '"'):
+        end = text.find(q + ",")
+        while end != -1:
+            start = text.rfind(q, max(0, end - 65), end)
+            if start != -1 and any(p in text[start + 1 : end].lower() for p in _NAME_PARTS):
+                return True
+            end = text.find(q + ",", end + 2)
+    at = text.find("env.")
+    while at != -1:
+        if any(p in text[at + 4 : at + 68].lower() for p in _NAME_PARTS):
+            return True
+        at = text.find("env.", at + 4)
+    return False
 
 
 def names_a_secret(key: str) -> bool:
@@ -85,16 +106,14 @@ class CredentialRecognizer(SluicePatternRecognizer):
         ),
     ]
     LOWER_TRIGGERS = ("pass", "pwd", "secret", "api_key", "apikey", "_token", "cookie")
-    PAIR_TRIGGERS = ("',", '",', "env.")
-    PAIR_NAME_PARTS = (
-        "pass",
-        "pwd",
-        "secret",
-        "key",
-        "token",
-        "auth",
-        "cred",
-    )  # some word of a secret's name
+
+    @staticmethod
+    def _has_trigger(low: str) -> bool:
+        """One of ``LOWER_TRIGGERS`` in ``low``, written out (twice as fast as ``any`` over the tuple)."""
+        return (
+            "pass" in low or "pwd" in low or "secret" in low or "api_key" in low or "apikey" in low
+            or "_token" in low or "cookie" in low
+        )  # fmt: skip
 
     def validate_result(self, pattern_text: str) -> bool:
         return looks_like_literal(pattern_text)
@@ -115,8 +134,8 @@ class CredentialRecognizer(SluicePatternRecognizer):
         pair or a JS env default (the name must name a secret, the value look like a token) and a
         password-file line."""
         low = text.lower()
-        found = super().scan(text, *presidio_args) if any(t in low for t in self.LOWER_TRIGGERS) else []
-        if any(t in text for t in self.PAIR_TRIGGERS) and any(t in low for t in self.PAIR_NAME_PARTS):
+        found = super().scan(text, *presidio_args) if self._has_trigger(low) else []
+        if _may_pair(text):
             for rx in (_QUOTED_PAIR, _ENV_DEFAULT):
                 for m in rx.finditer(text):
                     if names_secret(m["k"]) and looks_like_token(m["v"]) and not code_or_placeholder(m["v"]):
@@ -130,10 +149,9 @@ class CredentialRecognizer(SluicePatternRecognizer):
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):
             return True
-        low = text.lower()
-        if any(t in low for t in self.LOWER_TRIGGERS):
+        if self._has_trigger(text.lower()):
             return True
-        if any(t in text for t in self.PAIR_TRIGGERS) and any(t in low for t in self.PAIR_NAME_PARTS):
+        if ("'," in text or '",' in text or "env." in text) and _may_pair(text):
             return True
         return ":" in text and _PGPASS_HINT.search(text) is not None
 

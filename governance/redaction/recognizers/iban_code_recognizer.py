@@ -15,13 +15,17 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import IbanRecognizer
 
 from governance.redaction.key_context import names_kind
-from governance.redaction.recognizers.base import Prefiltered, letter_words
+from governance.redaction.recognizers.base import Prefiltered
 
 ENTITY = "IBAN_CODE"
 _LOWER_CANDIDATE = re.compile(
     r"(?<![\w-])[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,3})?(?![\w-])"
 )
 _SEPARATORS = re.compile(r"[ -]")
+
+
+def _mentions_iban(text: str) -> bool:
+    return "iban" in text or "IBAN" in text or "Iban" in text
 
 
 def _names_iban(context: list[str] | None) -> bool:
@@ -35,7 +39,14 @@ class IbanCodeRecognizer(Prefiltered, IbanRecognizer):
         super().__init__(supported_language=supported_language, name=type(self).__name__)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
-        return super().may_match(text, context) or _names_iban(context) or "iban" in letter_words(text)
+        if self.PREFILTER.search(text) is not None:  # Prefiltered's test, without the call
+            return True
+        return (
+            "iban" in text
+            or "IBAN" in text
+            or "Iban" in text
+            or (context is not None and _names_iban(context))
+        )
 
     def _valid_lower(self, candidate: str) -> bool:
         return any(c.islower() for c in candidate) and bool(
@@ -59,7 +70,7 @@ class IbanCodeRecognizer(Prefiltered, IbanRecognizer):
         found = (
             super().analyze(text, entities, nlp_artifacts, regex_flags) if self.PREFILTER.search(text) else []
         )
-        if "iban" in letter_words(text):
+        if _mentions_iban(text):
             found += [
                 self._result(*m.span(), "lower-case IBAN named as such")
                 for m in _LOWER_CANDIDATE.finditer(text.lower())
