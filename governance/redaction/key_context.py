@@ -124,6 +124,16 @@ def code_or_placeholder(value: str) -> bool:
     return _CODE_OR_PLACEHOLDER.match(value.strip()) is not None
 
 
+def names_a_secret(key: str) -> bool:
+    """``clientSecret``, ``DB_PASSWORD``, ``x-api-key`` -> True; ``token_count``, ``max_tokens`` -> False."""
+    return names_secret(key) == "strong"
+
+
+def names_maybe_a_secret(key: str) -> bool:
+    """``token``/``HF_TOKEN``/``key``: a secret only if the value looks like one."""
+    return names_secret(key) == "weak"
+
+
 NOT_SECRETS = frozenset({"", "null", "none", "true", "false", "undefined", "redacted", "***", "<redacted>"})
 
 

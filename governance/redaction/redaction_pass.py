@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Any
 
 from governance.redaction.exceptions import RedactionTimeout
-from governance.redaction.key_context import names_anything, names_secret, pair_value_context
+from governance.redaction.key_context import names_a_secret, names_anything, pair_value_context
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.text_analyzer import TextAnalyzer
 from governance.redaction.text_redactor import apply_operators
@@ -48,7 +48,7 @@ VALUE_KEYS = frozenset(
 
 def _names_a_secret(context: list[str] | None) -> bool:
     """Whether the key a value sits under names a secret outright (``{"pin": 4821}``, ``{"cvv": 123}``)."""
-    return bool(context) and any(names_secret(c) == "strong" for c in context or ())
+    return bool(context) and any(names_a_secret(c) for c in context or ())
 
 
 def sibling_names(obj: dict[str, Any]) -> list[str]:
