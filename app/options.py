@@ -1,9 +1,12 @@
-"""The ``--config`` option every command shares, and loading the config it names (exit 2 when it is bad)."""
+"""The options commands share (``--config``; ``--host``/``--port`` of a server), and loading the config
+``--config`` names (exit 2 when it is bad)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -18,6 +21,22 @@ config_option = click.option(
     envvar="SLUICE_CONFIG",
     help="YAML config (default: the embedded infra/sluice.yaml).",
 )
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def listen_options(section: str) -> Callable[[F], F]:
+    """``--host`` and ``--port`` of a server whose defaults are ``<section>.host`` / ``<section>.port``."""
+
+    def decorate(command: F) -> F:
+        command = click.option(
+            "--port", type=int, default=None, help=f"Default: {section}.port (0 = any free port)."
+        )(command)
+        return click.option("--host", default=None, help=f"Listen address (default: {section}.host).")(
+            command
+        )
+
+    return decorate
 
 
 def load_or_exit(path: Path | None) -> SluiceConfig:

@@ -1,4 +1,4 @@
-"""Governance-stage throughput: one Faust worker, end to end through a real (Tansu) broker.
+"""Governance-stage throughput: Faust stage workers, end to end through a real (Tansu) broker.
 
 Workload: synthetic agent trajectories (``bench.data.agent_trajectories``: 0.3-2.5 KB texts, ~15% with
 PII or a secret), each as its steps, an end event and a ``score`` reward (``required``), so every
@@ -12,12 +12,15 @@ trajectory is emitted as soon as its end is joined. Three measurements in one ru
 - ``logic`` (baseline): the same decisions in-process without Faust or Kafka (redact, transitions,
   emission building) — the CPU cost of the decisions themselves.
 
-The pair runs ``--rounds`` times in alternating order and the figures are medians
-(``ratio_vs_passthrough`` is the median of the per-round ratios); each run also reports the worker's CPU
-milliseconds per input event (``/proc``), which a shared machine disturbs less than wall-clock rates.
+One worker on each side by default; ``--workers N`` starts N processes on each side, in one consumer
+group (``sluice up`` starts ``stages.workers`` of them; the shipped config has 2). The pair runs
+``--rounds`` times in alternating order and the figures are medians (``ratio_vs_passthrough`` is the
+median of the per-round ratios); each run also reports the workers' CPU milliseconds per input event
+(``/proc``), which a shared machine disturbs less than wall-clock rates.
 
     python -m bench.stages                                  # ~4 min
     python -m bench.stages --trajectories 100 --rounds 1    # quicker
+    python -m bench.stages --workers 2                      # as the shipped config runs the stages
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -123,16 +127,39 @@ class OutputCounter:
             self.c.close()
 
 
-def start_worker(argv: list[str], log: Path, ready: str, timeout_s: float = 180) -> subprocess.Popen[bytes]:
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT)
+READY_PARTITIONS = re.compile(r"partitions=\[([0-9, ]*)\]")
+
+
+def _assigned(log: Path, ready: str) -> set[int] | None:
+    """The partitions of the last readiness line in ``log`` (None before the first)."""
+    lines = [ln for ln in log.read_text(errors="replace").splitlines() if ready in ln]
+    if not lines:
+        return None
+    m = READY_PARTITIONS.search(lines[-1])
+    return {int(p) for p in m.group(1).split(",") if p.strip()} if m else set()
+
+
+def start_workers(argv: list[str], logs: list[Path], ready: str, partitions: int,
+                  timeout_s: float = 240) -> list[subprocess.Popen[bytes]]:  # fmt: skip
+    """Start one process per log together (one group join) and wait until, by their readiness lines,
+    every partition is assigned to exactly one of them."""
+    procs = []
+    for log in logs:
+        with open(log, "wb") as f:
+            procs.append(subprocess.Popen(argv, cwd=REPO, stdout=f, stderr=subprocess.STDOUT))
     deadline = time.monotonic() + timeout_s
-    while ready not in log.read_text(errors="replace"):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"worker not ready: {log.read_text(errors='replace')[-3000:]}")
+    while True:
+        assigned = [_assigned(log, ready) for log in logs]
+        if all(a for a in assigned):
+            union = set().union(*assigned)  # type: ignore[misc]
+            if len(union) == partitions and sum(map(len, assigned)) == partitions:  # type: ignore[arg-type]
+                return procs
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            for p in procs:
+                p.kill()
+            tails = "\n".join(log.read_text(errors="replace")[-2000:] for log in logs)
+            raise RuntimeError(f"workers not ready: {tails}")
         time.sleep(0.2)
-    return proc
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -145,19 +172,22 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def run_endtoend(cfg: SluiceConfig, tmp: Path, events: list, expect_topic: str, expect: int, argv: list[str],
-                 ready: str) -> tuple[float, float]:  # fmt: skip
-    """(input events/s, worker CPU ms per input event) from the first produce to the last output."""
+                 ready: str, workers: int) -> tuple[float, float]:  # fmt: skip
+    """(input events/s, workers' CPU ms per input event) from the first produce to the last output."""
     config_file = tmp / f"{uuid.uuid4().hex[:6]}.yaml"
     config_file.write_text(yaml.safe_dump(json.loads(cfg.model_dump_json())))
-    proc = start_worker([*argv, str(config_file)], tmp / f"{config_file.stem}.log", ready)
+    logs = [tmp / f"{config_file.stem}-{i}.log" for i in range(workers)]
+    procs = start_workers([*argv, str(config_file)], logs, ready, cfg.topics.partitions)
     try:
         counter = OutputCounter(cfg, cfg.topics.name(expect_topic))
-        cpu0 = cpu_seconds(proc.pid)
+        cpu0 = sum(cpu_seconds(p.pid) for p in procs)
         t0 = produce(cfg, events)
         t1 = counter.wait_for(expect, timeout_s=600)
-        return len(events) / (t1 - t0), (cpu_seconds(proc.pid) - cpu0) * 1000 / len(events)
+        cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
+        return len(events) / (t1 - t0), cpu * 1000 / len(events)
     finally:
-        stop(proc)
+        for p in procs:
+            stop(p)
 
 
 def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
@@ -199,7 +229,7 @@ def passthrough_worker(config_path: str) -> None:
     import faust
 
     cfg = load_config(config_path)
-    datadir = cfg.path(cfg.stages.data_dir) / "pt"
+    datadir = cfg.path(cfg.stages.data_dir) / f"pt-{os.getpid()}"
     datadir.mkdir(parents=True, exist_ok=True)
     app = faust.App(f"{cfg.topics.prefix}passthrough", datadir=str(datadir),
                     web_enabled=False, topic_disable_leader=True, broker_commit_interval=cfg.stages.commit_interval_s,
@@ -217,8 +247,10 @@ def passthrough_worker(config_path: str) -> None:
 
     @app.timer(0.5)
     async def ready() -> None:
-        if not app.rebalancing and app.consumer.assignment():
-            print("passthrough ready", flush=True)
+        steps_raw = cfg.topics.name("steps_raw")
+        mine = sorted(tp.partition for tp in app.consumer.assignment() if tp.topic == steps_raw)
+        if not app.rebalancing and mine:
+            print(f"passthrough ready partitions={mine}", flush=True)
 
     faust.Worker(app, loglevel="WARNING", redirect_stdouts=False).execute_from_commandline()
 
@@ -229,6 +261,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="Alternating rounds (median).")
     ap.add_argument("--turns", type=int, default=8)
     ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Worker processes on each side, one consumer group each (the shipped config runs 2).",
+    )
     ap.add_argument("--passthrough-worker", metavar="CONFIG", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.passthrough_worker:
@@ -237,6 +275,7 @@ def main() -> None:
     from pipeline.stages.internal_topics import ensure_stage_topics
 
     events = workload(args.trajectories, args.turns)
+    workers = args.workers
     passthrough = [sys.executable, "-m", "bench.stages", "--passthrough-worker"]
     stages_argv = [sys.executable, "-m", "app.cli", "stages", "--config"]
     rates: dict[str, list[float]] = {}
@@ -254,7 +293,7 @@ def main() -> None:
             for name, argv, out, expect, ready in order if r % 2 == 0 else order[::-1]:
                 cfg = bench_config(broker.bootstrap_servers, tmp, args.partitions)
                 ensure_stage_topics(cfg.stages_settings())
-                rate, ms = run_endtoend(cfg, tmp, events, out, expect, argv, ready)
+                rate, ms = run_endtoend(cfg, tmp, events, out, expect, argv, ready, workers)
                 rates.setdefault(name, []).append(rate)
                 cpu.setdefault(name, []).append(ms)
                 print(f"{name} (round {r + 1}): {rate:,.0f} events/s, {ms:.2f} CPU ms/event", file=sys.stderr)
@@ -268,6 +307,7 @@ def main() -> None:
         "steps_per_trajectory": args.turns,
         "partitions": args.partitions,
         "rounds": args.rounds,
+        "workers": workers,
         "cpus": os.cpu_count(),
         "stages_events_per_s": round(stages, 1),
         "passthrough_events_per_s": round(pt, 1),

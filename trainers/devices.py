@@ -31,7 +31,7 @@ def gpu_share(device: Device, backend: str, rollout_workers: int) -> tuple[float
     """Ray GPU requests (learner, each rollout worker): the actors that run on the GPU split one GPU
     evenly, so a one-GPU machine holds them all; an actor on the CPU asks for none."""
     learner_on_gpu = device == "cuda"
-    workers_on_gpu = backend == "vllm" or device == "cuda"
+    workers_on_gpu = rollout_workers > 0 and (backend == "vllm" or device == "cuda")
     users = int(learner_on_gpu) + (rollout_workers if workers_on_gpu else 0)
     if users == 0:
         return 0.0, 0.0

@@ -1,5 +1,5 @@
-"""What the learner actors share about their state: the optimizer restored from a checkpoint, the
-checkpoint of weights and optimizer, and the policy version they report."""
+"""What the learner actors share about their state: the model loaded onto their device, the optimizer
+restored from a checkpoint, the checkpoint of weights and optimizer, and the policy version they report."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from typing import Any
 import torch
 
 from trainers.checkpoint import TrainerState, read_optimizer_state, save_checkpoint
+from trainers.config import TinyModelConfig
+from trainers.devices import Device
+from trainers.tiny_model import load_model
 
 
 def restore_optimizer(opt: torch.optim.Optimizer, resume_from: str | None) -> None:
@@ -27,6 +30,15 @@ class CheckpointedLearner:
     opt: torch.optim.Optimizer
     version: int
     keep_checkpoints: int
+    device: Device
+
+    def load_on_device(self, model_source: str, tiny: TinyModelConfig, seed: int, device: Device) -> Any:
+        """A learner actor's torch settings (one thread, seeded), its tokenizer, and its model on ``device``."""
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+        self.device = device
+        model, self.tokenizer = load_model(model_source, tiny)
+        return model.to(device)
 
     def save(self, output_dir: str, state: TrainerState) -> str:
         state = state.model_copy(update={"policy_version": self.version})

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import click
 
-from app.options import config_option, load_or_exit
+from app.options import config_option, listen_options, load_or_exit
 
 
 @click.command("proxy")
 @config_option
-@click.option("--host", default=None, help="Override proxy.host.")
-@click.option("--port", type=int, default=None, help="Override proxy.port (0 = any free port).")
+@listen_options("proxy")
 def proxy_command(config_path: Path | None, host: str | None, port: int | None) -> None:
     """Serve the proxy: agents call it like OpenAI/Anthropic; every call is published as a step event."""
     from pipeline.proxy.server import run_proxy

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 from aiohttp import web
 
-from app.options import config_option, load_or_exit
+from app.options import config_option, listen_options, load_or_exit
 
 if TYPE_CHECKING:
     from app.status import Status
@@ -27,8 +27,7 @@ if TYPE_CHECKING:
 
 @click.command("ui")
 @config_option
-@click.option("--host", default=None, help="Listen address (default: ui.host).")
-@click.option("--port", type=int, default=None, help="Port (default: ui.port; 0 = any free port).")
+@listen_options("ui")
 def ui_command(config_path: Path | None, host: str | None, port: int | None) -> None:
     """Serve the web console: trajectories, redactions, versions, live status, the learning curve."""
     from pipeline.console.app import make_app

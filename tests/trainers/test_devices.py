@@ -36,6 +36,8 @@ def test_the_config_defaults_to_auto_and_refuses_unknown_devices() -> None:
         ("cpu", "vllm", 1, (0.0, 1.0)),  # the vLLM engine alone
         ("cuda", "hf", 1, (0.5, 0.5)),  # learner and an hf worker share it
         ("cuda", "vllm", 3, (0.25, 0.25)),
+        ("cuda", "auto", 0, (1.0, 0.0)),  # live mode: the learner alone holds it
+        ("cpu", "auto", 0, (0.0, 0.0)),
     ],
 )
 def test_gpu_actors_split_one_gpu(device: str, backend: str, workers: int, expected: tuple) -> None:

@@ -24,7 +24,6 @@ from trainers.grpo.trust_region import StepOutcome, UpdateBound, bounded_step, t
 from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.samples import Group, Sample
 from trainers.settings import TrainerSettings
-from trainers.tiny_model import load_model
 from trainers.weight_sync.base import WeightSync
 
 log = logging.getLogger("sluice.trainer.learner")
@@ -40,13 +39,9 @@ class Learner(CheckpointedLearner):
         resume_from: str | None = None,
         device: Device = "cpu",
     ) -> None:
-        torch.set_num_threads(1)
-        torch.manual_seed(cfg.trainer.seed)
         t = cfg.trainer
         self.tcfg = t
-        self.device = device
-        model, self.tokenizer = load_model(model_source, t.tiny)
-        self.model = model.to(device).train()
+        self.model = self.load_on_device(model_source, t.tiny, t.seed, device).train()
         self.ref = copy.deepcopy(self.model).eval().requires_grad_(False) if t.kl_coef > 0 else None
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay)
         restore_optimizer(self.opt, resume_from)

@@ -29,7 +29,6 @@ from trainers.live.decoupled_loss import DecoupledLossConfig, decoupled_ppo_loss
 from trainers.live.samples import LiveRow
 from trainers.live.weight_push import WeightPush
 from trainers.samples import Sample
-from trainers.tiny_model import load_model
 
 log = logging.getLogger("sluice.trainer.live")
 
@@ -58,12 +57,8 @@ class LiveLearner(CheckpointedLearner):
         resume_from: str | None = None,
         device: Device = "cpu",
     ) -> None:
-        torch.set_num_threads(1)
-        torch.manual_seed(tcfg.seed)
         self.t, self.live = tcfg, tcfg.live
-        self.device = device
-        model, self.tokenizer = load_model(model_source, tcfg.tiny)
-        model = model.to(device)
+        model = self.load_on_device(model_source, tcfg.tiny, tcfg.seed, device)
         self.lora = self.live.lora_rank > 0
         if self.lora:
             model = self._with_lora(model, resume_from)

@@ -25,7 +25,7 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
     """Start the live actors, run the live loop on ``run`` to its end, checkpoint; the summary."""
     import ray
 
-    from trainers.devices import resolve_device
+    from trainers.devices import gpu_share, resolve_device
     from trainers.live.feeder import LiveFeeder
     from trainers.live.learner import LiveLearner
     from trainers.live.loop import LiveLoop
@@ -34,8 +34,9 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
     t = cfg.trainer
     state, topic = run.state, run.topic
     device = resolve_device(t.device)  # here: an actor given no GPU sees none
+    learner_gpus, _ = gpu_share(device, t.backend, rollout_workers=0)  # live mode: the servers sample
     with ray_session(cfg):
-        learner = ray.remote(num_cpus=1, num_gpus=1 if device == "cuda" else 0)(LiveLearner).remote(
+        learner = ray.remote(num_cpus=1, num_gpus=learner_gpus)(LiveLearner).remote(
             t, run.source, str(run.output_dir), state.policy_version, run.resume_from, device
         )
         feeder = ray.remote(num_cpus=0)(LiveFeeder).remote(
