@@ -198,12 +198,17 @@ class EchoBackend:
 
     async def _completions(self, body: dict[str, Any], send: Any) -> None:
         prompt = body.get("prompt", "")
-        prompts = prompt if isinstance(prompt, list) and prompt and isinstance(prompt[0], str) else [prompt]
+        batch = isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], (str, list))
+        prompts = prompt if batch else [prompt]  # a list of strings or of token-id lists is a batch
         n = int(body.get("n") or 1)
         want_ids, want_lp = bool(body.get("return_token_ids")), body.get("logprobs") is not None
         choices, prompt_total, completion_total = [], 0, 0
         for pi, p in enumerate(prompts):
-            ptext = bytes(p).decode(errors="replace") if isinstance(p, list) else str(p)
+            ptext = (
+                bytes(t for t in p if 0 <= t < 256).decode(errors="replace")
+                if isinstance(p, list)
+                else str(p)
+            )
             pids = list(p) if isinstance(p, list) else tokenize(ptext)
             prompt_total += len(pids)
             for j in range(n):

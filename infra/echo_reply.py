@@ -55,9 +55,14 @@ def _wanted_tool(body: dict[str, Any]) -> dict[str, Any] | None:
     if not tools or choice in (None, "auto", "none"):
         return None
     if isinstance(choice, dict):
-        name = (choice.get("function") or {}).get("name")
-        return next((t for t in tools if (t.get("function") or {}).get("name") == name), None)
-    return tools[0] if choice in ("required", "any") else None
+        name = _object(choice.get("function")).get("name")
+        return next((t for t in tools if _object(_object(t).get("function")).get("name") == name), None)
+    return _object(tools[0]) if choice in ("required", "any") else None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else ``{}``: a malformed tool spec names no tool or argument."""
+    return value if isinstance(value, dict) else {}
 
 
 class Reply:
@@ -68,8 +73,8 @@ class Reply:
         tool = _wanted_tool(body)
         self.tool_calls: list[dict[str, Any]] = []
         if tool is not None:
-            fn = tool.get("function") or {}
-            props = (fn.get("parameters") or {}).get("properties") or {}
+            fn = _object(tool.get("function"))
+            props = _object(_object(fn.get("parameters")).get("properties"))
             args = json.dumps({k: _sample_arg(v, hint) for k, v in props.items()})
             cid = "call_" + hashlib.sha1(f"{fn.get('name')}|{hint}|{index}".encode()).hexdigest()[:16]
             self.tool_calls = [

@@ -22,12 +22,16 @@ from functools import lru_cache
 from typing import NamedTuple
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SPLIT = re.compile(r"[^0-9a-z]+")
+_SPLIT = re.compile(r"[\W_]+")  # any script: "contraseña", "パスワード" stay words
 
 SECRET_WORDS = frozenset(
     {"password", "passwd", "pwd", "passphrase", "secret", "secrets", "credential", "credentials", "apikey",
      "authorization", "passcode", "pin", "privatekey", "accountkey", "sharedkey", "hmac", "dsn", "cvv", "cvc",
-     "cvv2", "cvc2", "otp", "totp"}
+     "cvv2", "cvc2", "otp", "totp", "pw", "psk", "dockerconfigjson", "dockercfg",
+     # "password" in other languages (a key is one word: "mot_de_passe" is checked joined)
+     "passwort", "kennwort", "contraseña", "contrasena", "senha", "motdepasse", "mdp", "wachtwoord", "hasło",
+     "haslo", "lösenord", "losenord", "passord", "adgangskode", "salasana", "heslo", "jelszó", "jelszo", "şifre",
+     "sifre", "parolă", "пароль", "密码", "密碼", "パスワード", "비밀번호", "암호"}
 )  # fmt: skip
 # A last word that ends in one of these names a secret even glued to a prefix (PGPASSWORD, DBPASSWD).
 GLUED_SECRET_ENDINGS = ("password", "passwd", "passphrase", "secret", "apikey", "credentials")
@@ -55,14 +59,17 @@ META_WORDS = frozenset(
     {"count", "counts", "type", "types", "limit", "limits", "length", "len", "min", "max", "policy", "ttl",
      "expiry", "expires", "expiration", "at", "name", "names", "file", "path", "env", "enabled", "required",
      "set", "rotation", "rotate", "days", "version", "hint", "format", "algorithm", "alg", "scheme", "usage",
-     "prefix", "last4", "hash", "strength", "reset", "ref", "arn", "manager", "store", "header", "mode"}
+     "prefix", "last4", "hash", "strength", "reset", "ref", "arn", "manager", "store", "header", "mode", "stdin"}
 )  # fmt: skip
 
 KIND_WORDS: dict[str, frozenset[str]] = {
     "PHONE_NUMBER": frozenset({"phone", "tel", "telephone", "mobile", "cell", "fax", "msisdn", "whatsapp", "sms",
-                               "callback", "contact", "telefon", "telefono", "handy"}),
+                               "callback", "contact", "telefon", "telefono", "handy", "telefone", "téléphone",
+                               "teléfono", "tlf", "tfno", "movil", "móvil", "celular", "portable", "電話", "電話番号",
+                               "携帯", "电话", "手机", "전화", "телефон"}),
     "CREDIT_CARD": frozenset({"card", "cc", "pan", "credit", "creditcard", "visa", "mastercard", "amex", "payment"}),
-    "EMAIL_ADDRESS": frozenset({"email", "mail", "reply", "recipient", "sender"}),
+    "EMAIL_ADDRESS": frozenset({"email", "mail", "reply", "recipient", "sender", "correo", "courriel", "メール",
+                                "邮箱", "이메일", "почта"}),
     "US_SSN": frozenset({"ssn", "social", "tax", "tin", "sin"}),
     "IBAN_CODE": frozenset({"iban", "bank", "account", "payout"}),
     "IP_ADDRESS": frozenset({"ip", "addr", "remote", "client", "source"}),
@@ -113,14 +120,17 @@ def names_secret(key: str) -> str:
 
 
 _CODE_OR_PLACEHOLDER = re.compile(
-    r"^(?:(?=.*\s)(?=.*[(=]).*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\s*[(\[]?.*|[A-Za-z_]\w*\s*\(.*|.*\b(?:os\.environ|getenv|process\.env)\b.*"
+    r"^(?:(?=.*\s)(?=.*[(=]).*|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\s*[(\[].*|[a-z_][A-Za-z_]*(?:\.[A-Za-z_](?:\w*[A-Za-z_])?\d?)+(?:\s.*)?|[A-Za-z_]\w*\s*\(.*|.*\b(?:os\.environ|getenv|process\.env)\b.*"
     r"|\$\{.*\}|\$[A-Z_][A-Z0-9_]*|%\(\w+\)s|%[A-Z_]+%|\{\{.*\}\}|<[^<>]*>|(?i:.*\b(?:your|my)[-_ ]?(?:api[-_ ]?)?(?:key|token|secret|password)[-_ ]?(?:here)?\b.*)"
     r"|(?i:x{4,}|\*{3,}|\.{3}|changeme|change[-_]me|placeholder|redacted|dummy|example|none|null|str|string|bytes|int))$"
 )
 
 
 def code_or_placeholder(value: str) -> bool:
-    """``os.environ['API_KEY']``, ``settings.SECRET``, ``get_password()``, ``${DB_PASS}``, ``your-key-here``."""
+    """``os.environ['API_KEY']``, ``settings.SECRET``, ``get_password()``, ``${DB_PASS}``, ``your-key-here``.
+    A dotted name is code when called or indexed, or written as an attribute path (``settings.DB_PASSWORD``,
+    ``config.db.password``: lower-case root, no digit run at a segment's end); ``Falcon.Sunset34`` and
+    ``M4pl37.walrus`` are passwords."""
     return _CODE_OR_PLACEHOLDER.match(value.strip()) is not None
 
 
@@ -144,9 +154,18 @@ def looks_like_literal(value: str) -> bool:
     return any(c.isdigit() for c in value) or any(not c.isalnum() and c not in "._" for c in value)
 
 
+_PLAIN_URL = re.compile(r"(?i)^[a-z][a-z0-9+.\-]*://[^/?#@\s]+(?:/[^?#\s]*)?$")
+
+
 def looks_like_token(value: str) -> bool:
-    """One run of 8+ characters with a digit or a symbol, no blanks (``Hello`` is not a token)."""
-    return len(value) >= 8 and not any(c.isspace() for c in value) and looks_like_literal(value)
+    """One run of 8+ characters with a digit or a symbol, no blanks (``Hello`` is not a token); a URL with
+    no credentials and no query (``https://oauth2.googleapis.com/token``) is an address, not a token."""
+    return (
+        len(value) >= 8
+        and not any(c.isspace() for c in value)
+        and looks_like_literal(value)
+        and _PLAIN_URL.match(value) is None
+    )
 
 
 def pair_value_context(name: str, value: str) -> list[str] | None:
@@ -184,21 +203,24 @@ class KeyedSpan(NamedTuple):
     end: int
 
 
-_KEY = r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}"
+_KEY = r"\.?[^\W\d][\w.\-]{0,63}"  # a letter or "_" first (after a dot: ".dockerconfigjson"), any script
 _LINE_ASSIGN = re.compile(
     r"^[ \t]*(?:export[ \t]+|set[ \t]+)?[\"']?(?P<k>" + _KEY + r")[\"']?[ \t]*(?::|=|:=|=>)[ \t]*"
     r"(?P<q>[\"'`]?)(?P<v>[^\r\n]*?)(?P=q)[ \t]*,?[ \t]*$",
     re.MULTILINE,
 )
+# quotes may be escaped: a JSON document logged inside a string (body="{\"password\": \"…\"}")
 _INLINE_QUOTED = re.compile(
-    r"(?:(?<=[?&;\s(,{\[])|^)[\"']?(?P<k>" + _KEY + r")[\"']?[ \t]*(?:=|:)[ \t]*"
-    r"(?P<q>[\"'])(?P<v>[^\"'\r\n]{1,512})(?P=q)"
+    r"(?:(?<=[?&;\s(,{\[\\])|^)\\?[\"']?(?P<k>" + _KEY + r")\\?[\"']?[ \t]*(?:=|:)[ \t]*"
+    r"\\?(?P<q>[\"'])(?P<v>(?:[^\"'\r\n\\]|\\(?![\"'])){1,512})\\?(?P=q)"
 )
 # after ":" too: an .npmrc line's "//registry.npmjs.org/:_authToken=…"
 _INLINE_BARE = re.compile(r"(?:(?<=[?&;:\s(,{\[])|^)(?P<k>" + _KEY + r")=(?P<v>[^\s&\"',;)}\]]{1,512})")
 _HEADER_ARG = re.compile(
     r"(?P<q>[\"'])(?P<k>[A-Za-z][A-Za-z0-9\-]{1,40}):[ \t]*(?P<v>[^\"'\r\n]{1,512})(?P=q)"
 )
+_XML_ELEMENT = re.compile(r"<(?P<k>" + _KEY + r")(?:[ \t][^<>\n]*)?>(?P<v>[^<>\r\n]{1,512})</(?P=k)>")
+_MD_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
 _CSV_HEAD = re.compile(r"^[ \t]*[A-Za-z_][\w .\-]*(?:[,;\t][ \t]*[A-Za-z_][\w .\-]*){1,30}[ \t]*$")
 
 
@@ -252,7 +274,7 @@ def _matches_in_lines(
 
 def keyed_spans(text: str) -> list[KeyedSpan]:
     """``key = value`` pairs in text whose key names a secret or a PII kind, as value spans."""
-    if "=" not in text and ":" not in text and "," not in text and "\t" not in text:
+    if not any(c in text for c in ("=", ":", ",", "\t", "|", "</")):
         return []
     spans: dict[tuple[int, int], str] = {}
     lines = _line_marks(text)
@@ -262,7 +284,12 @@ def keyed_spans(text: str) -> list[KeyedSpan]:
             start, end = m.span("v")
             if end > start and names_anything(key) and not code_or_placeholder(m.group("v")):
                 spans.setdefault((start, end), key)
-    spans.update({(s, e): k for k, s, e in csv_cells(text) if (s, e) not in spans})
+    if "</" in text:  # <password>…</password>, <phone type="work">…</phone>
+        for m in _XML_ELEMENT.finditer(text):
+            if names_anything(m["k"]) and not code_or_placeholder(m["v"]):
+                spans.setdefault(m.span("v"), m["k"])
+    cells = csv_cells(text) + (table_cells(text) if "|" in text else [])
+    spans.update({(s, e): k for k, s, e in cells if (s, e) not in spans})
     return [KeyedSpan(k, s, e) for (s, e), k in sorted(spans.items())]
 
 
@@ -291,6 +318,48 @@ def csv_cells(text: str) -> list[KeyedSpan]:
         offset += len(line) + 1
         i += 1
     return out
+
+
+def table_cells(text: str) -> list[KeyedSpan]:
+    """Cells of a Markdown table (a header row, a ``|---|`` rule, then rows), for the columns whose header
+    names something."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    out: list[KeyedSpan] = []
+    i = 0
+    while i + 1 < len(lines):
+        if "|" not in lines[i] or not _MD_RULE.match(lines[i + 1]) or "|" not in lines[i + 1]:
+            i += 1
+            continue
+        wanted = {j: h for j, (h, _, _) in enumerate(_pipe_cells(lines[i])) if names_anything(h)}
+        j = i + 2
+        while j < len(lines) and "|" in lines[j]:
+            for col, (cell, s, e) in enumerate(_pipe_cells(lines[j])):
+                if col in wanted and cell:
+                    out.append(KeyedSpan(wanted[col], starts[j] + s, starts[j] + e))
+            j += 1
+        i = j
+    return out
+
+
+def _pipe_cells(row: str) -> list[tuple[str, int, int]]:
+    """(stripped text, start, end) of each cell of a ``| a | b |`` row (outer pipes optional)."""
+    bounds = [k for k, c in enumerate(row) if c == "|" and (k == 0 or row[k - 1] != "\\")]
+    if not bounds:
+        return []
+    if row[: bounds[0]].strip():
+        bounds.insert(0, -1)
+    if row[bounds[-1] + 1 :].strip():
+        bounds.append(len(row))
+    cells = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        raw = row[a + 1 : b]
+        lead = len(raw) - len(raw.lstrip())
+        text = raw.strip()
+        cells.append((text, a + 1 + lead, a + 1 + lead + len(text)))
+    return cells
 
 
 def _row_cells(row: str, base: int, delim: str, wanted: dict[int, str]) -> list[KeyedSpan]:

@@ -69,15 +69,28 @@ def flat_tool_call(raw: Any, where: str) -> dict[str, Any]:
     return out
 
 
-def _text_of(content: Any) -> Any:
-    """Content for the link key: text parts joined, empty as None, other parts kept as they are."""
+TEXT_PARTS = ("text", "input_text", "output_text")
+
+
+def _text_of(content: Any, where: str) -> Any:
+    """Content for the link key: text parts joined, empty as None, other parts kept as they are. Content
+    that is neither text nor a list of typed parts is a 400, as the API makes it."""
     if isinstance(content, list):
-        if all(
-            isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text") for p in content
-        ):
-            content = "".join(str(p.get("text", "")) for p in content)
-        else:
+        texts: list[str] = []
+        for i, p in enumerate(content):
+            kind = p.get("type") if isinstance(p, dict) else None
+            if not isinstance(kind, str):
+                raise _bad(f"{where}[{i}]", "a content part must be an object with a type")
+            if kind in TEXT_PARTS:
+                text = p.get("text")
+                if not isinstance(text, str):
+                    raise _bad(f"{where}[{i}].text", "must be a string")
+                texts.append(text)
+        if len(texts) < len(content):
             return content
+        content = "".join(texts)
+    elif content is not None and not isinstance(content, str):
+        raise _bad(where, "must be a string, a list of content parts or null")
     return content or None
 
 
@@ -97,7 +110,10 @@ def link_key(raw: Any, where: str = "messages") -> bytes:
     role = raw.get("role")
     if role not in ROLES:
         raise _bad(where + ".role", f"role must be one of {sorted(ROLES)}, got {role!r}")
-    key: list[Any] = [role, _text_of(raw.get("content")), raw.get("name"), raw.get("tool_call_id")]
+    call_id = raw.get("tool_call_id")
+    if role == "tool" and not (isinstance(call_id, str) and call_id):
+        raise _bad(where + ".tool_call_id", "a tool message needs the id of the call it answers")
+    key: list[Any] = [role, _text_of(raw.get("content"), where + ".content"), raw.get("name"), call_id]
     calls = raw.get("tool_calls")
     if calls:
         if not isinstance(calls, list):

@@ -5,7 +5,12 @@ Two classes of credential that have no recognizer of their own:
 - documented vendor formats: Hugging Face ``hf_``, GitLab ``glpat-``, npm ``npm_``, PyPI ``pypi-AgEI``,
   SendGrid ``SG.<22>.<43>``, Twilio API keys ``SK`` + 32 hex, Mailgun ``key-`` + 32 hex, Shopify
   ``shpat_``/``shpss_``, Databricks ``dapi``, DigitalOcean ``dop_v1_``, Atlassian ``ATATT``, Telegram bot
-  tokens ``<bot id>:AA`` + 33, Discord webhook ``…/webhooks/<id>/<token>`` (id and token);
+  tokens ``<bot id>:AA`` + 33, Discord webhook ``…/webhooks/<id>/<token>`` (id and token), HashiCorp
+  Vault ``hvs.``/``hvb.``/``hvr.``, Doppler ``dp.st.``, Supabase ``sbp_``, Linear ``lin_api_``, Postman
+  ``PMAK-``, Grafana ``glsa_``/``glc_``, Sentry ``sntrys_``, New Relic ``NRAK-``, Replicate ``r8_``, Groq
+  ``gsk_``, Perplexity ``pplx-``, xAI ``xai-``, Figma ``figd_``, PlanetScale ``pscale_tkn_``, Pulumi
+  ``pul-``, Terraform Cloud ``.atlasv1.``, age ``AGE-SECRET-KEY-1``, Slack ``xapp-``: a vendor format
+  counts whatever its letters (a Hugging Face token may hold no digit);
 - a key-shaped token (20+ characters of letters and digits, high entropy; not a UUID, version or path)
   after ``Bearer``/``Basic``/``token``, or shortly after a secret word in several languages (``key``,
   ``token``, ``secret``, ``Schlüssel``, ``clé``, ``clave``): ``here's the token: …``.
@@ -34,7 +39,17 @@ _VENDOR = (
     r"|SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}|SK[0-9a-f]{32}|key-[0-9a-f]{32}|shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}"
     r"|dapi[0-9a-f]{32}|dop_v1_[0-9a-f]{64}|ATATT[A-Za-z0-9_\-=]{40,}"
     r"|(?<=[0-9]:)AA[A-Za-z0-9_\-]{33}|(?<=webhooks/)[0-9]{17,20}/[A-Za-z0-9_\-]{60,80}"
+    # HashiCorp Vault service/batch/recovery tokens, Doppler, Supabase, Linear, Postman, Grafana service
+    # accounts and cloud, Sentry, New Relic, Replicate, Groq, Perplexity, xAI, Figma, PlanetScale, Pulumi,
+    # Terraform Cloud, age secret keys, Slack app-level tokens
+    r"|hv[sbr]\.[A-Za-z0-9_\-]{24,}|dp\.(?:st|ct|sa|scim)\.[A-Za-z0-9_\-.]{30,}|sbp_[0-9a-f]{40}"
+    r"|lin_api_[A-Za-z0-9]{40}|PMAK-[0-9a-f]{24}-[0-9a-f]{34}|glsa_[A-Za-z0-9_]{32,}|glc_[A-Za-z0-9+/=]{32,}"
+    r"|sntry[su]_[A-Za-z0-9+/=_\-]{40,}|NRAK-[A-Z0-9]{27}|r8_[A-Za-z0-9]{37}|gsk_[A-Za-z0-9]{48,52}"
+    r"|pplx-[A-Za-z0-9]{40,56}|xai-[A-Za-z0-9]{60,90}|figd_[A-Za-z0-9_\-]{40,}|pscale_(?:tkn|pw)_[A-Za-z0-9_\-.]{32,}"
+    r"|pul-[0-9a-f]{40}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}|AGE-SECRET-KEY-1[0-9A-Z]{58}"
+    r"|xapp-\d-[A-Z0-9]+-\d+-[0-9a-f]{40,}"
 )
+_VENDOR_TOKEN = re.compile(_VENDOR)
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _VERSIONISH = re.compile(
     r"\d+\.\d+\.|\.(?:py|js|ts|go|rs|json|ya?ml|txt|md|html?|csv|log|sh|cfg|ini|toml|git)$"
@@ -48,7 +63,10 @@ def entropy(value: str) -> float:
 
 
 def key_shaped(value: str) -> bool:
-    """A machine-made token: 20+ characters, letters and digits, high entropy; not a UUID, version or path."""
+    """A machine-made token: a documented vendor format (whatever its letters), or 20+ characters of letters
+    and digits with high entropy that are not a UUID, version or path."""
+    if _VENDOR_TOKEN.fullmatch(value) is not None:
+        return True
     if (
         len(value) < 20
         or "://" in value
@@ -80,6 +98,27 @@ _VENDOR_PREFIXES = (
     "ATATT",
     ":AA",
     "webhooks/",
+    "hvs.",
+    "hvb.",
+    "hvr.",
+    "dp.",
+    "sbp_",
+    "lin_api_",
+    "PMAK-",
+    "glsa_",
+    "glc_",
+    "sntry",
+    "NRAK-",
+    "r8_",
+    "gsk_",
+    "pplx-",
+    "xai-",
+    "figd_",
+    "pscale_",
+    "pul-",
+    ".atlasv1.",
+    "AGE-SECRET-KEY-1",
+    "xapp-",
 )
 _PATTERN_NEEDS = (
     _VENDOR_PREFIXES,
@@ -105,7 +144,10 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
     ]
     LOWER_TRIGGERS = ("key", "token", "secret", "pass", "credential", "bearer", "basic", "api", "auth", "clé",
                       "clave", "chiave", "senha", "schlüssel", "jeton", "contraseña", "rotate", "hf_", "glpat-",
-                      "npm_", "pypi-", "sg.", "sk", "dapi", "dop_v1", "atatt", "shp", ":aa", "webhooks/")  # fmt: skip
+                      "npm_", "pypi-", "sg.", "sk", "dapi", "dop_v1", "atatt", "shp", ":aa", "webhooks/", "hvs.",
+                      "hvb.", "hvr.", "dp.", "sbp_", "lin_api_", "pmak-", "glsa_", "glc_", "sntry", "nrak-", "r8_",
+                      "gsk_", "pplx-", "xai-", "figd_", "pscale_", "pul-", ".atlasv1.", "age-secret-key-1",
+                      "xapp-")  # fmt: skip
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """Whether a pattern finds a key-shaped value. Every match lies within one line and its value is a

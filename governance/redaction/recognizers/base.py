@@ -189,10 +189,14 @@ class SluicePatternRecognizer(SluiceRecognizer, PatternRecognizer):
         )
         self._compiled = [(p, re.compile(p.regex, self.FLAGS)) for p in self.patterns]
 
+    def compiled_for(self, text: str) -> list[tuple[Pattern, re.Pattern[str]]]:
+        """The patterns worth running over ``text`` (all of them unless a subclass knows better)."""
+        return self._compiled
+
     def scan(self, text: str, *presidio_args: object) -> list[RecognizerResult]:
         """Every pattern over ``text``: the value group ``v`` where a pattern has one, else the match."""
         results: list[RecognizerResult] = []
-        for pattern, rx in self._compiled:
+        for pattern, rx in self.compiled_for(text):
             for m in rx.finditer(text):
                 start, end = m.span("v") if "v" in rx.groupindex else m.span()
                 if start < 0 or start == end:

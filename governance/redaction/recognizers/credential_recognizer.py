@@ -24,6 +24,7 @@ from presidio_analyzer import Pattern, RecognizerResult
 from governance.redaction.key_context import (
     NOT_SECRETS,
     code_or_placeholder,
+    key_words,
     looks_like_literal,
     looks_like_token,
     names_a_secret,
@@ -35,9 +36,48 @@ from governance.redaction.recognizers.base import SluicePatternRecognizer
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
 )
+# "password" in other languages, with their qualifiers ("Kennwort für das Portal", "senha do portal") and
+# copulas ("é", "es", "est", "ist", "lautet", "är", "jest")
+_OTHER_NAMES = (
+    r"(?:passwort|kennwort|contraseña|contrasena|senha|mot[ \t]+de[ \t]+passe|mdp|wachtwoord|hasło|haslo|lösenord"
+    r"|losenord|passord|adgangskode|salasana|heslo|jelszó|jelszo|şifre|sifre|parolă|пароль|密码|密碼|パスワード|비밀번호)"
+)
+_OTHER_QUALIFIER = (
+    r"(?:[ \t]+(?:für|fur|zum|zur|de|do|da|du|del|para|pour|per|van|voor|dla|pro|for|of)"
+    r"(?:[ \t]+(?:das|den|dem|die|der|la|le|el|o|a|les|los|las|het|l'))?[ \t]+[\w.@\-]{1,40}){0,2}"
+)
+_OTHER_COPULA = r"(?:é|e|es|est|ist|lautet|era|será|sera|är|er|on|jest|je|is)"
+_VALUE = r"(?P<q>[\"']?)(?P<v>[^\s\"'<>()\[\]{},;]{6,200})(?P=q)(?![^\s\"',;)\]}])"
+# Lower-cased words one of which each text pattern needs (the other languages' non-ASCII ones are looked
+# for only in texts that are not ASCII).
+_OTHER_TRIGGERS_NON_ASCII = ("contraseña", "hasło", "lösenord", "jelszó", "şifre", "parolă", "пароль", "密码",
+                             "密碼", "パスワード", "비밀번호")  # fmt: skip
+
+
+def _triggers(low: str) -> tuple[bool, bool, bool]:
+    """Which text patterns can match lower-cased ``low``: (English names, other languages, cookies). Written
+    out as ``in`` tests: several times faster than ``any`` over a tuple, and this runs on every new text."""
+    english = (
+        "pass" in low
+        or "pwd" in low
+        or "secret" in low
+        or "api_key" in low
+        or "apikey" in low
+        or ("_token" in low)
+    )
+    other = (
+        (english and ("passwort" in low or "passord" in low or "mot de passe" in low))
+        or "kennwort" in low or "contrasena" in low or "senha" in low or "mdp" in low or "wachtwoord" in low
+        or "haslo" in low or "losenord" in low or "adgangskode" in low or "salasana" in low or "heslo" in low
+        or "jelszo" in low or "sifre" in low
+        or (not low.isascii() and any(w in low for w in _OTHER_TRIGGERS_NON_ASCII))
+    )  # fmt: skip
+    return english, other, "cookie" in low
 
 
 COOKIE_PATTERN = "cookie value on a cookie header line"
+# the value of each name=value pair of a cookie header's value (a session id: 16+ characters)
+_COOKIE_PAIR = re.compile(r"(?:^|;)[ \t]*[\w.\-]{1,64}=(?P<v>[^;\s\"']{16,4096})")
 _COOKIE_LINE = re.compile(r"""(?i)[ \t"'>*-]*(?:request\s+headers?:\s*)?(?:set-)?cookie:""")
 # ("DB_PASS", "Fallb4ck!"), ["X-Api-Key", "3f9a…"]: a quoted name, then its quoted value (a lookup's
 # default, a header pair); and JavaScript's process.env.DB_PASS || "…" / ?? "…".
@@ -55,6 +95,14 @@ _PGPASS_LINE = re.compile(
     re.MULTILINE,
 )
 _PGPASS_HINT = re.compile(r":(?:\d{1,5}|\*):[^\s:]+:[^\s:]+:[^\s:]")
+# What a shell prints for ``kubectl get secret … | base64 -d`` is the secret, on the next line.
+_DECODED_SECRET = re.compile(
+    r"kubectl\b[^\n]*\bget[ \t]+secrets?\b[^\n]*\|[ \t]*base64[ \t]+(?:-d|-D|--decode)\b[^\n]*\n"
+    r"(?P<v>[^\s$#>][^\n]{3,4095})"
+)
+# A Terraform variable named for a secret (or marked sensitive): its default is the secret.
+_TF_VARIABLE = re.compile(r"\bvariable[ \t]+\"(?P<k>[^\"\n]{1,64})\"[ \t]*\{(?P<body>[^{}]{0,2000})\}")
+_TF_DEFAULT = re.compile(r"\bdefault[ \t]*=[ \t]*\"(?P<v>[^\"\n]{1,512})\"")
 # Some word of a secret's name: what a quoted name before a comma, or a name after "env.", must hold
 # before the pair patterns run (code holds many "', " that pair nothing).
 _NAME_PARTS = ("pass", "pwd", "secret", "key", "token", "auth", "cred")
@@ -87,8 +135,13 @@ class CredentialRecognizer(SluicePatternRecognizer):
             r"(?i:(?<![A-Za-z0-9_])"
             + _TEXT_NAMES
             + r"(?:[ \t]+(?:for|of|to|on|at)[ \t]+[\w.@\-]{1,40}){0,2})"
-            r"[\"']?(?:\s*[:=]\s*|\s+(?:is\s+)?)(?P<q>[\"']?)"
-            r"(?P<v>[^\s\"'<>()\[\]{},;]{6,200})(?P=q)(?![^\s\"',;)\]}])",
+            r"[\"']?(?:\s*[:=]\s*|\s+(?:is\s+)?)" + _VALUE,
+            0.85,
+        ),
+        Pattern(
+            "secret assignment in another language",
+            r"(?i:(?<!\w)" + _OTHER_NAMES + _OTHER_QUALIFIER + r")"
+            r"[\"']?(?:\s*[:=：]\s*|\s+(?:" + _OTHER_COPULA + r"\s+)?)" + _VALUE,
             0.85,
         ),
         Pattern(
@@ -98,14 +151,20 @@ class CredentialRecognizer(SluicePatternRecognizer):
         ),
     ]
 
-    @staticmethod
-    def _has_trigger(low: str) -> bool:
-        """Whether lower-cased ``low`` holds a word every text pattern above needs (written out: twice as fast
-        as ``any`` over a tuple)."""
-        return (
-            "pass" in low or "pwd" in low or "secret" in low or "api_key" in low or "apikey" in low
-            or "_token" in low or "cookie" in low
-        )  # fmt: skip
+    def __init__(self, supported_language: str = "en") -> None:
+        super().__init__(supported_language)
+        self._seen: tuple[str, tuple[bool, bool, bool]] = ("", (False, False, False))
+
+    def _triggers(self, text: str) -> tuple[bool, bool, bool]:
+        """``_triggers`` of ``text``, kept for the next call with the same string (``may_match`` then
+        ``scan``)."""
+        if text is not self._seen[0]:
+            self._seen = (text, _triggers(text.lower()))
+        return self._seen[1]
+
+    def compiled_for(self, text: str) -> list[tuple[Pattern, re.Pattern[str]]]:
+        wanted = self._triggers(text)
+        return [c for c, want in zip(self._compiled, wanted, strict=True) if want]
 
     def validate_result(self, pattern_text: str) -> bool:
         return looks_like_literal(pattern_text)
@@ -125,13 +184,23 @@ class CredentialRecognizer(SluicePatternRecognizer):
         """The patterns above, then the shapes where a name and its value are written apart: a quoted
         pair or a JS env default (the name must name a secret, the value look like a token) and a
         password-file line."""
-        low = text.lower()
-        found = super().scan(text, *presidio_args) if self._has_trigger(low) else []
+        found = super().scan(text, *presidio_args) if any(self._triggers(text)) else []
         if _may_pair(text):
             for rx in (_QUOTED_PAIR, _ENV_DEFAULT):
                 for m in rx.finditer(text):
                     if names_secret(m["k"]) and looks_like_token(m["v"]) and not code_or_placeholder(m["v"]):
                         found.append(self.result(*m.span("v"), 0.85, "value paired with a secret's name"))
+        if "base64" in text and "kubectl" in text:
+            for m in _DECODED_SECRET.finditer(text):
+                found.append(self.result(*m.span("v"), 0.85, "decoded secret printed by kubectl"))
+        if "variable" in text and "default" in text:
+            for m in _TF_VARIABLE.finditer(text):
+                if not (names_secret(m["k"]) or re.search(r"\bsensitive[ \t]*=[ \t]*true\b", m["body"])):
+                    continue
+                d = _TF_DEFAULT.search(m["body"])
+                if d is not None and looks_like_literal(d["v"]) and not code_or_placeholder(d["v"]):
+                    at = m.start("body") + d.start("v")
+                    found.append(self.result(at, at + len(d["v"]), 0.85, "default of a secret variable"))
         if _PGPASS_HINT.search(text) is not None:
             for m in _PGPASS_LINE.finditer(text):  # the fifth field is a password whatever it looks like
                 if m["v"].lower() not in NOT_SECRETS and not code_or_placeholder(m["v"]):
@@ -141,11 +210,37 @@ class CredentialRecognizer(SluicePatternRecognizer):
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):
             return True
-        if self._has_trigger(text.lower()):
+        if any(self._triggers(text)):
             return True
         if ("'," in text or '",' in text or "env." in text) and _may_pair(text):
             return True
+        if ("base64" in text and "kubectl" in text) or ("variable" in text and "default" in text):
+            return True
         return ":" in text and _PGPASS_HINT.search(text) is not None
+
+    def enhance_using_context(
+        self,
+        text: str,
+        raw_recognizer_results: list[RecognizerResult],
+        other_raw_recognizer_results: list[RecognizerResult],
+        nlp_artifacts: object,
+        context: list[str] | None = None,
+    ) -> list[RecognizerResult]:
+        """Under a cookie header's key (``{"set-cookie": "sid=…; Path=/"}``) each cookie's value is one."""
+        if context and any("cookie" in key_words(c) for c in context):
+            cookies = [
+                self.result(*m.span("v"), 0.9, COOKIE_PATTERN, by_key=True)
+                for m in _COOKIE_PAIR.finditer(text)
+            ]
+            if cookies:
+                return cookies
+        return super().enhance_using_context(
+            text,
+            raw_recognizer_results,
+            other_raw_recognizer_results,
+            nlp_artifacts,
+            context,  # type: ignore[arg-type]
+        )
 
     @staticmethod
     def _names_secret(context: list[str] | None) -> bool:

@@ -34,7 +34,9 @@ _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
     r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us)|"
     r"callback|voicemail|ring|handy|mobil|kontakt)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
-    r"numéro|número|nummer|ruf|portable|celular|móvil|appel|joindre|chiam|contatt)"
+    r"numéro|número|nummer|ruf|portable|celular|móvil|appel|joindre|chiam|contatt|電話|携帯|电话|手机|전화|телефон"
+    # a signature's one-letter labels at the start of a line: "M: …", "W: …", "T. …", "Ph: …"
+    r"|(?m:^[ \t]*(?:[mtwpohf]|ph|mob|tél|off|dir)[ \t]*[.:]))"
 )
 # (NXX) NXX-XXXX, +1 NXX NXX XXXX, NXX-NXX-XXXX / NXX.NXX.XXXX (one separator throughout).
 _NANP_SHAPE = re.compile(
@@ -43,9 +45,20 @@ _NANP_SHAPE = re.compile(
 )
 # Any grouped number: +CC or (area), then 7-15 digits in groups of 1-5.
 _GROUPED = re.compile(r"(?<![\w+.\-/])(?:\+|00)?\(?\d{1,5}\)?(?:[ .\-/]?\(?\d{1,5}\)?){1,6}(?![\w\-]|\.\d)")
-_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}|\d{1,2}:\d{2}")
+# a date or time inside the run; a day-first or month-first date only when it is the whole run (five
+# groups "06-77-42-08-60" are a French number, not a date followed by digits)
+_DATE_OR_TIME = re.compile(r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}:\d{2}")
+_SHORT_DATE = re.compile(r"\(?\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\)?")
 _TRUNK_CANDIDATE = re.compile(r"(?<![\d+])\(?0\d")  # national numbers outside NANP start with 0
 _DOTTED_QUAD = re.compile(r"\d{1,5}(?:\.\d{1,5}){3,}")  # IPv4 addresses, OIDs, four-part versions
+_DOTTED_PAIRS = re.compile(r"0\d(?:\.\d\d){3,5}")  # but 09.25.58.27.52 is a number written in pairs
+
+
+def _dotted_id(raw: str) -> bool:
+    """An address, OID or version written with dots, not a phone number written in dotted pairs."""
+    return _DOTTED_QUAD.fullmatch(raw) is not None and _DOTTED_PAIRS.fullmatch(raw) is None
+
+
 _KEY_WORDS = KIND_WORDS["PHONE_NUMBER"]
 
 
@@ -110,7 +123,7 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
             if i and region not in _NANP and not _TRUNK_CANDIDATE.search(text):
                 continue  # +CC numbers were found by the first region's pass already
             for start, end, raw in valid_numbers(text, region):
-                if _DOTTED_QUAD.fullmatch(raw.strip("[]() ")) or _inside_token(text, start, end):
+                if _dotted_id(raw.strip("[]() ")) or _inside_token(text, start, end):
                     continue
                 international = raw.startswith("+") or raw.startswith("00")
                 if not international and region not in _NANP and not raw.lstrip("(").startswith("0"):
@@ -129,7 +142,12 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
         for m in _GROUPED.finditer(text):
             raw = m.group()
             digits = sum(c.isdigit() for c in raw)
-            if not 7 <= digits <= 15 or _DATE_OR_TIME.search(raw) or _DOTTED_QUAD.fullmatch(raw.strip("()")):
+            if (
+                not 7 <= digits <= 15
+                or _DATE_OR_TIME.search(raw)
+                or _SHORT_DATE.fullmatch(raw)
+                or _dotted_id(raw.strip("()"))
+            ):
                 continue
             if _overlaps(spans, m.start(), m.end()) or _inside_token(text, m.start(), m.end()):
                 continue

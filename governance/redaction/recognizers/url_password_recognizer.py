@@ -23,6 +23,7 @@ _COMMAND_PATTERNS = (
     "password of a registry login",
     "password after redis-cli -a",
     "openssl pass phrase",
+    "password fed to sudo -S",
 )
 _URL_SHAPE = re.compile(r"://[^\s@/]*:[^\s@/]*@")
 _OPTION = re.compile(r"-[ua][= \t]|--(?:user|auth|proxy-user)")  # a literal first: a fast scan
@@ -33,9 +34,10 @@ _COMMAND_WORDS = (
     "login",
     "redis-cli",
     "pass:",
+    "sudo",
 )  # a substring scan each: cheaper than a regex
 _COMMAND_SHAPE = re.compile(
-    r"\bmysql|\bsshpass|\blogin\b[^\n]*[ \t](?:-p|--password)[= \t]|\bredis-cli\b|pass:"
+    r"\bmysql|\bsshpass|\blogin\b[^\n]*[ \t](?:-p|--password)[= \t]|\bredis-cli\b|pass:|\bsudo\b[^\n]*[ \t]-S\b"
 )
 _VALUE = r"(?P<q>[\"'])?(?P<v>(?(q)[^\"'\n]+|[^\s\"']+))"  # quoted: to the closing quote; bare: to a blank
 
@@ -57,7 +59,8 @@ class UrlPasswordRecognizer(SluicePatternRecognizer):
         ),
         Pattern(
             _COMMAND_PATTERNS[1],
-            r"\bmysql(?:dump|admin|sh)?\b[^\n|;&]*?[ \t]-p(?P<v>[^\s\"'-][^\s\"']{2,})",
+            # -pSECRET or -p'SECRET' (quoted: to the closing quote)
+            r"\bmysql(?:dump|admin|sh)?\b[^\n|;&]*?[ \t]-p([\"'])?(?P<v>(?(1)[^\"'\n]{3,}|[^\s\"'-][^\s\"']{2,}))",
             0.9,
         ),
         Pattern(
@@ -72,6 +75,13 @@ class UrlPasswordRecognizer(SluicePatternRecognizer):
         ),
         Pattern(_COMMAND_PATTERNS[4], r"\bredis-cli\b[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+" + _VALUE, 0.9),
         Pattern(_COMMAND_PATTERNS[5], r"-pass(?:in|out|word)?[ \t]+pass:" + _VALUE, 0.9),
+        # sudo -S reads the password from stdin: a here-string, or echo … | sudo -S
+        Pattern(_COMMAND_PATTERNS[6], r"\bsudo\b[^\n|;&]*?[ \t]-S\b[^\n|;&]*?<<<[ \t]*" + _VALUE, 0.9),
+        Pattern(
+            _COMMAND_PATTERNS[6],
+            r"\becho[ \t]+(?P<q>[\"'])?(?P<v>(?(q)[^\"'\n]+|[^\s\"'|]+))(?(q)(?P=q))[ \t]*\|[ \t]*sudo\b[^\n|;&]*?[ \t]-S\b",
+            0.9,
+        ),
     ]
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:

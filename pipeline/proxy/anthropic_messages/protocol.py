@@ -9,13 +9,13 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel
+from pipeline.proxy.protocol_base import OpenModel, TokenLimit
 
 
 class MessagesRequest(OpenModel):
     model: str = Field(min_length=1)
     messages: list[dict[str, Any]] = Field(min_length=1)
-    max_tokens: int = Field(ge=1)
+    max_tokens: TokenLimit
     container: str | None = None
     mcp_servers: list[dict[str, Any]] | None = None
     metadata: dict[str, Any] | None = None

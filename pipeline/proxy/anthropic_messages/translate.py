@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.request_fields import bad_request, object_field, object_part, string_field
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -24,55 +24,62 @@ STOP_REASONS = {
 }
 
 
-def _bad(where: str, why: str) -> ApiError:
-    return ApiError(400, f"{where}: {why}", param=where)
-
-
 def _text_of_blocks(content: Any, where: str) -> str:
     if isinstance(content, str):
         return content
     if content is None:
         return ""
     if not isinstance(content, list):
-        raise _bad(where, "must be a string or a list of content blocks")
+        raise bad_request(where, "must be a string or a list of content blocks")
     parts = []
     for i, b in enumerate(content):
-        if not isinstance(b, dict) or b.get("type") != "text":
-            raise _bad(f"{where}[{i}]", "only text blocks can be translated here")
-        parts.append(str(b.get("text", "")))
+        at = f"{where}[{i}]"
+        if object_part(b, at).get("type") != "text":
+            raise bad_request(at, "only text blocks can be translated here")
+        parts.append(string_field(b, "text", at))
     return "".join(parts)
 
 
 def _image_part(block: dict[str, Any], where: str) -> dict[str, Any]:
-    src = block.get("source") or {}
+    src = object_field(block, "source", where)
+    at = where + ".source"
     if src.get("type") == "base64":
-        url = f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"
+        media = string_field(src, "media_type", at, required=False) or "image/png"
+        url = f"data:{media};base64,{string_field(src, 'data', at)}"
     elif src.get("type") == "url":
-        url = str(src.get("url", ""))
+        url = string_field(src, "url", at)
     else:
-        raise _bad(where + ".source", "image source must be base64 or url")
+        raise bad_request(at, "image source must be base64 or url")
     return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _document_text(block: dict[str, Any], where: str) -> str:
+    src = object_field(block, "source", where)
+    if src.get("type") != "text":
+        raise bad_request(where + ".source", "only text documents can be translated by this proxy")
+    return string_field(src, "data", where + ".source")
 
 
 def _user_turn(content: list[Any], where: str, out: list[dict[str, Any]]) -> None:
     parts: list[dict[str, Any]] = []
     for i, b in enumerate(content):
         at = f"{where}.content[{i}]"
-        kind = b.get("type") if isinstance(b, dict) else None
+        kind = object_part(b, at).get("type")
         if kind == "tool_result":
-            if not b.get("tool_use_id"):
-                raise _bad(at, "tool_result needs tool_use_id")
+            call_id = string_field(b, "tool_use_id", at)
+            if not call_id:
+                raise bad_request(at, "tool_result needs tool_use_id")
             result = b.get("content")
             text = result if isinstance(result, str) else _tool_result_text(result, at)
-            out.append({"role": "tool", "tool_call_id": b["tool_use_id"], "content": text})
+            out.append({"role": "tool", "tool_call_id": call_id, "content": text})
         elif kind == "text":
-            parts.append({"type": "text", "text": str(b.get("text", ""))})
+            parts.append({"type": "text", "text": string_field(b, "text", at)})
         elif kind == "image":
             parts.append(_image_part(b, at))
-        elif kind == "document" and (b.get("source") or {}).get("type") == "text":
-            parts.append({"type": "text", "text": str(b["source"].get("data", ""))})
+        elif kind == "document":
+            parts.append({"type": "text", "text": _document_text(b, at)})
         else:
-            raise _bad(at, f"content block type {kind!r} is not supported by this proxy")
+            raise bad_request(at, f"content block type {kind!r} is not supported by this proxy")
     if parts:
         only_text = all(p["type"] == "text" for p in parts)
         out.append({"role": "user", "content": "".join(p["text"] for p in parts) if only_text else parts})
@@ -82,30 +89,33 @@ def _tool_result_text(result: Any, where: str) -> str:
     if result is None:
         return ""
     if not isinstance(result, list):
-        raise _bad(where + ".content", "must be a string or a list of blocks")
-    return "".join(str(b.get("text", "")) for b in result if isinstance(b, dict) and b.get("type") == "text")
+        raise bad_request(where + ".content", "must be a string or a list of blocks")
+    texts = []
+    for i, b in enumerate(result):
+        at = f"{where}.content[{i}]"
+        if object_part(b, at).get("type") == "text":
+            texts.append(string_field(b, "text", at))
+    return "".join(texts)
 
 
 def _assistant_turn(content: list[Any], where: str) -> dict[str, Any]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     for i, b in enumerate(content):
-        kind = b.get("type") if isinstance(b, dict) else None
+        at = f"{where}.content[{i}]"
+        kind = object_part(b, at).get("type")
         if kind == "text":
-            texts.append(str(b.get("text", "")))
+            texts.append(string_field(b, "text", at))
         elif kind == "tool_use":
-            if not b.get("id") or not b.get("name"):
-                raise _bad(f"{where}.content[{i}]", "tool_use needs id and name")
-            args = json.dumps(b.get("input") or {}, ensure_ascii=False)
-            calls.append(
-                {"id": b["id"], "type": "function", "function": {"name": b["name"], "arguments": args}}
-            )
+            call_id, name = string_field(b, "id", at), string_field(b, "name", at)
+            if not call_id or not name:
+                raise bad_request(at, "tool_use needs id and name")
+            args = json.dumps(object_field(b, "input", at, required=False), ensure_ascii=False)
+            calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": args}})
         elif kind in ("thinking", "redacted_thinking"):
             continue  # no chat equivalent; the backend never produced it through this proxy
         else:
-            raise _bad(
-                f"{where}.content[{i}]", f"content block type {kind!r} is not supported in assistant turns"
-            )
+            raise bad_request(at, f"content block type {kind!r} is not supported in assistant turns")
     msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
     if calls:
         msg["tool_calls"] = calls
@@ -115,14 +125,14 @@ def _assistant_turn(content: list[Any], where: str) -> dict[str, Any]:
 def _tools(tools: list[Any]) -> list[dict[str, Any]]:
     out = []
     for i, t in enumerate(tools):
-        if not isinstance(t, dict) or "input_schema" not in t or not t.get("name"):
-            kind = t.get("type") if isinstance(t, dict) else None
-            raise _bad(
-                f"tools[{i}]", f"only custom tools (name + input_schema) can be translated, got type {kind!r}"
+        at = f"tools[{i}]"
+        if "input_schema" not in object_part(t, at) or not t.get("name"):
+            raise bad_request(
+                at, f"only custom tools (name + input_schema) can be translated, got type {t.get('type')!r}"
             )
-        fn = {"name": t["name"], "parameters": t["input_schema"]}
-        if t.get("description"):
-            fn["description"] = t["description"]
+        fn = {"name": string_field(t, "name", at), "parameters": object_field(t, "input_schema", at)}
+        if t.get("description") is not None:
+            fn["description"] = string_field(t, "description", at)
         out.append({"type": "function", "function": fn})
     return out
 
@@ -137,8 +147,11 @@ def _tool_choice(choice: dict[str, Any]) -> tuple[Any, bool | None]:
     if kind == "none":
         return "none", parallel
     if kind == "tool" and choice.get("name"):
-        return {"type": "function", "function": {"name": choice["name"]}}, parallel
-    raise _bad("tool_choice", f"unsupported tool_choice {choice!r}")
+        return {
+            "type": "function",
+            "function": {"name": string_field(choice, "name", "tool_choice")},
+        }, parallel
+    raise bad_request("tool_choice", f"unsupported tool_choice {choice!r}")
 
 
 def to_chat(body: dict[str, Any]) -> dict[str, Any]:
@@ -146,12 +159,18 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     if body.get("system"):
         messages.append({"role": "system", "content": _text_of_blocks(body["system"], "system")})
+    last = len(body["messages"]) - 1
     for i, m in enumerate(body["messages"]):
         where = f"messages[{i}]"
         role = m.get("role")
         content = m.get("content")
         if role not in ("user", "assistant"):
-            raise _bad(where + ".role", f"role must be user or assistant, got {role!r}")
+            raise bad_request(where + ".role", f"role must be user or assistant, got {role!r}")
+        if not content and not (i == last and role == "assistant"):  # as the Messages API rules
+            raise bad_request(
+                where + ".content",
+                "all messages must have non-empty content except the final assistant message",
+            )
         if isinstance(content, str):
             messages.append({"role": role, "content": content})
         elif isinstance(content, list):
@@ -160,7 +179,7 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
             else:
                 messages.append(_assistant_turn(content, where))
         else:
-            raise _bad(where + ".content", "must be a string or a list of content blocks")
+            raise bad_request(where + ".content", "must be a string or a list of content blocks")
     chat: dict[str, Any] = {"model": body["model"], "messages": messages, "max_tokens": body["max_tokens"]}
     for key in ("temperature", "top_p", "top_k", "stream"):
         if body.get(key) is not None:

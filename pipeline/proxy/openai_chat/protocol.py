@@ -7,11 +7,11 @@ the proxy validates only the messages it records (the delta), see ``canonical.ev
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel
+from pipeline.proxy.protocol_base import OpenModel, Seed, TokenCount
 
 
 class ChatCompletionRequest(OpenModel):
@@ -23,8 +23,8 @@ class ChatCompletionRequest(OpenModel):
     functions: list[dict[str, Any]] | None = None
     logit_bias: dict[str, float] | None = None
     logprobs: bool | None = None
-    max_completion_tokens: int | None = Field(None, ge=0)
-    max_tokens: int | None = Field(None, ge=0)
+    max_completion_tokens: TokenCount | None = None
+    max_tokens: TokenCount | None = None
     metadata: dict[str, Any] | None = None
     modalities: list[str] | None = None
     n: int | None = Field(None, ge=1, le=128)
@@ -33,14 +33,14 @@ class ChatCompletionRequest(OpenModel):
     presence_penalty: float | None = None
     reasoning_effort: str | None = None
     response_format: dict[str, Any] | None = None
-    seed: int | None = None
+    seed: Seed | None = None
     service_tier: str | None = None
     stop: str | list[str] | None = None
     store: bool | None = None
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None
     temperature: float | None = Field(None, ge=0)
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     top_logprobs: int | None = Field(None, ge=0)
     top_p: float | None = Field(None, ge=0, le=1)

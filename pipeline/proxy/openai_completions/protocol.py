@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel
+from pipeline.proxy.protocol_base import OpenModel, Seed, TokenCount
 
 
 class CompletionRequest(OpenModel):
@@ -17,10 +17,10 @@ class CompletionRequest(OpenModel):
     frequency_penalty: float | None = None
     logit_bias: dict[str, float] | None = None
     logprobs: int | None = Field(None, ge=0)
-    max_tokens: int | None = Field(None, ge=0)
+    max_tokens: TokenCount | None = None
     n: int | None = Field(None, ge=1, le=128)
     presence_penalty: float | None = None
-    seed: int | None = None
+    seed: Seed | None = None
     stop: str | list[str] | None = None
     stream: bool | None = None
     stream_options: dict[str, Any] | None = None

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel
+from pipeline.proxy.protocol_base import OpenModel, TokenLimit
 
 
 class ResponsesRequest(OpenModel):
@@ -20,7 +20,7 @@ class ResponsesRequest(OpenModel):
     include: list[str] | None = None
     input: str | list[dict[str, Any]]
     instructions: str | None = None
-    max_output_tokens: int | None = Field(None, ge=1)
+    max_output_tokens: TokenLimit | None = None
     max_tool_calls: int | None = None
     metadata: dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
@@ -34,7 +34,7 @@ class ResponsesRequest(OpenModel):
     text: dict[str, Any] | None = None
     tool_choice: str | dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
-    top_logprobs: int | None = None
+    top_logprobs: int | None = Field(None, ge=0)
     top_p: float | None = Field(None, ge=0, le=1)
     truncation: str | None = None
     user: str | None = None

@@ -14,39 +14,47 @@ import time
 from typing import Any
 
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.request_fields import bad_request, object_field, object_part, string_field
 
-
-def _bad(where: str, why: str) -> ApiError:
-    return ApiError(400, f"{where}: {why}", param=where)
+TOOL_CHOICE_MODES = ("none", "auto", "required")
+TEXT_FORMATS = ("text", "json_object", "json_schema")
 
 
 def _content(content: Any, where: str) -> Any:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise _bad(where, "must be a string or a list of content parts")
+        raise bad_request(where, "must be a string or a list of content parts")
     parts: list[dict[str, Any]] = []
     for i, p in enumerate(content):
-        kind = p.get("type") if isinstance(p, dict) else None
+        at = f"{where}[{i}]"
+        kind = object_part(p, at).get("type")
         if kind in ("input_text", "output_text", "text"):
-            parts.append({"type": "text", "text": str(p.get("text", ""))})
+            parts.append({"type": "text", "text": string_field(p, "text", at)})
         elif kind == "input_image" and p.get("image_url"):
-            parts.append({"type": "image_url", "image_url": {"url": p["image_url"]}})
+            parts.append({"type": "image_url", "image_url": {"url": string_field(p, "image_url", at)}})
         elif kind == "refusal":
-            parts.append({"type": "text", "text": str(p.get("refusal", ""))})
+            parts.append({"type": "text", "text": string_field(p, "refusal", at)})
         else:
-            raise _bad(f"{where}[{i}]", f"content part type {kind!r} is not supported by this proxy")
+            raise bad_request(at, f"content part type {kind!r} is not supported by this proxy")
     if all(p["type"] == "text" for p in parts):
         return "".join(p["text"] for p in parts)
     return parts
 
 
-def _output_text(output: Any) -> str:
+def _output_text(output: Any, where: str) -> str:
     if isinstance(output, str):
         return output
-    if isinstance(output, list):
-        return "".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
-    return "" if output is None else str(output)
+    if output is None:
+        return ""
+    if not isinstance(output, list):
+        raise bad_request(where, "must be a string or a list of content parts")
+    texts = []
+    for i, p in enumerate(output):
+        at = f"{where}[{i}]"
+        if object_part(p, at).get("text") is not None:
+            texts.append(string_field(p, "text", at))
+    return "".join(texts)
 
 
 def input_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -68,15 +76,18 @@ def item_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
-                raise _bad(where + ".role", f"unsupported role {role!r}")
+                raise bad_request(where + ".role", f"unsupported role {role!r}")
             messages.append({"role": role, "content": _content(item.get("content"), where + ".content")})
         elif kind == "function_call":
             if not item.get("call_id") or not item.get("name"):
-                raise _bad(where, "function_call needs call_id and name")
+                raise bad_request(where, "function_call needs call_id and name")
             call = {
-                "id": item["call_id"],
+                "id": string_field(item, "call_id", where),
                 "type": "function",
-                "function": {"name": item["name"], "arguments": item.get("arguments") or ""},
+                "function": {
+                    "name": string_field(item, "name", where),
+                    "arguments": string_field(item, "arguments", where, required=False),
+                },
             }
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":  # same turn as the text before it
@@ -85,23 +96,25 @@ def item_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
             if not item.get("call_id"):
-                raise _bad(where, "function_call_output needs call_id")
-            messages.append(
-                {"role": "tool", "tool_call_id": item["call_id"], "content": _output_text(item.get("output"))}
-            )
+                raise bad_request(where, "function_call_output needs call_id")
+            call_id = string_field(item, "call_id", where)
+            output = _output_text(item.get("output"), where + ".output")
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
         elif kind == "reasoning":
             continue
         else:
-            raise _bad(where + ".type", f"input item type {kind!r} is not supported by this proxy")
+            raise bad_request(where + ".type", f"input item type {kind!r} is not supported by this proxy")
     return messages
 
 
 def _tools(tools: list[Any]) -> list[dict[str, Any]]:
     out = []
     for i, t in enumerate(tools):
-        if not isinstance(t, dict) or t.get("type") != "function" or not t.get("name"):
-            kind = t.get("type") if isinstance(t, dict) else None
-            raise _bad(f"tools[{i}]", f"only function tools can be translated, got type {kind!r}")
+        at = f"tools[{i}]"
+        if object_part(t, at).get("type") != "function" or not t.get("name"):
+            raise bad_request(at, f"only function tools can be translated, got type {t.get('type')!r}")
+        string_field(t, "name", at)
+        object_field(t, "parameters", at, required=False)
         fn = {k: t[k] for k in ("name", "description", "parameters", "strict") if t.get(k) is not None}
         out.append({"type": "function", "function": fn})
     return out
@@ -121,12 +134,12 @@ def to_chat(body: dict[str, Any], history: list[dict[str, Any]] | None = None) -
     """The chat request for a responses request; ``history`` is the conversation ``previous_response_id``
     names (oldest first)."""
     if body.get("conversation"):
-        raise _bad(
+        raise bad_request(
             "conversation",
             "conversations are not kept by this proxy: use previous_response_id or send the full input",
         )
     if body.get("background"):
-        raise _bad("background", "background responses are not supported by this proxy")
+        raise bad_request("background", "background responses are not supported by this proxy")
     system = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
     messages = system + list(history or ()) + item_messages(body)
     chat: dict[str, Any] = {"model": body["model"], "messages": messages}
@@ -137,18 +150,44 @@ def to_chat(body: dict[str, Any], history: list[dict[str, Any]] | None = None) -
             chat[key] = body[key]
     if body.get("tools"):
         chat["tools"] = _tools(body["tools"])
-    choice = body.get("tool_choice")
-    if isinstance(choice, str):
-        chat["tool_choice"] = choice
-    elif isinstance(choice, dict) and choice.get("type") == "function" and choice.get("name"):
-        chat["tool_choice"] = {"type": "function", "function": {"name": choice["name"]}}
-    fmt = (body.get("text") or {}).get("format") or {}
-    if fmt.get("type") == "json_schema":
-        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
-        chat["response_format"] = {"type": "json_schema", "json_schema": schema}
-    elif fmt.get("type") == "json_object":
-        chat["response_format"] = {"type": "json_object"}
+    if body.get("tool_choice") is not None:
+        chat["tool_choice"] = _tool_choice(body["tool_choice"])
+    response_format = _response_format(body.get("text") or {})
+    if response_format is not None:
+        chat["response_format"] = response_format
     return chat
+
+
+def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    if isinstance(choice, str):
+        if choice not in TOOL_CHOICE_MODES:
+            raise bad_request("tool_choice", f"must be one of {', '.join(TOOL_CHOICE_MODES)} or a function")
+        return choice
+    if choice.get("type") != "function":
+        raise bad_request(
+            "tool_choice.type", f"only function tool choices translate, got {choice.get('type')!r}"
+        )
+    name = string_field(choice, "name", "tool_choice")
+    if not name:
+        raise bad_request("tool_choice.name", "must name the function")
+    return {"type": "function", "function": {"name": name}}
+
+
+def _response_format(text: dict[str, Any]) -> dict[str, Any] | None:
+    """``text.format`` as the chat ``response_format`` (None: plain text)."""
+    fmt = object_field(text, "format", "text", required=False)
+    kind = fmt.get("type", "text") if fmt else "text"
+    if kind not in TEXT_FORMATS:
+        raise bad_request("text.format.type", f"must be one of {', '.join(TEXT_FORMATS)}, got {kind!r}")
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_schema":
+        if not string_field(fmt, "name", "text.format"):
+            raise bad_request("text.format.name", "must name the schema")
+        object_field(fmt, "schema", "text.format")
+        schema = {k: fmt[k] for k in ("name", "schema", "strict", "description") if k in fmt}
+        return {"type": "json_schema", "json_schema": schema}
+    return None
 
 
 def response_id(chat_id: Any) -> str:
