@@ -73,6 +73,14 @@ KIND_WORDS: dict[str, frozenset[str]] = {
     "US_SSN": frozenset({"ssn", "social", "tax", "tin", "sin"}),
     "IBAN_CODE": frozenset({"iban", "bank", "account", "payout"}),
     "IP_ADDRESS": frozenset({"ip", "addr", "remote", "client", "source"}),
+    "NATIONAL_ID": frozenset({"cpf", "aadhaar", "aadhar", "pan", "nino", "nhs", "sin", "dni", "nie", "nif",
+                              "codicefiscale", "fiscale", "nir", "insee", "steuerid", "steuer", "idnr", "bsn",
+                              "pesel", "personnummer", "rrn", "mynumber", "マイナンバー", "個人番号", "身份证",
+                              "身份证号", "身份证号码", "주민등록번호", "passport", "nationalid", "pnr", "cf",
+                              "taxcode", "burgerservicenummer", "citizenservicenumber", "my_number",
+                              "individualnumber", "kojin_bango", "kojinbango", "resident_registration_number",
+                              "nhs_no", "aadhaar_no", "aadhaarno", "social_insurance_number", "sozialversicherungsnummer",
+                              "svnr", "nss", "rut", "curp", "rfc"}),
 }  # fmt: skip
 # ``<role>_name`` keys that name a person (``product_name``, ``table_name`` do not).
 PERSON_ROLES = frozenset(
@@ -185,7 +193,12 @@ def names_kind(key: str) -> frozenset[str]:
     words = key_words(key)
     if not words or words[-1] in META_WORDS - {"name"}:
         return frozenset()
-    found = {kind for kind, vocab in KIND_WORDS.items() if kind != "PERSON" and not vocab.isdisjoint(words)}
+    whole = {"_".join(words), "".join(words)}  # "my_number", "citizenservicenumber"
+    found = {
+        kind
+        for kind, vocab in KIND_WORDS.items()
+        if kind != "PERSON" and not (vocab.isdisjoint(words) and vocab.isdisjoint(whole))
+    }
     if normal_key(key) in PERSON_KEYS or (
         words[-1] == "name" and len(words) <= 3 and words[0] in PERSON_ROLES
     ):
@@ -221,7 +234,7 @@ _HEADER_ARG = re.compile(
 )
 _XML_ELEMENT = re.compile(r"<(?P<k>" + _KEY + r")(?:[ \t][^<>\n]*)?>(?P<v>[^<>\r\n]{1,512})</(?P=k)>")
 _MD_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*$")
-_CSV_HEAD = re.compile(r"^[ \t]*[A-Za-z_][\w .\-]*(?:[,;\t][ \t]*[A-Za-z_][\w .\-]*){1,30}[ \t]*$")
+_CSV_HEAD = re.compile(r"^[ \t]*[^\W\d][\w .\-]*(?:[,;\t][ \t]*[^\W\d][\w .\-]*){1,30}[ \t]*$")
 
 
 # What a line must hold for each pair shape to match in it (none of them matches across a line break):
@@ -274,7 +287,7 @@ def _matches_in_lines(
 
 def keyed_spans(text: str) -> list[KeyedSpan]:
     """``key = value`` pairs in text whose key names a secret or a PII kind, as value spans."""
-    if not any(c in text for c in ("=", ":", ",", "\t", "|", "</")):
+    if not any(c in text for c in ("=", ":", ",", ";", "\t", "|", "</")):
         return []
     spans: dict[tuple[int, int], str] = {}
     lines = _line_marks(text)

@@ -30,7 +30,7 @@ def normalise(entity_type: str, value: str, phone_region: str = "US") -> str:
             return phonenumbers.format_number(num, phonenumbers.PhoneNumberFormat.E164)
         except phonenumbers.NumberParseException:
             return re.sub(r"\D", "", v)
-    if entity_type in ("CREDIT_CARD", "US_SSN", "IBAN_CODE"):
+    if entity_type in ("CREDIT_CARD", "US_SSN", "IBAN_CODE", "NATIONAL_ID"):
         return _NON_ALNUM.sub("", v).upper()
     if entity_type == "IP_ADDRESS":
         try:

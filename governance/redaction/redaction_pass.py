@@ -7,8 +7,8 @@ analysed too (phone and card numbers are often sent as JSON numbers), and any in
 names a secret (``{"pin": 4821}``, ``{"cvv": 123}``); a redacted number becomes a string. The second string
 of a two-string list is analysed with the first as its key when the first names a secret or a PII kind
 (``["X-Api-Key", "3f9a…"]``, a header list). A payload with nothing to redact is returned byte for byte; one that changed is re-serialised.
-A value under a generic key (``value``, ``val``) also gets the names its siblings give it
-(``{"field": "db_url_password", "value": …}``). Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
+A value under a generic key (``value``, ``val``, ``number``) also gets the names its siblings give it
+(``{"field": "db_url_password", "value": …}``, ``{"type": "AADHAAR", "number": …}``). Structural fields of content parts (``type``, ids, ``cache_control``, base64 ``data``) are skipped.
 """
 
 from __future__ import annotations
@@ -39,11 +39,14 @@ PART_STRUCTURAL_KEYS = frozenset(
 )
 MIN_NUMBER_DIGITS = 7
 # {"field": "db_password", "value": "…"}: the name sits in a sibling, the value under a generic key.
+# {"type": "AADHAAR", "number": "…"}: a document's kind beside its number.
 NAME_KEYS = frozenset({"field", "name", "key", "param", "parameter", "setting", "variable", "var", "label",
-                       "attribute", "property", "prop", "option", "header", "id", "path", "k"})  # fmt: skip
+                       "attribute", "property", "prop", "option", "header", "id", "path", "k", "type", "kind",
+                       "document_type", "doc_type", "id_type", "scheme"})  # fmt: skip
 VALUE_KEYS = frozenset(
-    {"value", "val", "v", "data", "content", "secret", "text", "new_value", "default", "values"}
-)
+    {"value", "val", "v", "data", "content", "secret", "text", "new_value", "default", "values", "number",
+     "no", "document_number", "id_number", "identifier"}
+)  # fmt: skip
 
 
 def _names_a_secret(context: list[str] | None) -> bool:

@@ -37,7 +37,8 @@ def resolve_overlaps(findings: list[Finding], threshold: float) -> tuple[Finding
     """Non-overlapping findings in text order.
 
     Priority: redactable before residual, secrets before other types, specific before generic
-    (``STRIPE_KEY`` over ``CREDENTIAL``), then score, then length.
+    (``STRIPE_KEY`` over ``CREDENTIAL``), then score, then length; on a tie a national identifier of a
+    named country (``US_SSN``) over ``NATIONAL_ID``.
     """
     if len(findings) < 2:
         return tuple(findings)
@@ -49,6 +50,7 @@ def resolve_overlaps(findings: list[Finding], threshold: float) -> tuple[Finding
             f.entity_type not in _GENERIC,
             f.score,
             f.end - f.start,
+            f.entity_type != "NATIONAL_ID",
         ),
         reverse=True,
     )

@@ -23,6 +23,7 @@ from governance.redaction.recognizers.google_api_key_recognizer import GoogleApi
 from governance.redaction.recognizers.iban_code_recognizer import IbanCodeRecognizer
 from governance.redaction.recognizers.ip_address_recognizer import IpAddressRecognizer
 from governance.redaction.recognizers.jwt_recognizer import JwtRecognizer
+from governance.redaction.recognizers.national_id_recognizer import NationalIdRecognizer
 from governance.redaction.recognizers.openai_api_key_recognizer import OpenAiApiKeyRecognizer
 from governance.redaction.recognizers.payment_card_recognizer import PaymentCardRecognizer
 from governance.redaction.recognizers.person_location_recognizer import NER_ENTITIES
@@ -69,6 +70,7 @@ PII_ENTITIES: tuple[str, ...] = (
     "IBAN_CODE",
     "IP_ADDRESS",
     "US_SSN",
+    "NATIONAL_ID",
 )
 DEFAULT_ENTITIES: tuple[str, ...] = PII_ENTITIES + SECRET_ENTITIES
 FAMILIES: dict[str, tuple[str, ...]] = {"SECRET": SECRET_ENTITIES, "PII": PII_ENTITIES, "NER": NER_ENTITIES}
@@ -93,6 +95,7 @@ def pattern_recognizer_factories(
         "IBAN_CODE": lambda lang: IbanCodeRecognizer(supported_language=lang),
         "IP_ADDRESS": lambda lang: IpAddressRecognizer(supported_language=lang),
         "US_SSN": lambda lang: UsSocialSecurityRecognizer(supported_language=lang),
+        "NATIONAL_ID": lambda lang: NationalIdRecognizer(supported_language=lang),
     }
     for cls in SECRET_RECOGNIZERS:
         factories[cls.ENTITY] = lambda lang, cls=cls: cls(supported_language=lang)

@@ -62,14 +62,15 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
     PATTERNS = [
         Pattern(
             "card number",
-            r"(?<![\d.,/-])(?<!\d[ -])(?P<v>\d{4}(?:[ -]?\d){8,15})(?![ -]?\d)(?![.,/-]\d)",
+            # not glued into a longer token (an order id "OD648789502986595" is not a card)
+            r"(?<![A-Za-z_\d.,/-])(?<!\d[ -])(?P<v>\d{4}(?:[ -]?\d){8,15})(?![ -]?\d)(?![.,/-]\d)(?![A-Za-z_])",
             0.3,
         ),
     ]
     CONTEXT = ["credit", "card", "visa", "mastercard", "amex", "payment"]
     PREFILTER = re.compile(r"\d{4}(?:[ -]?\d){8}")
     NEEDS_NUMBER_RUN = True
-    VERSION = "2"
+    VERSION = "3"
     # any Luhn-valid number under a card-named key (``{"credit_card": …}``) is a card
     KEY_CONTEXT = KIND_WORDS["CREDIT_CARD"]
     KEY_CONTEXT_SCORE = CONTEXT_SCORE

@@ -53,6 +53,8 @@ POSITIVES = [
     # a number Presidio rejects (published sample, never-issued range) is still an SSN where it is called one
     ("US_SSN", "my social security number is 123-45-6789", "123-45-6789"),
     ("US_SSN", "SSN: 078-05-1120", "078-05-1120"),
+    ("NATIONAL_ID", "CPF do titular: 529.982.247-25", "529.982.247-25"),
+    ("NATIONAL_ID", "codice fiscale RSSMRA85T10A562S", "RSSMRA85T10A562S"),
     ("GITHUB_TOKEN", "token github_pat_11AAB2CDE0abcdefghijKLMNOP_qrstuvwxYZ0123456789abcdEFGHijklmnOPQRstuvwxyz0123",
      "github_pat_11AAB2CDE0abcdefghijKLMNOP_qrstuvwxYZ0123456789abcdEFGHijklmnOPQRstuvwxyz0123"),  # fmt: skip
     ("URL_PASSWORD", "curl -u admin:Pa55w0rd-2024 https://api.example.com/v2", "Pa55w0rd-2024"),
