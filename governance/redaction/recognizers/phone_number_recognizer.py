@@ -92,6 +92,15 @@ def _inside_token(text: str, start: int, end: int) -> bool:
     return joined_before or joined_after
 
 
+def epoch_like(raw: str) -> bool:
+    """A bare run of 10 or 13 digits that reads as a Unix time in seconds or milliseconds (2001-2036). No
+    numbering plan has ten-digit national numbers starting with 1, nor thirteen-digit ones."""
+    if not raw.isdigit() or len(raw) not in (10, 13):
+        return False
+    seconds = int(raw[:10])
+    return 1_000_000_000 <= seconds < 2_100_000_000
+
+
 def _overlaps(spans: dict[tuple[int, int], float], start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in spans)
 
@@ -152,5 +161,7 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
             if _overlaps(spans, m.start(), m.end()) or _inside_token(text, m.start(), m.end()):
                 continue
             worded = _PHONE_WORDS.search(text, max(0, m.start() - 40), m.start()) is not None
+            if worded and epoch_like(raw):  # "phone …, ts 1717171717171": a clock reading, not a number
+                worded = False
             spans[m.span()] = self.SCORE if worded and (digits >= 8 or raw[0] == "+") else self.BARE_SCORE
         return [self.result(s, e, score) for (s, e), score in spans.items()]

@@ -128,7 +128,13 @@ def test_secrets_and_numbers_in_text_layouts(redactor: Redactor, text: str, secr
         "| step | status |\n|---|---|\n| build | 0612 done |",
         "oid 1.3.6.1.4.1.2021 and build 10.0.22631.2861",
         "<version>4.12.1</version> <passwordPolicy>strict</passwordPolicy>",
+        "order ORD4111111111111111 shipped, ref TX4012888888881881Z",  # card-valid digits glued into ids
     ],
 )
 def test_near_misses_stay(redactor: Redactor, text: str) -> None:
     assert redacted(redactor, text) == text
+
+
+def test_a_clock_reading_near_a_phone_word_is_not_a_phone(redactor: Redactor) -> None:
+    out = redacted(redactor, "phone +44 20 7946 0958, ts 1717171717171 and 1717171717")
+    assert "1717171717171" in out and " 1717171717" in out and "7946" not in out
