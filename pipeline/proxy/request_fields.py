@@ -5,7 +5,8 @@ rewrite (``str(...)`` of an object, a dropped field).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pipeline.proxy.exceptions import ApiError
 
@@ -40,6 +41,31 @@ def object_part(part: Any, where: str) -> dict[str, Any]:
     if not isinstance(part, dict):
         raise bad_request(where, f"must be an object, got {_kind(part)}")
     return part
+
+
+def joined_text(
+    content: Any,
+    where: str,
+    is_text: Callable[[dict[str, Any]], bool],
+    *,
+    others: Literal["skip", "refuse"] = "skip",
+) -> str:
+    """The text of ``content``: a string as it is, null as ``""``, a list of parts as the ``text`` of the
+    parts ``is_text`` picks, joined; any other part is skipped, or with ``others="refuse"`` a 400."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        raise bad_request(where, "must be a string or a list of content parts")
+    texts = []
+    for i, part in enumerate(content):
+        at = f"{where}[{i}]"
+        if is_text(object_part(part, at)):
+            texts.append(string_field(part, "text", at))
+        elif others == "refuse":
+            raise bad_request(at, "only text parts can be translated here")
+    return "".join(texts)
 
 
 def _kind(value: Any) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.proxy.request_fields import bad_request, object_field, object_part, string_field
+from pipeline.proxy.request_fields import bad_request, joined_text, object_field, object_part, string_field
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -24,20 +24,8 @@ STOP_REASONS = {
 }
 
 
-def _text_of_blocks(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if not isinstance(content, list):
-        raise bad_request(where, "must be a string or a list of content blocks")
-    parts = []
-    for i, b in enumerate(content):
-        at = f"{where}[{i}]"
-        if object_part(b, at).get("type") != "text":
-            raise bad_request(at, "only text blocks can be translated here")
-        parts.append(string_field(b, "text", at))
-    return "".join(parts)
+def _is_text_block(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text"
 
 
 def _image_part(block: dict[str, Any], where: str) -> dict[str, Any]:
@@ -70,7 +58,7 @@ def _user_turn(content: list[Any], where: str, out: list[dict[str, Any]]) -> Non
             if not call_id:
                 raise bad_request(at, "tool_result needs tool_use_id")
             result = b.get("content")
-            text = result if isinstance(result, str) else _tool_result_text(result, at)
+            text = joined_text(result, at + ".content", _is_text_block)
             out.append({"role": "tool", "tool_call_id": call_id, "content": text})
         elif kind == "text":
             parts.append({"type": "text", "text": string_field(b, "text", at)})
@@ -83,19 +71,6 @@ def _user_turn(content: list[Any], where: str, out: list[dict[str, Any]]) -> Non
     if parts:
         only_text = all(p["type"] == "text" for p in parts)
         out.append({"role": "user", "content": "".join(p["text"] for p in parts) if only_text else parts})
-
-
-def _tool_result_text(result: Any, where: str) -> str:
-    if result is None:
-        return ""
-    if not isinstance(result, list):
-        raise bad_request(where + ".content", "must be a string or a list of blocks")
-    texts = []
-    for i, b in enumerate(result):
-        at = f"{where}.content[{i}]"
-        if object_part(b, at).get("type") == "text":
-            texts.append(string_field(b, "text", at))
-    return "".join(texts)
 
 
 def _assistant_turn(content: list[Any], where: str) -> dict[str, Any]:
@@ -158,7 +133,12 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     """The chat-completions request for an Anthropic messages request (already type-checked)."""
     messages: list[dict[str, Any]] = []
     if body.get("system"):
-        messages.append({"role": "system", "content": _text_of_blocks(body["system"], "system")})
+        messages.append(
+            {
+                "role": "system",
+                "content": joined_text(body["system"], "system", _is_text_block, others="refuse"),
+            }
+        )
     last = len(body["messages"]) - 1
     for i, m in enumerate(body["messages"]):
         where = f"messages[{i}]"

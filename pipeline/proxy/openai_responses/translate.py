@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.request_fields import bad_request, object_field, object_part, string_field
+from pipeline.proxy.request_fields import bad_request, joined_text, object_field, object_part, string_field
 
 TOOL_CHOICE_MODES = ("none", "auto", "required")
 TEXT_FORMATS = ("text", "json_object", "json_schema")
@@ -42,19 +42,8 @@ def _content(content: Any, where: str) -> Any:
     return parts
 
 
-def _output_text(output: Any, where: str) -> str:
-    if isinstance(output, str):
-        return output
-    if output is None:
-        return ""
-    if not isinstance(output, list):
-        raise bad_request(where, "must be a string or a list of content parts")
-    texts = []
-    for i, p in enumerate(output):
-        at = f"{where}[{i}]"
-        if object_part(p, at).get("text") is not None:
-            texts.append(string_field(p, "text", at))
-    return "".join(texts)
+def _has_text(part: dict[str, Any]) -> bool:
+    return part.get("text") is not None
 
 
 def input_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -98,7 +87,7 @@ def item_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
             if not item.get("call_id"):
                 raise bad_request(where, "function_call_output needs call_id")
             call_id = string_field(item, "call_id", where)
-            output = _output_text(item.get("output"), where + ".output")
+            output = joined_text(item.get("output"), where + ".output", _has_text)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
         elif kind == "reasoning":
             continue
