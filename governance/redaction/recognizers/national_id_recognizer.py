@@ -194,10 +194,7 @@ class NationalIdRecognizer(SluiceLocalRecognizer):
 
     def from_key(self, text: str, context: list[str] | None) -> RecognizerResult | None:
         """A whole value shaped like one of the formats, under a key that names an identity number."""
-        if not context or (
-            context_words(context).isdisjoint(KEY_WORDS)
-            and not any(normal_key(c) in GENERIC_KEYS for c in context)
-        ):
+        if not _keyed(context):
             return None
         stripped = text.strip()
         for fmt in FORMATS:
