@@ -18,10 +18,15 @@ fi
 # verl's dataset class, for the test that loads the verl export with it. verl pins an older transformers
 # than Sluice's, so it goes to its own folder (var/verl, ~23 MB) without dependencies, with the few
 # modules its dataset code imports; the test runs it in a subprocess with that folder on the path.
-if [ ! -d var/verl/verl ]; then
-    python -m pip install -q --disable-pip-version-check --no-deps --target var/verl "verl==0.9.1" \
-        "omegaconf==2.3.0" "antlr4-python3-runtime==4.9.3" "tensordict==0.10.0" "pyvers==0.2.3" \
-        "codetiming==1.4.0" "pylatexenc==2.11"
+# The stamp names the pinned set, so a folder from an older list (one without cloudpickle, which verl's
+# dataset code imports and a fresh machine does not have) is installed again rather than trusted.
+VERL_PINS="verl==0.9.1 omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 tensordict==0.10.0 pyvers==0.2.3 \
+codetiming==1.4.0 pylatexenc==2.11 cloudpickle==3.1.2"
+if [ "$(cat var/verl/.pins 2>/dev/null)" != "$VERL_PINS" ]; then
+    rm -rf var/verl
+    # shellcheck disable=SC2086 # the pins are one word each
+    python -m pip install -q --disable-pip-version-check --no-deps --target var/verl $VERL_PINS
+    echo "$VERL_PINS" > var/verl/.pins
 fi
 # Headless Chromium for the web console's browser tests (Playwright drives the system browser; its own
 # browser download is not needed). Debian/Ubuntu: the distribution's package; skipped where it is present.
