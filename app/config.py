@@ -113,7 +113,9 @@ class SluiceConfig(Frozen):
 
     def evolve_settings(self) -> EvolveSettings:
         """What the control plane's loop reads."""
-        return self.settings(EvolveSettings, store=self.sink_settings())
+        return self.settings(
+            EvolveSettings, store=self.sink_settings(), policy_servers=self.trainer.policy_server_urls()
+        )
 
     def sink_settings(self) -> SinkSettings:
         """What the sink, its query server and its clients read."""

@@ -85,6 +85,7 @@ def write_configs(tmp: Path, a: argparse.Namespace) -> tuple[Path, Path]:
     data["trainer"] = {
         **data.get("trainer", {}),
         "mode": "live",
+        "promotion": "direct",  # this benchmark measures learning speed; bench.governed_loop gates it
         "model": model_source(a.model),
         "models": ["smollm2-live*"],
         "output_dir": str(tmp / "trainer"),

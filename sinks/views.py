@@ -6,7 +6,8 @@ stage let onto the train topic (its decision, carried by the record as ``train_b
 query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` columns of the rows they
 describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
 trajectory served under an overlay assignment with its arm and outcome, ``overlay_outcomes`` their
-counts and rewards per tenant, task, overlay and arm. Each template takes a row condition, so a tenant's connection gets the same names as
+counts and rewards per tenant, task, overlay and arm, ``policy_lineage`` the trajectory versions each model
+policy version trained on. Each template takes a row condition, so a tenant's connection gets the same names as
 TEMP views filtered to its rows (``tenant_view_ddl``).
 
     sluice query "SELECT * FROM steps LIMIT 5"
@@ -156,6 +157,28 @@ _OVERLAY_OUTCOMES = """
     FROM ({trajectories}) GROUP BY tenant, task_id, overlay_id, overlay_arm"""
 
 
+# One row per (model policy version, trajectory version it trained on), from the weights proposals the
+# trainer records in the ledger before a version serves anything. A version's whole data is its rows
+# plus its parent's, recursively (``parent``). Filtered by the trajectory's tenant: a tenant sees which
+# versions its data trained, never another tenant's trajectories.
+_POLICY_LINEAGE = """
+    SELECT * FROM (
+        SELECT l.policy_version, l.parent, l.scope, l.promotion, item.trajectory_id,
+               item.version AS trajectory_version, item.tenant, item.samples, item.reward,
+               item.reward_sources, l.proposal_id, l.created_at
+        FROM (SELECT policy_version, proposal_id, created_at,
+                     diff ->> '$.proposal.lineage.parent' AS parent,
+                     diff ->> '$.proposal.lineage.scope' AS scope,
+                     diff ->> '$.proposal.lineage.promotion' AS promotion,
+                     from_json(diff -> '$.proposal.lineage.items', '[{{"trajectory_id": "VARCHAR",
+                         "version": "BIGINT", "tenant": "VARCHAR", "samples": "BIGINT", "reward": "DOUBLE",
+                         "reward_sources": "VARCHAR[]"}}]') AS items
+              FROM store.evolution_ledger
+              WHERE kind = 'proposal' AND surface = 'weights' AND policy_version IS NOT NULL) AS l,
+             unnest(l.items) AS u(item))
+    WHERE {cond}"""
+
+
 def _training_set(cond: str) -> str:
     """The latest versions the join stage sent to the train topic: the decision it carried, not a rule
     taken again (a version without one, undecided, is not in it)."""
@@ -182,6 +205,7 @@ VIEWS: dict[str, Callable[[str], str]] = {
     "erasures": _simple("erasures"),
     "sink_offsets": _simple("offsets"),
     "evolution_ledger": _simple("evolution_ledger"),
+    "policy_lineage": lambda cond: _POLICY_LINEAGE.format(cond=cond),
     "overlay_trajectories": lambda cond: _OVERLAY_TRAJECTORIES.format(cond=cond),
     "overlay_outcomes": lambda cond: _OVERLAY_OUTCOMES.format(
         trajectories=_OVERLAY_TRAJECTORIES.format(cond=cond)
@@ -198,6 +222,7 @@ TENANT_VIEWS = (
     "redaction_reports",
     "eligibility_decisions",
     "evolution_ledger",
+    "policy_lineage",
     "overlay_trajectories",
     "overlay_outcomes",
 )

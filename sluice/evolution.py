@@ -11,6 +11,15 @@ overlay (the control arm), an optional candidate, and the share of trajectories 
 The proxy reads the topic and applies the overlay of the arm a trajectory falls in; every step records
 ``overlay_id`` and ``overlay_arm``, so DuckDB attributes each outcome to the overlay that produced it.
 
+The same assignment carries the *policy arms* of a weights canary: ``active_policy`` (the promoted model
+policy version) and ``candidate_policy`` (a trained version the gates are proving). The proxy asks the
+model server for the arm's version per request (header ``x-sluice-policy-version``), by the same sticky
+hash, so a trajectory stays on one version for all its steps. A weights assignment is scoped like an
+overlay's; the tenant ``*`` (``ALL_TENANTS``) covers every tenant that has no assignment of its own.
+
+A trained version is proposed with its *lineage* (``PolicyLineage``): the trajectory versions, tenants and
+reward sources it trained on, and its parent. Erasure, audits and ``sluice query`` read it from the ledger.
+
 A *ledger entry* is published on the ledger topic before the change it records takes effect; the sink
 stores the ledger in DuckDB.
 """
@@ -96,6 +105,36 @@ class Overlay(_Model):
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
+ALL_TENANTS = "*"
+"""The tenant of a scope that covers every tenant (a weights canary of the pooled policy)."""
+
+SHARED_SCOPE = "shared"
+"""The learning scope of the pooled policy, trained on every tenant that allows pooling."""
+
+LearningScope = Literal["own", "shared", "none"]
+"""What a tenant's consented data may train: its own adapter, the pooled one, or nothing."""
+
+
+def policy_version_name(scope: str, number: int) -> str:
+    """A model policy version's name: ``7`` in the shared scope, ``acme.7`` in tenant acme's own."""
+    return str(number) if scope == SHARED_SCOPE else f"{scope}.{number}"
+
+
+def parse_policy_version(name: str) -> tuple[str, int] | None:
+    """(learning scope, number) of a version name; None for a name no trainer made (a config string)."""
+    scope, dot, number = name.rpartition(".")
+    if not dot:
+        scope, number = SHARED_SCOPE, name
+    if not number.isdigit() or (dot and not scope):
+        return None
+    return scope, int(number)
+
+
+def scope_tenant(scope: str) -> str:
+    """The tenant whose traffic a learning scope's canary runs on (every tenant's for the shared one)."""
+    return ALL_TENANTS if scope == SHARED_SCOPE else scope
+
+
 def scope_key(tenant: str, task_id: str | None) -> str:
     """Key of an assignment on the overlays topic: ``tenant/task`` or ``tenant/*`` for every task."""
     return f"{tenant}/{task_id or '*'}"
@@ -111,6 +150,12 @@ class OverlayAssignment(_Model):
     active: Overlay | None = Field(None, description="The control arm; None serves the bare agent.")
     candidate: Overlay | None = None
     canary_share: float = Field(0.0, ge=0.0, le=1.0, description="Share of trajectories given the candidate.")
+    active_policy: str | None = Field(
+        None, description="Model policy version the control arm is served (None: the server's default)."
+    )
+    candidate_policy: str | None = Field(
+        None, description="Model policy version the candidate arm is served (a weights canary)."
+    )
     proposal_id: str | None = Field(None, description="The proposal whose canary this is.")
     ledger_entry_id: str | None = Field(None, description="The ledger entry that made this change.")
     updated_at: datetime = Field(default_factory=utcnow)
@@ -118,6 +163,36 @@ class OverlayAssignment(_Model):
     @property
     def key(self) -> str:
         return scope_key(self.tenant, self.task_id)
+
+    @property
+    def has_candidate(self) -> bool:
+        return self.candidate is not None or self.candidate_policy is not None
+
+
+class LineageItem(_Model):
+    """One trajectory version a policy version trained on."""
+
+    trajectory_id: str
+    version: int = Field(ge=0, description="The trajectory version (late rewards make new ones).")
+    tenant: str
+    samples: int = Field(1, ge=1, description="Training rows it gave (one per choice of each step).")
+    reward: float | None = None
+    reward_sources: list[str] = Field(default_factory=list)
+
+
+class PolicyLineage(_Model):
+    """What trained one model policy version: its data, directly, and its parent (whose lineage holds the
+    rest). Recorded with the version's weights proposal, before any request can be served by it."""
+
+    version: str
+    parent: str | None = Field(None, description="The version its update started from.")
+    scope: str = Field("shared", description="The learning scope: 'shared' (pooled) or a tenant's own.")
+    promotion: Literal["gated", "direct"] = "gated"
+    items: list[LineageItem] = Field(default_factory=list)
+    samples: int = Field(0, ge=0)
+    tenants: dict[str, int] = Field(default_factory=dict, description="tenant -> training rows.")
+    reward_sources: dict[str, int] = Field(default_factory=dict, description="source -> training rows.")
+    trained_at: datetime = Field(default_factory=utcnow)
 
 
 class LedgerEntry(_Model):
@@ -181,6 +256,7 @@ class Proposal(_Model):
     candidate: Overlay | None = Field(None, description="memory, harness, tool_schema: the overlay to try.")
     base_overlay_id: str | None = Field(None, description="The active overlay the candidate edits.")
     policy_version: str | None = Field(None, description="weights, rollback: the policy version to serve.")
+    lineage: PolicyLineage | None = Field(None, description="weights: what trained the version.")
     rationale: str = ""
     proposer: str = Field(description="The proposer that drafted it (rule name or model).")
     created_at: datetime = Field(default_factory=utcnow)

@@ -165,6 +165,13 @@ class TrainerConfig(Frozen):
         description="Root URLs of the policy servers that take weight pushes; empty: the local serve-model.",
     )
 
+    promotion: Literal["gated", "direct"] = Field(
+        "gated",
+        description="gated: each trained version is a candidate that serves no live request until the control "
+        "plane's gates promote it (its weights proposal and lineage go to the ledger); direct: every version "
+        "serves at once (experiments; the ledger records it as ungated).",
+    )
+
     def policy_server_urls(self) -> list[str]:
         """Every policy server to push to, roll back and report on (the local serve-model by default)."""
         return list(self.policy_servers) or [f"http://{self.serve.host}:{self.serve.port}"]

@@ -62,9 +62,10 @@ def replay_decision(grades: Mapping[str, int], min_evidence: int) -> GateResult:
 
 
 def shadow_decision(
-    control: list[float], candidate: list[float], margin: float, min_prompts: int
+    control: list[float], candidate: list[float], margin: float, min_prompts: int, non_inferior: bool = False
 ) -> GateResult:
-    """Paired scores of the same prompts: the candidate must beat control by ``margin`` on average."""
+    """Paired scores of the same prompts: the candidate must beat control by ``margin`` on average, or,
+    ``non_inferior`` (a trained policy version against the one serving), not fall below it."""
     if len(control) != len(candidate):
         raise ValueError("shadow scores must be paired: one control and one candidate score per prompt")
     n = len(control)
@@ -74,6 +75,10 @@ def shadow_decision(
     gain = None if c_mean is None or k_mean is None else c_mean - k_mean
     if n < min_prompts:
         passed, why = False, f"only {n} graded prompts (need {min_prompts})"
+    elif non_inferior and gain is not None and gain >= 0:
+        passed, why = True, f"candidate {c_mean:.3f} vs serving {k_mean:.3f}: {gain:+.3f}, not worse"
+    elif non_inferior:
+        passed, why = False, f"candidate {c_mean:.3f} vs serving {k_mean:.3f}: {gain:+.3f}, worse"
     elif gain is not None and gain >= margin and gain > 0:
         passed, why = True, f"candidate {c_mean:.3f} vs control {k_mean:.3f}: +{gain:.3f} >= {margin}"
     else:

@@ -258,7 +258,12 @@ def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> we
         for e in entries:
             e["evidence"] = pretty_json(e["evidence"])
             e["diff"] = pretty_json(e["diff"])
-        return console.page("proposal.html", session, pid=pid, entries=entries, head=entries[0])
+        trained = (
+            await console.query(session, q.lineage_sql(pid)) if entries[0]["surface"] == "weights" else []
+        )
+        return console.page(
+            "proposal.html", session, pid=pid, entries=entries, head=entries[0], lineage=trained
+        )
 
     @routes.get("/healthz")
     async def healthz(request: web.Request) -> web.Response:

@@ -159,6 +159,15 @@ PROPOSALS_SQL = """
     FROM evolution_ledger GROUP BY proposal_id ORDER BY updated_at DESC LIMIT 200"""
 
 
+def lineage_sql(proposal_id: str) -> str:
+    """A weights proposal's data: the trajectory versions its policy version trained on."""
+    return (
+        "SELECT policy_version, parent, trajectory_id, trajectory_version, tenant, samples, reward, "
+        f"reward_sources FROM policy_lineage WHERE proposal_id = {quote_literal(proposal_id)} "
+        "ORDER BY trajectory_id, trajectory_version LIMIT 500"
+    )
+
+
 def ledger_sql(proposal_id: str) -> str:
     return (
         "SELECT entry_id, kind, surface, gate, passed, decision, summary, CAST(evidence AS VARCHAR) AS evidence, "

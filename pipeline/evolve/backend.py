@@ -14,6 +14,7 @@ import httpx
 
 from pipeline.evolve.loop_config import EvalBackendConfig
 from pipeline.proxy.config import BackendConfig, ProxyConfig
+from sluice.events import POLICY_VERSION_HEADER
 
 
 class EvalBackendError(RuntimeError):
@@ -74,11 +75,15 @@ class EvalClient:
         out["temperature"] = self._cfg.temperature if temperature is None else temperature
         return out
 
-    def answer(self, body: dict[str, Any], temperature: float | None = None) -> dict[str, Any]:
-        """The first choice's assistant message."""
+    def answer(
+        self, body: dict[str, Any], temperature: float | None = None, policy: str | None = None
+    ) -> dict[str, Any]:
+        """The first choice's assistant message; ``policy`` asks the model server for that policy version."""
         sent = self.prepare(body, temperature)
         backend = pick_backend(self._proxy, self._cfg, str(sent.get("model", "")))
         headers = {"content-type": "application/json"}
+        if policy is not None:
+            headers[POLICY_VERSION_HEADER] = policy
         key = backend.credential()
         if key:
             headers["authorization"] = f"Bearer {key}"
@@ -94,7 +99,12 @@ class EvalClient:
         return choices[0].get("message") or {}
 
     def answer_all(
-        self, bodies: list[dict[str, Any]], temperature: float | None = None
+        self,
+        bodies: list[dict[str, Any]],
+        temperature: float | None = None,
+        policies: list[str | None] | None = None,
     ) -> list[dict[str, Any]]:
+        """Every body answered; ``policies[i]`` the policy version body i asks for (None: the default)."""
+        asked = policies if policies is not None else [None] * len(bodies)
         with ThreadPoolExecutor(max_workers=self._cfg.concurrency) as pool:
-            return list(pool.map(lambda b: self.answer(b, temperature), bodies))
+            return list(pool.map(lambda b, v: self.answer(b, temperature, v), bodies, asked))

@@ -16,7 +16,7 @@ from pipeline.demo.summary import id_list, rows
 from sinks.base import StoreClient
 from sinks.views import quote_literal
 from sluice.events import Message, StepEvent, Trajectory, reconstruct_messages
-from sluice.evolution import Evidence
+from sluice.evolution import ALL_TENANTS, Evidence
 
 
 class RecordedPrompt(BaseModel):
@@ -31,12 +31,15 @@ class RecordedPrompt(BaseModel):
 
 
 def scope_condition(tenant: str, task_id: str | None, alias: str = "t") -> str:
-    """Rows of trajectories in a scope: the tenant's, and with a step of the task when one is named."""
-    cond = f"{alias}.tenant = {quote_literal(tenant)}"
+    """Rows of trajectories in a scope: the tenant's (every tenant's for ``*``), and with a step of the
+    task when one is named."""
+    every = tenant == ALL_TENANTS
+    cond = "TRUE" if every else f"{alias}.tenant = {quote_literal(tenant)}"
     if task_id is not None:
+        of_tenant = "" if every else f"tenant = {quote_literal(tenant)} AND "
         cond += (
-            f" AND {alias}.trajectory_id IN (SELECT trajectory_id FROM steps WHERE tenant = "
-            f"{quote_literal(tenant)} AND task_id = {quote_literal(task_id)})"
+            f" AND {alias}.trajectory_id IN (SELECT trajectory_id FROM steps WHERE "
+            f"{of_tenant}task_id = {quote_literal(task_id)})"
         )
     return cond
 
@@ -65,7 +68,7 @@ def scope_trajectories(
     if rewarded:
         cond += " AND t.rewarded AND t.reward IS NOT NULL"
     sql = (
-        "SELECT t.trajectory_id, t.reward, t.rewarded, t.replay_grade FROM trajectories t "
+        "SELECT t.trajectory_id, t.tenant, t.reward, t.rewarded, t.replay_grade FROM trajectories t "
         f"WHERE {cond} ORDER BY t.ended_at DESC NULLS LAST, t.trajectory_id LIMIT {int(limit)}"
     )
     return query(client, sql)
@@ -145,7 +148,8 @@ def recorded_prompts(
         body = chat_body(steps.get(tid, []), tool)
         if body is None:
             continue
-        traj = Trajectory(trajectory_id=tid, tenant=tenant, steps=steps[tid], reward=row.get("reward"))
+        owner = row.get("tenant") or tenant
+        traj = Trajectory(trajectory_id=tid, tenant=owner, steps=steps[tid], reward=row.get("reward"))
         out.append(
             RecordedPrompt(
                 trajectory=traj, body=body, reward=row.get("reward"), replay_grade=row.get("replay_grade")

@@ -43,6 +43,23 @@ def _overlay_lines(overlay: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def _lineage_lines(lineage: dict[str, Any], show: int = 8) -> list[str]:
+    """A weights proposal's data: the version, its parent, what it trained on."""
+    items = lineage.get("items") or []
+    out = [
+        f"    policy v{lineage.get('version')} from v{lineage.get('parent')} ({lineage.get('promotion')}, "
+        f"scope {lineage.get('scope')}): {lineage.get('samples')} rows of {len(items)} trajectory versions",
+        f"    tenants: {json.dumps(lineage.get('tenants') or {}, sort_keys=True)}; reward sources: "
+        f"{json.dumps(lineage.get('reward_sources') or {}, sort_keys=True)}",
+    ]
+    out += [
+        f"    + {i.get('trajectory_id')} v{i.get('version')} ({i.get('samples')} rows)" for i in items[:show]
+    ]
+    if len(items) > show:
+        out.append(f'    ... and {len(items) - show} more (sluice query "SELECT * FROM policy_lineage")')
+    return out
+
+
 def _numbers(numbers: dict[str, Any]) -> str:
     keep = {k: v for k, v in numbers.items() if v is not None and not isinstance(v, list | dict)}
     return ", ".join(f"{k}={round(v, 3) if isinstance(v, float) else v}" for k, v in keep.items())
@@ -79,7 +96,8 @@ def explain(entries: list[dict[str, Any]]) -> str:
                     + (f"; {cluster['reason']}" if cluster.get("reason") else "")
                 )
             lines.append("    what changes:")
-            lines += _overlay_lines(candidate)
+            lineage = proposal.get("lineage")
+            lines += _lineage_lines(lineage) if lineage else _overlay_lines(candidate)
         numbers = evidence.get("numbers") if isinstance(evidence, dict) else None
         if isinstance(numbers, dict):
             for key in ("reward", "calls_ok"):
@@ -92,9 +110,15 @@ def explain(entries: list[dict[str, Any]]) -> str:
                 lines.append(f"    probes failed: {numbers['probes_failed']}")
         if "after" in change:
             before, after = change.get("before") or {}, change["after"] or {}
-            lines.append(
-                f"    assignment: active {(before.get('active') or {}).get('overlay_id')} -> "
-                f"{(after.get('active') or {}).get('overlay_id')}, candidate "
-                f"{(after.get('candidate') or {}).get('overlay_id')} at {after.get('canary_share')}"
-            )
+            if after.get("active_policy") or after.get("candidate_policy") or before.get("active_policy"):
+                lines.append(
+                    f"    policy: active v{before.get('active_policy')} -> v{after.get('active_policy')}, "
+                    f"candidate v{after.get('candidate_policy')} at {after.get('canary_share')}"
+                )
+            else:
+                lines.append(
+                    f"    assignment: active {(before.get('active') or {}).get('overlay_id')} -> "
+                    f"{(after.get('active') or {}).get('overlay_id')}, candidate "
+                    f"{(after.get('candidate') or {}).get('overlay_id')} at {after.get('canary_share')}"
+                )
     return "\n".join(lines)

@@ -7,10 +7,15 @@ offline regression grade both arms' answers with the same grader the trainer use
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pipeline.evolve.evidence import RecordedPrompt
 from pipeline.evolve.loop_config import EvolveConfig
 from trainers.tasks.base import Task
 from trainers.tasks.registry import build_task
+
+GraderChoice = Task | Callable[[RecordedPrompt], Task]
+"""One task grades every prompt (a scope's), or each prompt is graded by its own task's (a pooled policy)."""
 
 
 class NoGrader(LookupError):
@@ -30,3 +35,22 @@ def grade(task: Task, prompt: RecordedPrompt, reply: str) -> float:
     reference = task.reference(messages, prompt.trajectory)
     outcome = task.grade(reply, task.context(messages, reference))
     return 0.0 if outcome.failed else float(outcome.value)
+
+
+def task_of(grader: GraderChoice, prompt: RecordedPrompt) -> Task:
+    return grader if isinstance(grader, Task) else grader(prompt)
+
+
+def per_task_grader(cfg: EvolveConfig) -> Callable[[RecordedPrompt], Task]:
+    """Each prompt's grader from the task id its trajectory recorded (built once per task)."""
+    built: dict[str | None, Task] = {}
+
+    def pick(prompt: RecordedPrompt) -> Task:
+        task = next(
+            (s.metadata.task_id for s in reversed(prompt.trajectory.steps) if s.metadata.task_id), None
+        )
+        if task not in built:
+            built[task] = grader_for(cfg, task)
+        return built[task]
+
+    return pick

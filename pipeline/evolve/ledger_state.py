@@ -29,6 +29,8 @@ TERMINAL_DECISIONS = {
     "abort": "aborted",
     "noop": "set_aside",
     "hold": "set_aside",
+    "skip": "set_aside",  # a weights candidate superseded by a newer one, or of a line turned down
+    "ungated": "promoted",  # a version the trainer served directly (trainer.promotion: direct)
 }
 
 

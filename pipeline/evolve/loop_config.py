@@ -84,6 +84,12 @@ class LimitsConfig(Frozen):
     cooldown_after_rollback_s: float = Field(
         3600.0, ge=0, description="No new canary in a scope for this long after a rollback there."
     )
+    weights_min_interval_s: float = Field(
+        0.0,
+        ge=0,
+        description="The highest rate of weights candidates: a scope starts a weights canary at most once "
+        "per this many seconds (the candidates in between are superseded and set aside as stale).",
+    )
 
 
 class EvolveConfig(Frozen):

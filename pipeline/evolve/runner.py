@@ -26,13 +26,30 @@ from pipeline.evolve.gates.offline import run_offline
 from pipeline.evolve.gates.replay import run_replay
 from pipeline.evolve.gates.rollback import diff, end_canary, restore
 from pipeline.evolve.gates.shadow import run_shadow
-from pipeline.evolve.graders import NoGrader, grader_for
+from pipeline.evolve.graders import NoGrader, grader_for, per_task_grader
 from pipeline.evolve.ledger_state import ProposalState, last_rollback_at, proposal_states
 from pipeline.evolve.loop_config import EvolveConfig
 from pipeline.evolve.publish import EvolutionPublisher
+from pipeline.evolve.weights import (
+    end_policy_canary,
+    is_weights_candidate,
+    on_servers,
+    read_policy_canary,
+    replay_regression,
+    serving_default,
+    start_policy_canary,
+)
 from sinks.base import StoreClient
 from sluice.events import new_id, utcnow
-from sluice.evolution import Evidence, LedgerEntry, OverlayAssignment, Proposal, scope_key
+from sluice.evolution import ALL_TENANTS, Evidence, LedgerEntry, OverlayAssignment, Proposal, scope_key
+from trainers.serving.policy_client import PolicyFleet
+
+
+class _Newest(BaseModel):
+    """What ``set_aside_stale`` found: the proposals it set aside, and per scope the last weights canary."""
+
+    stale: set[str] = Field(default_factory=set)
+    last_weights_canary: dict[str, datetime] = Field(default_factory=dict)
 
 
 class Action(BaseModel):
@@ -56,6 +73,7 @@ def _entry(p: Proposal, kind: str, **fields: Any) -> LedgerEntry:
         tenant=p.tenant,
         task_id=p.task_id,
         overlay_id=p.candidate.overlay_id if p.candidate else None,
+        policy_version=p.policy_version,
         **fields,
     )
 
@@ -81,10 +99,12 @@ class EvolveRunner:
         eval_client: EvalClient,
         read_entries: Any,
         actor: str = "sluice-evolve",
+        fleet: PolicyFleet | None = None,
     ) -> None:
-        """``read_entries()`` returns every ledger entry so far (the ledger topic, read whole)."""
+        """``read_entries()`` returns every ledger entry so far (the ledger topic, read whole); ``fleet``:
+        the model servers a weights promotion or rollback is carried out on."""
         self.cfg, self.client, self.pub, self.eval = evolve, client, publisher, eval_client
-        self._read_entries, self.actor = read_entries, actor
+        self._read_entries, self.actor, self.fleet = read_entries, actor, fleet
 
     # ------------------------------------------------------------------ recording
     def record(self, entry: LedgerEntry) -> LedgerEntry:
@@ -127,16 +147,19 @@ class EvolveRunner:
         for state in states.values():
             if state.status == "canary":
                 running += self.advance_canary(state, assignments, report)
-        busy = {a.key for a in assignments.values() if a.candidate is not None}
+        busy = {a.key for a in assignments.values() if a.has_candidate}
+        newest = self.set_aside_stale(states, report)
         for state in sorted(states.values(), key=lambda s: s.proposal.created_at):
-            if state.status != "pending":
+            if state.status != "pending" or state.proposal.proposal_id in newest.stale:
                 continue
             p = state.proposal
             scope = scope_key(p.tenant, p.task_id)
-            if p.surface in ("noop", "weights", "rollback") or p.candidate is None:
+            weights = is_weights_candidate(p)
+            if not weights and (p.surface in ("noop", "weights", "rollback") or p.candidate is None):
                 why = {
                     "noop": "nothing significant to change",
-                    "weights": "weight updates are policy versions the trainer serves (sluice train)",
+                    "weights": "the failures span tenants and harnesses, so no overlay of one scope fits: "
+                    "the trainer's next candidate version goes through the gates instead",
                 }.get(p.surface, "the proposal carries no overlay to try")
                 self.reject(p, "hold", why, report)
                 continue
@@ -155,10 +178,122 @@ class EvolveRunner:
                     p.proposal_id, "wait", f"cool-down after the rollback in {scope} at {last.isoformat()}"
                 )
                 continue
-            if self.gate_proposal(p, assignments.get(scope), report):
+            if weights:
+                started = newest.last_weights_canary.get(scope)
+                gap = self.cfg.limits.weights_min_interval_s
+                if started is not None and (now - started).total_seconds() < gap:
+                    report.add(
+                        p.proposal_id, "wait", f"a weights canary started in {scope} under {gap:g}s ago"
+                    )
+                    continue
+            gate = self.gate_weights if weights else self.gate_proposal
+            if gate(p, assignments.get(scope), report):
                 running += 1
                 busy.add(scope)
         return report
+
+    # ------------------------------------------------------------------ weights: which candidate
+    def set_aside_stale(self, states: dict[str, ProposalState], report: PassReport) -> _Newest:
+        """Per scope only the newest pending weights candidate is gated: older ones are set aside as
+        stale, and so is one whose line descends from a version the gates turned down."""
+        out = _Newest()
+        dead: set[str] = set()
+        newest: dict[str, ProposalState] = {}
+        for state in sorted(states.values(), key=lambda s: s.proposal.created_at):
+            p = state.proposal
+            if not is_weights_candidate(p):
+                continue
+            scope = scope_key(p.tenant, p.task_id)
+            if state.canary_started_at is not None:
+                last = out.last_weights_canary.get(scope)
+                out.last_weights_canary[scope] = max(state.canary_started_at, last or state.canary_started_at)
+            if state.status in ("rejected", "rolled_back", "aborted"):
+                dead.add(str(p.policy_version))
+                continue
+            if state.status != "pending":
+                continue
+            parent = p.lineage.parent if p.lineage else None
+            if parent in dead:
+                dead.add(str(p.policy_version))
+                out.stale.add(p.proposal_id)
+                self.reject(
+                    p, "skip", f"stale: it descends from v{parent}, which the gates turned down", report
+                )
+                on_servers(self.fleet, "discard", str(p.policy_version))
+                continue
+            older = newest.get(scope)
+            if older is not None:
+                out.stale.add(older.proposal.proposal_id)
+                self.reject(older.proposal, "skip", f"stale: v{p.policy_version} supersedes it", report)
+                on_servers(self.fleet, "discard", str(older.proposal.policy_version))
+            newest[scope] = state
+        return out
+
+    # ------------------------------------------------------------------ weights: the gates
+    def gate_weights(self, p: Proposal, current: OverlayAssignment | None, report: PassReport) -> bool:
+        """Replay (evidence, and no regression against the parent), shadow (not worse than the serving
+        version), offline (held-out and safety probes); then the canary. True when a canary started."""
+        candidate = str(p.policy_version)
+        control = (current.active_policy if current else None) or serving_default(
+            self.fleet, p.lineage.parent if p.lineage else None
+        )
+        policies = (control, candidate)
+        replay = run_replay(
+            self.client, p, self.cfg.limits.min_evidence, limit=4 * self.cfg.shadow.max_prompts
+        )
+        grader = per_task_grader(self.cfg)
+        try:
+            prompts = recorded_prompts(self.client, p.tenant, replay.counted)
+            regress = replay_regression(self.eval, prompts, grader, control, candidate, self.cfg.shadow)
+            result = replay.result
+            if result.passed and regress.numbers.get("prompts"):
+                result = result.model_copy(update={
+                    "passed": regress.passed, "decision": regress.decision,
+                    "summary": f"{result.summary}; deterministic replay: {regress.summary}",
+                    "numbers": {**result.numbers, "regression": regress.numbers},
+                })  # fmt: skip
+            self.record(gate_entry(p, result, replay.evidence))
+            if not result.passed:
+                return self.turn_down(p, f"replay: {result.summary}", report)
+            shadow = run_shadow(self.eval, prompts, grader, None, None, self.cfg.shadow, policies, True)
+            self.record(
+                gate_entry(
+                    p, shadow, [Evidence(query="recorded prompts", numbers={"ids": replay.counted_ids})]
+                )
+            )
+            if not shadow.passed:
+                return self.turn_down(p, f"shadow: {shadow.summary}", report)
+            held, ev = scope_trajectories(
+                self.client, p.tenant, p.task_id, exclude=replay.counted_ids, rewarded=True,
+                limit=self.cfg.offline.held_out,
+            )  # fmt: skip
+            held_prompts = recorded_prompts(self.client, p.tenant, held) if self.cfg.offline.held_out else []
+            system = scope_system_prompt(self.client, p.tenant, p.task_id)
+            model = prompts[0].body["model"] if prompts else (self.cfg.eval.model or "")
+            offline = run_offline(
+                self.eval, held_prompts, grader, system, model, None, None, self.cfg.offline, policies
+            )
+        except NoGrader as err:
+            return self.turn_down(p, f"no grader: {err}", report)
+        except EvalBackendError as err:
+            return self.turn_down(p, f"the backend failed: {err}", report)
+        self.record(gate_entry(p, offline, [ev]))
+        if not offline.passed:
+            return self.turn_down(p, f"offline: {offline.summary}", report)
+        share = self.cfg.canary.share
+        self.change(
+            p, "canary", "start", f"weights canary: v{candidate} at {share:.0%} of {scope_key(p.tenant, p.task_id)}"
+            f" against v{control}", current,
+            lambda eid: start_policy_canary(current, p, control, share, eid),
+        )  # fmt: skip
+        report.add(p.proposal_id, "canary", f"v{candidate} share {share}")
+        return True
+
+    def turn_down(self, p: Proposal, why: str, report: PassReport) -> bool:
+        """Reject a weights candidate and take it off every server: no request can reach it again."""
+        self.reject(p, "reject", why, report)
+        on_servers(self.fleet, "discard", str(p.policy_version))
+        return False
 
     # ------------------------------------------------------------------ gates before the canary
     def gate_proposal(self, p: Proposal, current: OverlayAssignment | None, report: PassReport) -> bool:
@@ -225,7 +360,7 @@ class EvolveRunner:
         """Read the arms, decide; returns 1 while the canary keeps running."""
         p = state.proposal
         current = assignments.get(state.scope)
-        if current is None or current.proposal_id != p.proposal_id or current.candidate is None:
+        if current is None or current.proposal_id != p.proposal_id or not current.has_candidate:
             # the assignment moved on (an operator changed it): the canary is over without a decision here
             self.record(
                 _entry(p, "decision", decision="abort", summary="the scope's assignment no longer runs it")
@@ -233,7 +368,9 @@ class EvolveRunner:
             report.add(p.proposal_id, "abort", "assignment changed")
             return 0
         since = state.canary_started_at or utcnow()
-        result, evidence = read_canary(self.client, current, since, self.cfg.canary)
+        weights = is_weights_candidate(p)
+        read = read_policy_canary if weights else read_canary
+        result, evidence = read(self.client, current, since, self.cfg.canary)
         last = next((e for e in reversed(state.entries) if e.kind == "gate" and e.gate == "canary"), None)
         if result.decision == "continue":
             if last is None or last.evidence.get("numbers") != result.numbers:
@@ -241,14 +378,15 @@ class EvolveRunner:
             report.add(p.proposal_id, "continue", result.summary)
             return 1
         self.record(gate_entry(p, result, [evidence]))
-        if result.decision == "promote":
-            self.change(p, "promotion", "promote", result.summary, current,
-                        lambda eid: end_canary(current, True, eid))  # fmt: skip
-            report.add(p.proposal_id, "promote", result.summary)
-        else:
-            self.change(p, "rollback", result.decision, result.summary, current,
-                        lambda eid: end_canary(current, False, eid))  # fmt: skip
-            report.add(p.proposal_id, result.decision, result.summary)
+        promote = result.decision == "promote"
+        end = end_policy_canary if weights else end_canary
+        kind = "promotion" if promote else "rollback"
+        self.change(p, kind, result.decision, result.summary, current, lambda eid: end(current, promote, eid))
+        if weights and (not promote or p.tenant == ALL_TENANTS):
+            # the servers follow: a shared version becomes every server's default; a turned-down one goes
+            # (a tenant's own version is served by its assignment, by name, and stays kept as a candidate)
+            on_servers(self.fleet, "promote" if promote else "discard", str(p.policy_version))
+        report.add(p.proposal_id, result.decision, result.summary)
         return 0
 
     def rollback(self, proposal_id: str, reason: str) -> OverlayAssignment:
@@ -259,13 +397,35 @@ class EvolveRunner:
             raise LookupError(f"no proposal {proposal_id} in the ledger")
         p = state.proposal
         current = self.pub.read_assignments(self.cfg.ack_timeout_s).get(state.scope)
+        weights = is_weights_candidate(p)
         if state.status == "canary" and current is not None and current.proposal_id == proposal_id:
-            return self.change(
-                p, "rollback", "rollback", reason, current, lambda eid: end_canary(current, False, eid)
+            end = end_policy_canary if weights else end_canary
+            after = self.change(
+                p, "rollback", "rollback", reason, current, lambda eid: end(current, False, eid)
             )
+            if weights:
+                on_servers(self.fleet, "discard", str(p.policy_version))
+            return after
         if state.status == "promoted":
             promo = next(e for e in reversed(state.entries) if e.kind == "promotion")
             before = promo.diff.get("before")
+            if weights:  # one step back: the version the promotion replaced serves again
+                old = OverlayAssignment.model_validate(before) if before else None
+                parent = old.active_policy if old else (p.lineage.parent if p.lineage else None)
+                after = self.change(
+                    p,
+                    "rollback",
+                    "rollback",
+                    reason,
+                    current,
+                    lambda eid: (current or OverlayAssignment(tenant=p.tenant, task_id=p.task_id)).model_copy(
+                        update={"active_policy": parent, "candidate_policy": None, "ledger_entry_id": eid}
+                    ),
+                )
+                if p.tenant == ALL_TENANTS:
+                    on_servers(self.fleet, "promote", str(parent or ""))
+                on_servers(self.fleet, "discard", str(p.policy_version))
+                return after
             return self.change(p, "rollback", "rollback", reason, current,
                                lambda eid: restore(before, p.tenant, p.task_id, eid))  # fmt: skip
         raise LookupError(f"proposal {proposal_id} is {state.status}: it changed nothing to roll back")

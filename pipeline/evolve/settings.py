@@ -2,7 +2,8 @@
 
 Besides its own ``evolve:`` section, the loop reads the broker and topic sections (the ledger and the
 overlay assignments are topics), the proxy section (evaluation calls go through the proxy) and the sink's
-settings (the store client it reads evidence with).
+settings (the store client it reads evidence with), and the trainer's policy servers (a weights
+promotion or rollback is carried out on them).
 """
 
 from __future__ import annotations
@@ -21,3 +22,7 @@ class EvolveSettings(Settings):
     evolve: EvolveConfig = Field(default_factory=EvolveConfig)
     proxy: ProxyConfig = Field(default_factory=ProxyConfig)
     store: SinkSettings = Field(default_factory=SinkSettings)
+    policy_servers: list[str] = Field(
+        default_factory=list,
+        description="Model servers a weights promotion or rollback is carried out on (the trainer's).",
+    )

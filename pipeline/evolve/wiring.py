@@ -11,6 +11,7 @@ from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.runner import EvolveRunner
 from pipeline.evolve.settings import EvolveSettings
 from sinks.clients import connect_client
+from trainers.serving.policy_client import PolicyFleet
 
 
 @contextmanager
@@ -26,6 +27,7 @@ def open_runner(cfg: EvolveSettings, actor: str = "sluice-evolve") -> Iterator[E
             eval_client,
             read_entries=lambda: read_ledger(cfg.broker, cfg.topics, cfg.evolve.ack_timeout_s),
             actor=actor,
+            fleet=PolicyFleet(cfg.policy_servers, cfg.evolve.eval.timeout_s) if cfg.policy_servers else None,
         )
     finally:
         eval_client.close()

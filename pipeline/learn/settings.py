@@ -3,7 +3,8 @@
 ``learning_config`` takes the YAML the user runs (the embedded default unless ``--config``) and changes only
 what the loop needs: the local model server serves the real instruct model under ``smollm2*`` (the agents'
 model name routes to it), and the trainer runs in live mode on that traffic and pushes every new version
-to that server, and one stage worker is enough for this traffic (a few steps a second) and leaves the CPU to
+to that server directly (``trainer.promotion: direct``: the ledger records each as ungated), and one
+stage worker is enough for this traffic (a few steps a second) and leaves the CPU to
 the model and the learner. Everything else (tenants, redaction, eligibility, rewards) stays as configured.
 """
 
@@ -54,6 +55,7 @@ def learning_config(data: dict[str, Any], out_dir: Path, s: LearnSettings) -> di
         learning_rate=s.learning_rate,
         poll_timeout_s=0.5,
         progress=False,
+        promotion="direct",  # the demo shows learning itself; the ledger records each version as ungated
     )
     trainer["serve"] = {
         **trainer.get("serve", {}),

@@ -61,6 +61,7 @@ class BackendCall:
         self.outcome: CallOutcome | None = None  # set once, by ``finish``
         self.policy_versions: list[str] = []
         self.policy_header: str | None = None
+        self.policy_request: str | None = None  # the model policy version this call's arm asks for
         self.ttft_ms: float | None = None
 
     # ------------------------------------------------------------------ hooks
@@ -106,7 +107,8 @@ class BackendCall:
 
     async def _post(self) -> aiohttp.ClientResponse:
         try:
-            resp = await self.upstreams.post(self.backend, self.path, self.upstream_body())
+            headers = {POLICY_VERSION_HEADER: self.policy_request} if self.policy_request else None
+            resp = await self.upstreams.post(self.backend, self.path, self.upstream_body(), headers)
             self.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
             return resp
         except ApiError as err:

@@ -116,11 +116,12 @@ def open_chat_call(
         if overlays
         else None
     )
-    if choice is not None:
+    if choice is not None and choice.assignment is not None:
         step.overlay_id, step.overlay_arm = choice.overlay_id, choice.arm
         overlay = choice.overlay
     if overlay is not None and not overlay.is_empty():
         chat, raw = apply_to_chat(chat, overlay), None  # the step keeps what the agent sent
     call = ChatCall(state.upstreams, state.metrics, backend, chat, raw, ctx.t0)
     call.overlay = overlay
+    call.policy_request = choice.policy_version if choice is not None else None
     return RecordedCall(recorder, step, call)

@@ -7,6 +7,11 @@ the assignment's ``canary_share`` gets the candidate, anything else the control 
 None for the bare agent). Every step of a trajectory therefore lands in the same arm while the
 assignment stands, a larger share keeps every trajectory the smaller one sent to the candidate, and
 every proxy computes the same arm without sharing state.
+
+The policy arm (which model policy version answers) is chosen the same way from the first assignment
+that names a policy, looked up from the narrowest scope to ``*/*`` (a pooled policy's canary covers
+every tenant). Its hash point is salted (``policy:``), so a trajectory's policy arm is independent of its
+overlay arm: an overlay canary and a weights canary running at once each compare like with like.
 """
 
 from __future__ import annotations
@@ -15,16 +20,20 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sluice.evolution import Overlay, OverlayArm, OverlayAssignment, scope_key
+from sluice.evolution import ALL_TENANTS, Overlay, OverlayArm, OverlayAssignment, scope_key
+
+POLICY_SALT = "policy:"
 
 
 @dataclass(frozen=True, slots=True)
 class OverlayChoice:
     """What one request gets: the overlay to apply (None: the bare agent) and the arm it was routed to."""
 
-    assignment: OverlayAssignment
-    arm: OverlayArm
+    assignment: OverlayAssignment | None
+    arm: OverlayArm | None
     overlay: Overlay | None
+    policy_version: str | None = None  # the model policy version to ask the server for (None: its default)
+    policy_arm: OverlayArm | None = None
 
     @property
     def overlay_id(self) -> str | None:
@@ -54,13 +63,39 @@ def arm_for(assignment: OverlayAssignment, trajectory_id: str) -> OverlayArm:
     return "control"
 
 
+def policy_assignment_for(
+    assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None
+) -> OverlayAssignment | None:
+    """The narrowest assignment that names a model policy: tenant/task, tenant/*, */task, */*."""
+    for who in (tenant, ALL_TENANTS):
+        for task in (task_id, None) if task_id else (None,):
+            found = assignments.get(scope_key(who, task))
+            if found is not None and (found.active_policy or found.candidate_policy):
+                return found
+    return None
+
+
+def policy_for(assignment: OverlayAssignment, trajectory_id: str) -> tuple[OverlayArm, str | None]:
+    """The policy arm of a trajectory and the version it is served."""
+    if assignment.candidate_policy and share_point(POLICY_SALT + trajectory_id) < assignment.canary_share:
+        return "candidate", assignment.candidate_policy
+    return "control", assignment.active_policy
+
+
 def choose_overlay(
     assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None, trajectory_id: str
 ) -> OverlayChoice | None:
-    """The overlay and arm of one request; None when no assignment covers its scope."""
+    """The overlay, the policy version and their arms for one request; None when no assignment covers
+    its scope."""
     assignment = assignment_for(assignments, tenant, task_id)
-    if assignment is None:
+    policy = policy_assignment_for(assignments, tenant, task_id)
+    if assignment is None and policy is None:
         return None
-    arm = arm_for(assignment, trajectory_id)
-    overlay = assignment.candidate if arm == "candidate" else assignment.active
-    return OverlayChoice(assignment, arm, overlay)
+    arm = overlay = None
+    if assignment is not None:
+        arm = arm_for(assignment, trajectory_id)
+        overlay = assignment.candidate if arm == "candidate" else assignment.active
+    policy_arm = version = None
+    if policy is not None:
+        policy_arm, version = policy_for(policy, trajectory_id)
+    return OverlayChoice(assignment, arm, overlay, version, policy_arm)

@@ -46,9 +46,11 @@ class Upstreams:
             await s.close()
         self._sessions.clear()
 
-    async def post(self, backend: BackendConfig, path: str, body: bytes) -> aiohttp.ClientResponse:
+    async def post(
+        self, backend: BackendConfig, path: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> aiohttp.ClientResponse:
         """Send a JSON body; the caller reads (and releases) the response."""
-        return await self.request(backend, "POST", path, body)
+        return await self.request(backend, "POST", path, body, headers)
 
     async def request(
         self,

@@ -14,6 +14,11 @@ modes.
       live:
         group_wait_s: 20
         update_samples: 16
+        default_scope: own       # each opted-in tenant trains its own version line...
+        scopes: {globex: shared} # ...unless it allows pooling
+
+Learning scopes: each scope has its own weights, optimizer state, version sequence (``acme.3``; the shared
+scope's are plain integers), staleness and lineage; a row trains only its tenant's scope.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from sluice.evolution import SHARED_SCOPE, LearningScope
 from sluice.frozen import Frozen
 
 
@@ -57,6 +63,15 @@ class LiveConfig(Frozen):
         gt=1,
         description="Cap of the behaviour importance weight pi_prox / pi_behaviour (decoupled PPO).",
     )
+    # --- learning scopes
+    default_scope: LearningScope = Field(
+        "own",
+        description="What a tenant's consented traffic trains when trainer.live.scopes does not name it: "
+        "own (its own version line, served to it alone), shared (the pooled line), none (nothing).",
+    )
+    scopes: dict[str, LearningScope] = Field(
+        default_factory=dict, description="Tenant -> own | shared | none, overriding default_scope."
+    )
     # --- model
     lora_rank: int = Field(0, ge=0, description="0: full fine-tune; r > 0: LoRA of rank r (peft).")
     lora_alpha: float = Field(16.0, gt=0)
@@ -76,6 +91,13 @@ class LiveConfig(Frozen):
     )
     push_timeout_s: float = Field(120.0, gt=0)
     keep_push_files: int = Field(2, ge=1, description="file transport: newest pushed files kept on disk.")
+
+    def scope_of(self, tenant: str) -> str | None:
+        """The learning scope a tenant's rows train: its own name, the shared scope, or None."""
+        choice = self.scopes.get(tenant, self.default_scope)
+        if choice == "none":
+            return None
+        return SHARED_SCOPE if choice == "shared" else tenant
 
     @model_validator(mode="after")
     def _sizes(self) -> LiveConfig:

@@ -21,18 +21,22 @@ from collections import Counter
 from typing import Any
 
 from sluice.events import StepEvent, Trajectory, reconstruct_messages
+from sluice.evolution import parse_policy_version
 from trainers.live.samples import LiveItem, LiveSample
 
 
-def parse_version(step: StepEvent) -> int | None:
-    """The oldest integer policy version that served this step; None when it names no integer version."""
+def parse_version(step: StepEvent) -> tuple[str, int] | None:
+    """(learning scope, number) of the oldest policy version that served this step; None when it names
+    no version a trainer made, or versions of two scopes."""
     md = step.metadata
     names = md.policy_versions or ([md.model_version] if md.model_version is not None else [])
-    try:
-        versions = [int(v) for v in names]
-    except ValueError:
+    parsed = [parse_policy_version(v) for v in names]
+    if not parsed or any(p is None for p in parsed):
         return None
-    return min(versions) if versions and min(versions) >= 0 else None
+    scopes = {p[0] for p in parsed if p is not None}
+    if len(scopes) != 1:
+        return None
+    return scopes.pop(), min(p[1] for p in parsed if p is not None)
 
 
 def group_key(step: StepEvent, task_id: str | None, prompt_ids: list[int], prefix_tokens: int | None) -> str:
@@ -52,14 +56,15 @@ def baseline_key(step: StepEvent, task_id: str | None) -> str:
     return f"harness:{md.gen_ai.request_model}:{md.harness_fingerprint or '-'}"
 
 
-def step_reward(traj: Trajectory, step_index: int) -> tuple[float | None, float | None]:
-    """(reward of the step, unix time its newest reward was posted)."""
+def step_reward(traj: Trajectory, step_index: int) -> tuple[float | None, float | None, list[str]]:
+    """(reward of the step, unix time its newest reward was posted, the sources of those rewards)."""
     own = [r for r in traj.rewards if r.step_index == step_index and r.value is not None]
     used = own or [r for r in traj.rewards if r.value is not None]
     at = max((r.created_at.timestamp() for r in used), default=None)
+    sources = sorted({r.source for r in used})
     if own:
-        return statistics.fmean(r.value for r in own if r.value is not None), at
-    return traj.reward, at
+        return statistics.fmean(r.value for r in own if r.value is not None), at, sources
+    return traj.reward, at, sources
 
 
 def _retokenize(steps: list[StepEvent], i: int, tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -117,7 +122,7 @@ def extract_samples(
             retokenized, logprobs = True, None
         previous = None if retokenized else prompt + completion
         model = step.metadata.gen_ai.request_model
-        reward, reward_at = step_reward(traj, step.step_index)
+        reward, reward_at, sources = step_reward(traj, step.step_index)
         reason = None
         if not any(fnmatch.fnmatchcase(model, g) for g in model_globs):
             reason = "unknown model"
@@ -131,6 +136,7 @@ def extract_samples(
             skipped[reason] += 1
             continue
         temperature = step.metadata.sampling.temperature
+        served = parse_version(step)
         samples.append(
             LiveSample(
                 trajectory_id=traj.trajectory_id,
@@ -140,13 +146,16 @@ def extract_samples(
                 token_ids=completion,
                 logprobs=logprobs,
                 reward=float(reward),
-                policy_version=parse_version(step),
+                policy_version=served[1] if served else None,
+                policy_scope=served[0] if served else None,
                 recorded_version=step.metadata.model_version,
                 temperature=temperature if temperature else 1.0,
                 group_key=group_key(step, task_id, prompt, prefix_tokens),
                 baseline_key=baseline_key(step, task_id),
                 retokenized=retokenized,
                 reward_at=reward_at,
+                tenant=traj.tenant,
+                reward_sources=sources,
             )
         )
     return LiveItem(

@@ -9,6 +9,15 @@ Gradients accumulate over micro-batches with the whole mini-batch's token count 
 
 Full fine-tune, or LoRA (``live.lora_rank > 0``, peft): then the optimizer holds only the adapters, and a
 push sends the merged matrices of the adapted modules (W + scale * B A) under the base model's names.
+
+Each learning scope (the shared policy, each tenant's own: ``trainers.live.scopes``) has its own weights,
+optimizer and version line; ``train(rows, scope)`` updates one scope. Training and publishing are two
+calls (``train``, then ``publish``), so the driver records the new version's lineage in the ledger
+between them. With ``trainer.promotion: gated`` a version is pushed as a *candidate*: no request gets it
+until the control plane promotes it. The learner keeps a copy of a scope's weights at each version it
+published and at the promoted one; when the gates turn a candidate down (it is gone from the servers),
+the scope starts again from its newest version the servers still keep, so what the gates refused is not
+carried into the next candidate.
 """
 
 from __future__ import annotations
@@ -21,12 +30,14 @@ from typing import Any
 
 import torch
 
+from sluice.evolution import SHARED_SCOPE, parse_policy_version
 from trainers.config import TrainerConfig
 from trainers.devices import Device
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
 from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.live.decoupled_loss import DecoupledLossConfig, decoupled_ppo_loss
 from trainers.live.samples import LiveRow
+from trainers.live.scopes import ScopeBank, ScopeState
 from trainers.live.weight_push import WeightPush
 from trainers.samples import Sample
 
@@ -64,7 +75,7 @@ class LiveLearner(CheckpointedLearner):
             model = self._with_lora(model, resume_from)
         self.model = model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.opt = torch.optim.AdamW(params, lr=tcfg.learning_rate, weight_decay=tcfg.weight_decay)
+        self.opt = self._optimizer(params)  # the shared scope's; checkpoints save it
         restore_optimizer(self.opt, resume_from)
         self.keep_checkpoints = tcfg.keep_checkpoints
         self.loss_cfg = DecoupledLossConfig(
@@ -72,14 +83,27 @@ class LiveLearner(CheckpointedLearner):
             behaviour_weight_cap=self.live.behaviour_weight_cap, agg=tcfg.loss_agg,
         )  # fmt: skip
         self.version = start_version
-        self.updates = 0
+        self.promotion = tcfg.promotion
         self.push: WeightPush | None = None
         if self.live.push_weights:
             self.push = WeightPush(
                 tcfg.policy_server_urls(), self.live.push_transport, self.live.push_timeout_s,
                 Path(output_dir) / "push", self.live.keep_push_files,
             )  # fmt: skip
-            self.version = self.push.align(self.version, self.pushed_tensors)
+            role = "candidate" if self.promotion == "gated" else "serve"
+            self.version = self.push.align(self.version, self.pushed_tensors, role)
+        self.bank = ScopeBank(self.model, self._optimizer, self.opt, self.version)
+
+    def _optimizer(self, params: list[torch.nn.Parameter]) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(params, lr=self.t.learning_rate, weight_decay=self.t.weight_decay)
+
+    def get_versions(self) -> dict[str, int]:
+        """Each scope's version number (the shared scope's is ``get_version``)."""
+        return {name: scope.version for name, scope in self.bank.scopes.items()}
+
+    def save(self, output_dir: str, state: Any) -> str:
+        self.bank.activate(SHARED_SCOPE)  # a checkpoint holds the shared line (own lines restart on resume)
+        return super().save(output_dir, state)
 
     def _with_lora(self, model: torch.nn.Module, resume_from: str | None) -> torch.nn.Module:
         from peft import LoraConfig, PeftModel, get_peft_model
@@ -110,6 +134,52 @@ class LiveLearner(CheckpointedLearner):
                 out[name.removeprefix(prefix) + ".weight"] = (base + delta).detach()
         return out
 
+    @torch.no_grad()
+    def follow_servers(self, scope: ScopeState) -> dict[str, Any]:
+        """Gated mode: settle the scope's candidates the control plane decided. One gone from every server
+        was turned down: the scope's weights (and Adam moments) go back to its newest version the servers
+        still keep, so what the gates refused does not reach the next candidate."""
+        if self.push is None or self.promotion != "gated" or not scope.pending:
+            return {}
+        statuses = [s for s in self.push.statuses().values() if not isinstance(s, Exception)]
+        if not statuses:
+            return {}
+        kept = {v for s in statuses for v in (*s.versions, s.serving_version)}
+        turned_down = [v for v in scope.pending if v not in kept]
+        if not turned_down:
+            return {}
+        scope.pending = [v for v in scope.pending if v in kept]
+        line = [v for v in scope.snapshots if v in kept and v not in scope.pending]
+        target = max(line, key=_number, default=self.bank.base_name)
+        weights = scope.snapshots.get(target, self.bank.base)
+        self.bank.load(scope, weights)
+        scope.opt.state.clear()
+        scope.parent = target
+        scope.pending = []
+        scope.snapshots = {
+            v: w for v, w in scope.snapshots.items() if v == target or v == self.bank.base_name
+        }
+        scope.resets += 1
+        log.info("%s: candidates %s turned down; training goes on from %s", scope.name, turned_down, target)
+        return {"turned_down": turned_down, "reset_to": target}
+
+    def publish(self, scope_name: str = SHARED_SCOPE) -> dict[str, Any]:
+        """Push the scope's current weights under its current version: a candidate (gated, or any own
+        scope: only its tenant is served it, by name), or the version every request gets (direct, shared)."""
+        if self.push is None:
+            return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0}
+        scope = self.bank.activate(scope_name)
+        name = scope.version_name()
+        role = "serve" if self.promotion == "direct" and scope.name == SHARED_SCOPE else "candidate"
+        outcome = self.push.publish(self.pushed_tensors(), name, role=role, parent=self.bank.base_name)
+        self.bank.snapshot(scope)
+        if self.promotion == "gated":
+            scope.pending.append(name)
+        scope.parent = name
+        return {"push_s": outcome.push_s, "pushed_servers": outcome.pushed, "push_errors": len(outcome.errors),
+                "swap_ms": outcome.swap_ms_max, "pushed_version": scope.version, "pushed_name": name,
+                "push_role": role}  # fmt: skip
+
     # ----------------------------------------------------------------------------- training
 
     def _proximal(self, rows: list[LiveRow]) -> list[torch.Tensor]:
@@ -124,8 +194,19 @@ class LiveLearner(CheckpointedLearner):
                 out.extend(lp[b, : len(r.sample.token_ids)] for b, r in enumerate(chunk))
         return out
 
-    def train(self, rows: list[LiveRow]) -> dict[str, Any]:
-        """One update over these rows (``ppo_minibatches`` optimizer steps), then the push when due."""
+    def train(self, rows: list[LiveRow], scope_name: str = SHARED_SCOPE) -> dict[str, Any]:
+        """One update of one scope over these rows (``ppo_minibatches`` optimizer steps); ``due_push``
+        says whether the driver should publish the version it made (``publish``) once its lineage is
+        recorded."""
+        # isolation, enforced where the weights change and not only where rows are routed
+        foreign = sorted({r.sample.tenant for r in rows if r.sample.tenant and self.live.scope_of(r.sample.tenant)
+                          != scope_name})  # fmt: skip
+        if foreign:
+            raise ValueError(f"rows of tenants {foreign} may not train learning scope {scope_name!r}")
+        scope = self.bank.activate(scope_name)
+        opt = scope.opt
+        settled = self.follow_servers(scope)
+        parent = scope.parent
         t0 = time.perf_counter()
         stats = {k: 0.0 for k in ("loss", "clip_frac", "masked_frac", "capped_frac", "behaviour_weight_mean",
                                   "ratio_mean", "grad_norm")}  # fmt: skip
@@ -139,7 +220,7 @@ class LiveLearner(CheckpointedLearner):
             mini = [rows[i] for i in idx]
             mini_tokens = sum(len(r.sample.token_ids) for r in mini)
             normalizer = float(mini_tokens) if self.t.loss_agg == "token_mean" else float(len(mini))
-            self.opt.zero_grad(set_to_none=True)
+            opt.zero_grad(set_to_none=True)
             for j in range(0, len(mini), self.t.micro_batch_size):
                 chunk = mini[j : j + self.t.micro_batch_size]
                 batch, temps = _packed(chunk, self.tokenizer.pad_token_id, self.device)
@@ -164,28 +245,37 @@ class LiveLearner(CheckpointedLearner):
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.t.max_grad_norm))
             stats["grad_norm"] = max(stats["grad_norm"], grad_norm)
             if math.isfinite(grad_norm):
-                self.opt.step()
+                opt.step()
                 updated = True
             else:
                 log.warning("non-finite gradient norm: mini-batch step skipped")
-            self.opt.zero_grad(set_to_none=True)
+            opt.zero_grad(set_to_none=True)
         learn_s = time.perf_counter() - t0
-        push: dict[str, Any] = {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0}
+        due = False
         if updated:
-            self.version += 1
-            self.updates += 1
-            if self.push is not None and self.updates % self.live.push_every == 0:
-                outcome = self.push.publish(self.pushed_tensors(), str(self.version))
-                push = {"push_s": outcome.push_s, "pushed_servers": outcome.pushed,
-                        "push_errors": len(outcome.errors), "swap_ms": outcome.swap_ms_max,
-                        "pushed_version": self.version}  # fmt: skip
+            scope.version += 1
+            scope.updates += 1
+            if scope.name == SHARED_SCOPE:
+                self.version = scope.version
+            due = self.push is not None and scope.updates % self.live.push_every == 0
         return {
             **stats,
-            **push,
+            "scope": scope.name,
+            "due_push": due,
+            "parent_version": parent,
+            "version_name": scope.version_name(),
+            "turned_down": settled.get("turned_down", []),
+            "reset_to": settled.get("reset_to"),
+            "resets_total": sum(s.resets for s in self.bank.scopes.values()),
             "updated": updated,
-            "policy_version": self.version,
+            "policy_version": scope.version,
             "trained_samples": len(rows),
             "trained_tokens": sum(len(r.sample.token_ids) for r in rows),
             "learn_s": learn_s,
             "serving_versions": dict(self.push.serving) if self.push is not None else {},
         }
+
+
+def _number(name: str) -> int:
+    parsed = parse_policy_version(name)
+    return parsed[1] if parsed else -1

@@ -6,6 +6,10 @@ rows are ready (or the oldest waited ``update_wait_s``) checks them against the 
 (``apply_staleness``) and sends them to the learner, which updates and publishes the new version to the
 policy servers. One update at a time: the next batch is checked against the version the last one made.
 
+A version is pushed only after its lineage (the trajectory versions, tenants and reward sources it
+trained on, and its parent) is recorded in the ledger: as a candidate for the gates with
+``trainer.promotion: gated``, or as served ungated with ``direct``.
+
 Every update appends a line to ``metrics.jsonl`` (``policy_version``, reward, staleness and drop counts,
 push timings, ``reward_to_serving_s_p50``: posted reward -> a policy trained on it serving) and rewrites
 ``policy_state.json``. Offsets are checkpointed only up to the oldest trajectory not trained yet.
@@ -23,11 +27,14 @@ from typing import Any
 
 import ray
 
+from sluice.events import trajectory_owner
+from sluice.evolution import SHARED_SCOPE
 from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
+from trainers.live.lineage import LineageLedger, build_lineage
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.samples import LiveItem, LiveRow
-from trainers.live.staleness import apply_staleness
+from trainers.live.staleness import apply_staleness, in_scope
 from trainers.loop_core import OnStep, RunSetup, TrainingLoop
 
 TAKE_BATCH = 256  # trajectory versions asked of the feeder per call
@@ -44,24 +51,37 @@ class LiveLoop(TrainingLoop):
     log = logging.getLogger("sluice.trainer.live")
 
     def __init__(
-        self, tcfg: TrainerConfig, run: RunSetup, feeder: Any, learner: Any, on_step: OnStep | None = None
+        self,
+        tcfg: TrainerConfig,
+        run: RunSetup,
+        feeder: Any,
+        learner: Any,
+        on_step: OnStep | None = None,
+        ledger: LineageLedger | None = None,
     ) -> None:
+        """``ledger``: where each new version's proposal and lineage is recorded before its push."""
         super().__init__(tcfg, run, feeder, learner, on_step)
+        self.ledger = ledger
+        self.lineages = 0
         self.live = tcfg.live
         self.groups = GroupAssembler(
             tcfg.group_size, self.live.group_wait_s, self.live.baseline_decay, tcfg.scale_rewards
         )
-        self.ready: deque[tuple[LiveRow, float]] = deque()
+        self.ready: dict[str, deque[tuple[LiveRow, float]]] = {}  # learning scope -> rows ready to train
         self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
         self.totals: Counter[str] = Counter()
         self.serving: dict[str, str] = {}
-        self.version = 0
+        self.version = 0  # the shared scope's
+        self.versions: dict[str, int] = {}  # every scope's
+        self.base: tuple[str, int] = (SHARED_SCOPE, 0)  # the version every own line starts from
         self.last_pushed: int | None = None
 
     # ----------------------------------------------------------------------------- main loop
 
     def _begin(self) -> None:
         self.version = ray.get(self.learner.get_version.remote())
+        self.versions = {SHARED_SCOPE: self.version}
+        self.base = (SHARED_SCOPE, self.version)
         self.state.policy_version = self.version
         self._write_state()
 
@@ -71,39 +91,70 @@ class LiveLoop(TrainingLoop):
         if items:
             self.last_data_at = now
         for item in items:
-            self.items[item.trajectory_id] = item
-            self.groups.add(item, now)
-        self.ready.extend((row, now) for row in self.groups.take_ready(now))
-        if self._due(now):
-            m = self._update(start)
+            scoped = self._scoped(item)
+            if scoped is None:
+                continue
+            self.items[item.trajectory_id] = scoped
+            self.groups.add(scoped, now)
+        for row in self.groups.take_ready(now):
+            self.ready.setdefault(self.live.scope_of(row.sample.tenant) or "", deque()).append((row, now))
+        scope = self._due(now)
+        if scope is not None:
+            m = self._update(start, scope)
             if m is not None:
                 yield m
 
-    def _busy(self) -> bool:
-        return bool(self.ready or self.groups.groups)
-
-    def _due(self, now: float) -> bool:
-        if not self.ready:
-            return False
-        return (
-            len(self.ready) >= self.live.update_samples or now - self.ready[0][1] >= self.live.update_wait_s
-        )
-
-    def _update(self, start: float) -> dict[str, Any] | None:
-        n = min(len(self.ready), self.live.max_update_samples)
-        rows = [self.ready.popleft()[0] for _ in range(n)]
-        kept, counts, lags = apply_staleness(
-            rows, self.version, self.t.max_staleness, self.t.stale_policy, self.t.stale_decay
-        )
-        self.totals.update(counts)
-        self.totals["offered"] += len(rows)
-        if not kept:
-            self.log.info("no row of %d within the staleness bound (%s): no update", len(rows), dict(counts))
+    def _scoped(self, item: LiveItem) -> LiveItem | None:
+        """The item with its samples grouped inside its tenant's learning scope (groups and baselines never
+        mix scopes); None when the tenant's scope is none."""
+        tenant = next((s.tenant for s in item.samples), "") or (trajectory_owner(item.trajectory_id) or "")
+        scope = self.live.scope_of(tenant)
+        if scope is None:
+            self.totals["scope_none"] += len(item.samples)
             return None
-        lm = ray.get(self.learner.train.remote(kept))
+        samples = [
+            s.model_copy(update={"tenant": tenant, "group_key": f"{scope}|{s.group_key}",
+                                 "baseline_key": f"{scope}|{s.baseline_key}"})
+            for s in item.samples
+        ]  # fmt: skip
+        return item.model_copy(update={"samples": samples})
+
+    def _busy(self) -> bool:
+        return any(self.ready.values()) or bool(self.groups.groups)
+
+    def _due(self, now: float) -> str | None:
+        """The scope to update now: the first with enough rows, or whose oldest row waited long enough."""
+        due = [
+            (q[0][1], scope)
+            for scope, q in self.ready.items()
+            if q and (len(q) >= self.live.update_samples or now - q[0][1] >= self.live.update_wait_s)
+        ]
+        return min(due)[1] if due else None
+
+    def _update(self, start: float, scope: str) -> dict[str, Any] | None:
+        queue = self.ready[scope]
+        n = min(len(queue), self.live.max_update_samples)
+        rows = [queue.popleft()[0] for _ in range(n)]
+        rows, other = in_scope(rows, scope, self.base)
+        kept, counts, lags = apply_staleness(
+            rows, self.versions.get(scope, 0), self.t.max_staleness, self.t.stale_policy, self.t.stale_decay
+        )
+        counts.update(other)
+        self.totals.update(counts)
+        self.totals["offered"] += n
+        if not kept:
+            self.log.info(
+                "%s: no row of %d within the staleness bound (%s): no update", scope, n, dict(counts)
+            )
+            return None
+        lm = ray.get(self.learner.train.remote(kept, scope))
+        if lm.pop("due_push", False):
+            lm.update(self._publish(kept, lm, scope))
         now = time.monotonic()
         wall = time.time()
-        self.version = lm["policy_version"]
+        self.versions[scope] = lm["policy_version"]
+        if scope == SHARED_SCOPE:
+            self.version = lm["policy_version"]
         self.serving = lm.get("serving_versions") or self.serving
         window = max(1e-9, now - self.last_step_at)
         self.last_step_at = now
@@ -111,18 +162,21 @@ class LiveLoop(TrainingLoop):
         self.state.samples += len(kept)
         self.state.policy_version = self.version
         self.totals["trained"] += len(kept)
+        self.totals[f"trained:{scope}"] += len(kept)
         rewards = [r.sample.reward for r in kept]
         by_version: dict[str, list[float]] = {}
         for r in kept:
             by_version.setdefault(str(r.sample.policy_version), []).append(r.sample.reward)
         latency = [wall - r.sample.reward_at for r in kept if r.sample.reward_at is not None]
-        pushed = lm.get("pushed_version") == self.version
+        pushed = lm.get("pushed_version") == lm["policy_version"]
         steps_stats = self.feeder_stats.get("steps", {})
         group_counts = self.groups.counts
         m: dict[str, Any] = {
             "step": self.state.step,
             "mode": "live",
-            "policy_version": self.version,
+            "scope": scope,
+            "policy_version": lm["policy_version"],
+            "scope_versions": dict(self.versions),
             "elapsed_s": now - start,
             "reward_mean": statistics.fmean(rewards),
             "reward_std": statistics.pstdev(rewards) if len(rewards) > 1 else 0.0,
@@ -136,6 +190,9 @@ class LiveLoop(TrainingLoop):
             "dropped_stale": counts["dropped_stale"],
             "downweighted": counts["downweighted"],
             "unknown_version": counts["unknown_version"],
+            "other_scope": counts["other_scope"],
+            "other_scope_total": self.totals["other_scope"],
+            "scope_none_total": self.totals["scope_none"],
             "dropped_stale_total": self.totals["dropped_stale"],
             "unknown_version_total": self.totals["unknown_version"],
             "downweighted_total": self.totals["downweighted"],
@@ -156,14 +213,26 @@ class LiveLoop(TrainingLoop):
             **{
                 k: v
                 for k, v in lm.items()
-                if k not in ("policy_version", "serving_versions", "trained_samples")
+                if k not in ("policy_version", "serving_versions", "trained_samples", "scope")
             },
             "serving_versions": self.serving,
         }
-        if pushed:
+        if pushed and scope == SHARED_SCOPE:
             self.last_pushed = self.version
         self._record(m)
         return m
+
+    def _publish(self, kept: list[LiveRow], lm: dict[str, Any], scope: str) -> dict[str, Any]:
+        """Record the new version's lineage in the ledger, then push it (nothing is pushed unrecorded);
+        a direct own-scope version is then routed to its tenant."""
+        lineage = build_lineage(kept, lm["version_name"], lm.get("parent_version"), self.t.promotion, scope)
+        if self.ledger is not None and not self.ledger.record(lineage):
+            return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0, "unrecorded_versions": 1}
+        self.lineages += 1
+        pushed = ray.get(self.learner.publish.remote(scope))
+        if self.ledger is not None and self.t.promotion == "direct" and scope != SHARED_SCOPE:
+            self.ledger.route(lineage)
+        return {**pushed, "lineage_trajectories": len(lineage.items)}
 
     def _recorded(self, m: dict[str, Any]) -> None:
         self._write_state()
@@ -176,6 +245,7 @@ class LiveLoop(TrainingLoop):
                 step=self.state.step,
                 serving_versions=self.serving,
                 last_push_version=self.last_pushed,
+                scope_versions=dict(self.versions),
             ),
         )
 
@@ -183,6 +253,6 @@ class LiveLoop(TrainingLoop):
 
     def untrained(self) -> list[LiveItem]:
         open_ids = {i.trajectory_id for i in self.groups.waiting()}
-        open_ids |= {row.sample.trajectory_id for row, _ in self.ready}
+        open_ids |= {row.sample.trajectory_id for q in self.ready.values() for row, _ in q}
         self.items = {tid: item for tid, item in self.items.items() if tid in open_ids}
         return list(self.items.values())

@@ -25,6 +25,9 @@ class PolicyState(BaseModel):
         default_factory=dict, description="Policy server -> the version it served at the last push."
     )
     last_push_version: int | None = None
+    scope_versions: dict[str, int] = Field(
+        default_factory=dict, description="Learning scope -> its newest version number."
+    )
     updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 

@@ -1,5 +1,6 @@
 """`sluice train` in live mode: validate, start (or join) Ray, start the feeder and the live learner (which
-aligns the policy servers on its version), run the live loop, checkpoint.
+aligns the policy servers on its version), run the live loop (each new version's lineage to the ledger,
+then its push), checkpoint.
 
 ``--resume`` continues from the newest checkpoint under ``trainer.output_dir`` as in the re-sampling mode:
 weights (or LoRA adapters on the base model), optimizer, policy version, step, feeder offsets.
@@ -28,6 +29,7 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
     from trainers.devices import gpu_share, resolve_device
     from trainers.live.feeder import LiveFeeder
     from trainers.live.learner import LiveLearner
+    from trainers.live.lineage import LineageLedger
     from trainers.live.loop import LiveLoop
     from trainers.ray_session import ray_session
 
@@ -49,6 +51,11 @@ def run_live_training(cfg: TrainerSettings, run: RunSetup, on_step: OnStep | Non
             "live trainer ready: policy v%d on %s, reading %s, pushing to %s",
             version, device, topic, servers or "none",
         )  # fmt: skip
-        loop = LiveLoop(t, run, feeder, learner, on_step)
-        reason, checkpoint = run_loop(loop, run, feeder, [feeder, learner])
+        ledger = LineageLedger(cfg.broker, cfg.topics) if t.live.push_weights else None
+        loop = LiveLoop(t, run, feeder, learner, on_step, ledger)
+        try:
+            reason, checkpoint = run_loop(loop, run, feeder, [feeder, learner])
+        finally:
+            if ledger is not None:
+                ledger.close()
     return summarize(loop, state, reason, checkpoint, [h["reward_mean"] for h in loop.history])

@@ -29,6 +29,9 @@ class LiveSample(_Model):
     policy_version: int | None = Field(
         description="Oldest policy version that served the call; None when the step names no integer version."
     )
+    policy_scope: str | None = Field(
+        None, description="The learning scope of the version that served it ('shared' or a tenant's own)."
+    )
     recorded_version: str | None = Field(None, description="The step's model_version as recorded.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature (greedy calls count as 1.0).")
     group_key: str = Field(description="GRPO group: the task id, else the prompt prefix.")
@@ -38,6 +41,10 @@ class LiveSample(_Model):
     retokenized: bool = Field(False, description="The backend gave no token ids: tokenized by the trainer.")
     reward_at: float | None = Field(
         None, description="Unix time the newest reward of this sample was posted."
+    )
+    tenant: str = Field("", description="The trajectory's tenant (lineage, learning scope).")
+    reward_sources: list[str] = Field(
+        default_factory=list, description="Sources of the rewards this sample's reward came from."
     )
 
 

@@ -18,6 +18,24 @@ from trainers.grpo.advantages import staleness_weight
 from trainers.live.samples import LiveRow
 
 
+def in_scope(rows: list[LiveRow], scope: str, base: tuple[str, int]) -> tuple[list[LiveRow], Counter[str]]:
+    """The rows whose serving version belongs to ``scope``'s line, numbered in it. A step served by the
+    base version (``base``: the shared line's version every own line starts from) counts as version 0 of
+    an own line; a step another scope's version served is left out (``other_scope``): its behaviour
+    policy is not on this line, and a step served by tenant A's version never trains tenant B's."""
+    kept: list[LiveRow] = []
+    counts: Counter[str] = Counter()
+    for row in rows:
+        s = row.sample
+        if s.policy_version is None or s.policy_scope in (None, scope):
+            kept.append(row)
+        elif (s.policy_scope, s.policy_version) == base:
+            kept.append(row.model_copy(update={"sample": s.model_copy(update={"policy_version": 0})}))
+        else:
+            counts["other_scope"] += 1
+    return kept, counts
+
+
 def apply_staleness(
     rows: list[LiveRow],
     learner_version: int,

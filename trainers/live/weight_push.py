@@ -7,6 +7,9 @@ for a full fine-tune, the merged adapted matrices for LoRA); the server replaces
 serves. A server that is down or refuses a push is counted and logged, never fatal: training goes on
 and the next push brings it up to date (a push carries full tensors, not deltas).
 
+A push as a *candidate* (``trainer.promotion: gated``) changes nothing any request gets until the control
+plane promotes it; the server lays it over its parent version and serves it only to requests naming it.
+
 At start, ``align`` makes the servers serve the learner's weights under one version name: nothing to do
 when they already serve the learner's version, a rollback when they keep it, else a push under the next
 unused integer name (names are never reused).
@@ -63,18 +66,27 @@ class WeightPush:
     def urls(self) -> list[str]:
         return [c.url for c in (*self.file_fleet.clients, *self.bytes_fleet.clients)]
 
-    def publish(self, tensors: Mapping[str, torch.Tensor], version: str) -> PushOutcome:
+    def publish(
+        self,
+        tensors: Mapping[str, torch.Tensor],
+        version: str,
+        role: str = "serve",
+        parent: str | None = None,
+    ) -> PushOutcome:
+        """``role`` serve: every request gets it now; candidate: kept beside the default, laid over
+        ``parent``, for the requests that ask for it by name (a canary's arm, a gate's evaluation)."""
         t0 = time.perf_counter()
         out = PushOutcome(version=version, tensors=len(tensors))
         results = []
         if self.file_fleet.clients:
             path = self.write_file(tensors, version)
-            results.append(self.file_fleet.push_file(path, version))
+            results.append(self.file_fleet.push_file(path, version, role=role, parent=parent))
         if self.bytes_fleet.clients:
-            results.append(self.bytes_fleet.push_state_dict(tensors, version))
+            results.append(self.bytes_fleet.push_state_dict(tensors, version, role=role, parent=parent))
         for res in results:
             for url, reply in res.replies.items():
-                self.serving[url] = reply.serving_version
+                if role == "serve":
+                    self.serving[url] = reply.serving_version
                 out.pushed += 1
                 out.swap_ms_max = max(out.swap_ms_max, reply.swap_ms)
             for url, err in res.errors.items():
@@ -99,8 +111,11 @@ class WeightPush:
     def statuses(self) -> dict[str, PolicyStatus | PolicyClientError]:
         return {**self.file_fleet.status(), **self.bytes_fleet.status()}
 
-    def align(self, version: int, tensors: Callable[[], Mapping[str, torch.Tensor]]) -> int:
-        """Make every reachable server serve the learner's weights; returns the version they serve under
+    def align(
+        self, version: int, tensors: Callable[[], Mapping[str, torch.Tensor]], role: str = "serve"
+    ) -> int:
+        """Make every reachable server serve the learner's weights (``role`` candidate: hold them, for the
+        gates to prove, when the servers serve other weights); returns the version name they are under
         (the learner's, or the next unused integer when a server already used that name for other weights)."""
         statuses = {u: s for u, s in self.statuses().items() if isinstance(s, PolicyStatus)}
         for url, s in statuses.items():
@@ -109,14 +124,16 @@ class WeightPush:
         if not behind:
             return version
         used = max((v for s in statuses.values() for v in _int_versions(s)), default=-1)
-        if all(str(version) in s.versions for s in behind.values()):
+        if role == "serve" and all(str(version) in s.versions for s in behind.values()):
             for fleet in (self.file_fleet, self.bytes_fleet):
                 for client in fleet.clients:
                     if client.url in behind:
                         self.serving[client.url] = client.rollback(str(version)).serving_version
             return version
         target = version if version > used else used + 1
-        outcome = self.publish(tensors(), str(target))
+        if role != "serve" and all(str(version) in s.versions for s in behind.values()):
+            return version  # already held as a candidate
+        outcome = self.publish(tensors(), str(target), role=role)
         log.info(
             "policy servers aligned on v%d (%d pushed, errors %s)", target, outcome.pushed, outcome.errors
         )

@@ -84,3 +84,35 @@ def test_listener_keeps_the_latest_per_scope_and_skips_what_it_cannot_attribute(
     assert set(listener.assignments) == {"acme/*"}
     listener.apply("acme/*", None)  # a tombstone removes the scope
     assert listener.assignments == {}
+
+
+def test_policy_arm_comes_from_the_narrowest_assignment_that_names_a_policy() -> None:
+    pooled = OverlayAssignment(tenant="*", active_policy="4", candidate_policy="5", canary_share=0.5)
+    own = OverlayAssignment(tenant="acme", active=ov("tenant-wide"))  # an overlay only: no policy
+    assignments = table(pooled, own)
+    versions = {choose_overlay(assignments, "acme", None, f"acme~t{i}").policy_version for i in range(200)}
+    assert versions == {"4", "5"}
+    choice = choose_overlay(assignments, "acme", None, "acme~t1")
+    assert choice.overlay_id == "tenant-wide"  # the overlay still comes from the tenant's assignment
+    pinned = OverlayAssignment(tenant="globex", active_policy="3")
+    assert choose_overlay(table(pooled, pinned), "globex", None, "globex~t1").policy_version == "3"
+
+
+def test_policy_arm_is_sticky_and_independent_of_the_overlay_arm() -> None:
+    both = OverlayAssignment(
+        tenant="acme", active=None, candidate=ov("cand"), canary_share=0.5, active_policy="1",
+        candidate_policy="2",
+    )  # fmt: skip
+    arms = [choose_overlay(table(both), "acme", None, f"acme~t{i}") for i in range(400)]
+    assert all(
+        c.policy_version == choose_overlay(table(both), "acme", None, f"acme~t{i}").policy_version
+        for i, c in enumerate(arms)
+    )
+    pairs = {(c.arm, c.policy_arm) for c in arms}
+    assert pairs == {("control", "control"), ("control", "candidate"), ("candidate", "control"),
+                     ("candidate", "candidate")}  # fmt: skip
+    assert all((c.policy_arm == "candidate") == (c.policy_version == "2") for c in arms)
+    none = OverlayAssignment(tenant="acme", active_policy="1", candidate_policy="2", canary_share=0.0)
+    assert {choose_overlay(table(none), "acme", None, f"acme~t{i}").policy_version for i in range(50)} == {
+        "1"
+    }

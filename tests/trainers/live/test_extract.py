@@ -59,10 +59,20 @@ def test_unknown_models_and_long_prompts_are_counted_by_reason() -> None:
 
 @pytest.mark.parametrize(
     ("version", "versions", "expected"),
-    [("3", None, 3), ("4", ["3", "4"], 3), ("tiny-1", None, None), (None, [], None), ("2", ["x"], None)],
+    [
+        ("3", None, ("shared", 3)),
+        ("4", ["3", "4"], ("shared", 3)),
+        ("acme.5", None, ("acme", 5)),
+        ("acme.eu.6", ["acme.eu.6", "acme.eu.2"], ("acme.eu", 2)),
+        ("tiny-1", None, None),
+        (None, [], None),
+        ("2", ["x"], None),
+        ("acme.2", ["acme.2", "3"], None),  # versions of two scopes: no one scope's staleness applies
+        (".4", None, None),
+    ],
 )
-def test_the_policy_version_is_the_oldest_integer_version_that_served_the_step(
-    version: str | None, versions: list[str] | None, expected: int | None
+def test_the_policy_version_is_the_oldest_version_that_served_the_step_with_its_scope(
+    version: str | None, versions: list[str] | None, expected: tuple[str, int] | None
 ) -> None:
     s = step(0, [1], [2], version=version, versions=versions)
     assert parse_version(s) == expected

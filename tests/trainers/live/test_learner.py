@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.trainers.live.builders import step, trajectory
@@ -34,7 +35,7 @@ def rows(logprobs: bool = True) -> list[LiveRow]:
 
 
 def config(**live: object) -> TrainerConfig:
-    return TrainerConfig(learning_rate=3e-3, live={"push_weights": False, **live})
+    return TrainerConfig(learning_rate=3e-3, live={"push_weights": False, "default_scope": "shared", **live})
 
 
 def test_an_update_raises_the_positive_completion_and_counts_the_version(tmp_path) -> None:
@@ -94,3 +95,27 @@ def test_a_checkpoint_resumes_weights_and_version_full_and_lora(tmp_path) -> Non
         assert again.get_version() == 1
         for n, t in learner.pushed_tensors().items():
             assert torch.allclose(t, again.pushed_tensors()[n]), (name, n)
+
+
+def test_each_learning_scope_trains_its_own_weights_and_version_line(tmp_path) -> None:
+    learner = LiveLearner(
+        config(default_scope="own", lora_rank=4, lora_targets=["q_proj", "v_proj"]),
+        "sluice-tiny",
+        str(tmp_path),
+    )
+    base = {n: t.clone() for n, t in learner.pushed_tensors().items()}
+    acme = rows()  # the builders' trajectories belong to tenant acme
+    m = learner.train(acme, "acme")
+    assert m["scope"] == "acme" and m["version_name"] == "acme.1" and m["parent_version"] == "0"
+    assert learner.get_versions() == {"shared": 0, "acme": 1} and learner.get_version() == 0
+    moved = learner.pushed_tensors()  # the acme line is active: its weights moved
+    assert any(not torch.allclose(moved[n], base[n]) for n in base)
+    learner.bank.activate("shared")  # the shared line never saw acme's rows: still the base weights
+    assert all(torch.equal(t, base[n]) for n, t in learner.pushed_tensors().items())
+    learner.bank.activate("acme")
+    assert all(torch.equal(t, moved[n]) for n, t in learner.pushed_tensors().items())
+    globex = [r.model_copy(update={"sample": r.sample.model_copy(update={"tenant": "globex"})}) for r in acme]
+    with pytest.raises(ValueError, match="globex"):  # a tenant's rows never train another tenant's line
+        learner.train(globex, "acme")
+    with pytest.raises(ValueError, match="acme"):  # nor the shared one, when the tenant trains its own
+        learner.train(acme, "shared")

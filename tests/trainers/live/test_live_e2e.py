@@ -40,6 +40,7 @@ def _config(tmp: Path) -> Path:
     data["trainer"] = {
         **data["trainer"],
         "mode": "live",
+        "promotion": "direct",
         "models": ["sluice-tiny*"],
         "policy_servers": [model_url],
         "group_size": 4,

@@ -37,14 +37,18 @@ def test_recorded_tokens_train_smollm2_and_the_update_serves(tmp_path: Path) -> 
     with serve_model(tmp_path / "serve", SMOLLM2_NAME) as server:
         (a, v_a), (b, v_b) = sampled(server.url, 1), sampled(server.url, 2)
         assert v_a == v_b == "0"
-        tcfg = TrainerConfig(model=SMOLLM2_NAME, learning_rate=1e-5, policy_servers=[server.url])
+        tcfg = TrainerConfig(
+            model=SMOLLM2_NAME, learning_rate=1e-5, policy_servers=[server.url], promotion="direct"
+        )
         learner = LiveLearner(tcfg, SMOLLM2_NAME, str(tmp_path / "trainer"))
         assert learner.version == 0  # the server already serves the base weights as "0"
         m = learner.train([LiveRow(sample=a, advantage=1.0), LiveRow(sample=b, advantage=-1.0)])
         # the server's logprobs are the learner's to numerical precision: nothing masked, weights ~1
         assert m["masked_frac"] == 0.0
         assert abs(m["behaviour_weight_mean"] - 1.0) < 1e-3
-        assert m["policy_version"] == 1 and m["pushed_servers"] == 1 and m["push_errors"] == 0
+        assert m["policy_version"] == 1 and m["due_push"] and m["parent_version"] == "0"
+        pushed = learner.publish()
+        assert pushed["pushed_servers"] == 1 and pushed["push_errors"] == 0 and pushed["push_role"] == "serve"
         status = httpx.get(f"{server.url}/v1/policy", timeout=30).json()
         assert status["serving_version"] == "1"
         update = [h for h in status["history"] if h["action"] == "update"]

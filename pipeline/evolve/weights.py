@@ -1,0 +1,171 @@
+"""The gates for a trained model policy version: the replay, shadow, offline, canary and rollback that
+prove an overlay, with the arms told apart by the policy version the model server answers with.
+
+The live trainer records a weights proposal for every candidate it publishes, with its lineage
+(``sluice.evolution.PolicyLineage``). Per scope the newest pending candidate is gated; older pending ones
+are set aside as stale (the newer one starts from the same line and has seen more data), and the ledger
+says so. The arms:
+
+* control: the version the scope's assignment serves, else the servers' default;
+* candidate: the proposal's version, asked for by name (header ``x-sluice-policy-version``).
+
+Where the gates depart from an overlay's: the replay gate also re-runs the scope's deterministic prompts
+greedily under both versions and grades them with each prompt's own task (a pooled policy answers
+every task); shadow asks that the candidate does not lose to the serving version (an overlay must win
+by a margin), since a trained version is meant to serve, not to answer one cluster; the offline gate has
+no overlay text to screen, so its held-out regression and safety probes decide. The canary reads each
+trajectory's arm from the policy version its steps recorded. A promotion makes the candidate the
+scope's active policy and every server's default; a rollback or a rejection discards it from every
+server (names are never reused), which also tells the trainer to start again from the promoted one.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from governance.evolve.gates import GateResult, canary_decision, shadow_decision
+from governance.evolve.sequential import ArmStats
+from pipeline.demo.summary import rows
+from pipeline.evolve.backend import EvalClient, reply_text
+from pipeline.evolve.evidence import RecordedPrompt
+from pipeline.evolve.graders import GraderChoice, grade, task_of
+from pipeline.evolve.loop_config import CanaryConfig, ShadowConfig
+from sinks.base import StoreClient
+from sinks.views import quote_literal
+from sluice.evolution import ALL_TENANTS, Evidence, OverlayAssignment, Proposal
+from trainers.serving.policy_client import PolicyFleet, PolicyStatus
+
+log = logging.getLogger("sluice.evolve.weights")
+
+
+def is_weights_candidate(p: Proposal) -> bool:
+    """A trained version to prove (the trainer's), not a diagnosis that only says weights would help."""
+    return p.surface == "weights" and bool(p.policy_version)
+
+
+def serving_default(fleet: PolicyFleet | None, fallback: str | None) -> str | None:
+    """The version the servers answer with when a request names none (the first reachable server's)."""
+    if fleet is None:
+        return fallback
+    for status in fleet.status().values():
+        if isinstance(status, PolicyStatus):
+            return status.serving_version
+    return fallback
+
+
+def replay_regression(
+    eval_client: EvalClient,
+    prompts: list[RecordedPrompt],
+    grader: GraderChoice,
+    parent: str | None,
+    candidate: str,
+    cfg: ShadowConfig,
+) -> GateResult:
+    """The deterministic recorded prompts re-run greedily under the parent and the candidate, each
+    graded by its task's checker: the candidate must not do worse than its parent."""
+    chosen = [p for p in prompts if p.replay_grade == "deterministic"][: cfg.max_prompts]
+    bodies = [p.body for p in chosen]
+    got = eval_client.answer_all(
+        bodies + bodies, temperature=0.0, policies=[parent] * len(bodies) + [candidate] * len(bodies)
+    )
+    n = len(chosen)
+    k = [grade(task_of(grader, p), p, reply_text(m)) for p, m in zip(chosen, got[:n], strict=True)]
+    c = [grade(task_of(grader, p), p, reply_text(m)) for p, m in zip(chosen, got[n:], strict=True)]
+    result = shadow_decision(k, c, 0.0, min(cfg.min_prompts, max(1, n)), non_inferior=True)
+    return result.model_copy(update={"gate": "replay"})
+
+
+def policy_outcomes_sql(a: OverlayAssignment, since: datetime, cfg: CanaryConfig) -> str:
+    """Per arm of a weights canary: trajectories, those without a failed call, rewarded ones and their
+    reward sum, each trajectory's arm read from the policy version its steps were answered by."""
+    span = cfg.reward_max - cfg.reward_min
+    if span <= 0:
+        raise ValueError("evolve.canary.reward_max must be above reward_min")
+    cond = f"created_at >= TIMESTAMPTZ {quote_literal(since.isoformat())}"
+    if a.tenant != ALL_TENANTS:
+        cond += f" AND tenant = {quote_literal(a.tenant)}"
+    if a.task_id is not None:
+        cond += f" AND task_id = {quote_literal(a.task_id)}"
+    cand = quote_literal(a.candidate_policy or "")
+    ctrl = quote_literal(a.active_policy or "")
+    return f"""
+        WITH arms AS (
+            SELECT trajectory_id,
+                   any_value(CASE WHEN model_version = {cand} THEN 'candidate' ELSE 'control' END) AS arm,
+                   bool_or(error IS NOT NULL OR coalesce(status_code, 200) >= 400) AS failed
+            FROM steps
+            WHERE {cond} AND model_version IN ({cand}, {ctrl})
+            GROUP BY trajectory_id)
+        SELECT a.arm, count(*) AS trajectories, count(*) FILTER (WHERE NOT a.failed) AS calls_ok,
+               count(t.reward) FILTER (WHERE t.rewarded) AS rewarded,
+               coalesce(sum(least(1.0, greatest(0.0, (t.reward - {cfg.reward_min}) / {span})))
+                        FILTER (WHERE t.rewarded AND t.reward IS NOT NULL), 0.0) AS reward_sum
+        FROM arms a LEFT JOIN trajectories t USING (trajectory_id)
+        GROUP BY a.arm ORDER BY a.arm"""
+
+
+def read_policy_canary(
+    client: StoreClient, a: OverlayAssignment, since: datetime, cfg: CanaryConfig
+) -> tuple[GateResult, Evidence]:
+    sql = policy_outcomes_sql(a, since, cfg)
+    got = {r["arm"]: r for r in rows(client, sql)}
+
+    def arm(name: str) -> tuple[ArmStats, ArmStats]:
+        r = got.get(name) or {}
+        reward = ArmStats(n=int(r.get("rewarded") or 0), total=float(r.get("reward_sum") or 0.0))
+        calls = ArmStats(n=int(r.get("trajectories") or 0), total=float(r.get("calls_ok") or 0))
+        return reward, calls
+
+    (k_reward, k_calls), (c_reward, c_calls) = arm("control"), arm("candidate")
+    result = canary_decision((k_reward, c_reward), (k_calls, c_calls), cfg.test)
+    evidence = Evidence(query=" ".join(sql.split()), numbers={arm: dict(r) for arm, r in got.items()})
+    return result, evidence
+
+
+def start_policy_canary(
+    current: OverlayAssignment | None, p: Proposal, control: str | None, share: float, entry_id: str
+) -> OverlayAssignment:
+    """The scope's assignment with the candidate version added at ``share`` (overlays unchanged)."""
+    base: dict[str, Any] = current.model_dump() if current is not None else {}
+    base.pop("event_id", None)
+    base.pop("updated_at", None)
+    return OverlayAssignment.model_validate(
+        {
+            **base,
+            "tenant": p.tenant,
+            "task_id": p.task_id,
+            "active_policy": control,
+            "candidate_policy": p.policy_version,
+            "canary_share": share,
+            "proposal_id": p.proposal_id,
+            "ledger_entry_id": entry_id,
+        }
+    )
+
+
+def end_policy_canary(current: OverlayAssignment, promote: bool, entry_id: str) -> OverlayAssignment:
+    """The assignment without the candidate version; promoted, it is the active policy."""
+    return current.model_copy(
+        update={
+            "active_policy": current.candidate_policy if promote else current.active_policy,
+            "candidate_policy": None,
+            "candidate": None,
+            "canary_share": 0.0,
+            "ledger_entry_id": entry_id,
+        }
+    )
+
+
+def on_servers(fleet: PolicyFleet | None, action: str, version: str) -> dict[str, Any]:
+    """Promote or discard ``version`` on every policy server; per server what happened (never raises:
+    a server that is away catches up from the assignment, which is what the proxy routes by)."""
+    if fleet is None or not version:
+        return {}
+    try:
+        res = fleet.promote(version) if action == "promote" else fleet.discard(version)
+    except Exception as err:  # the ledger records it; the pass goes on
+        log.warning("policy servers: %s %s failed: %s", action, version, err)
+        return {"error": f"{type(err).__name__}: {err}"}
+    return {"ok": sorted(res.replies), "errors": {u: str(e) for u, e in res.errors.items()}}
