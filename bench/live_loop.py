@@ -101,7 +101,8 @@ def write_configs(tmp: Path, a: argparse.Namespace) -> tuple[Path, Path]:
                   "events_log": str(tmp / "serve" / "live_events.jsonl")},
         "live": {"group_wait_s": 30, "update_samples": a.update_samples,
                  "max_update_samples": 2 * a.update_samples, "update_wait_s": 5,
-                 "lora_rank": a.lora_rank, "lora_alpha": 2.0 * a.lora_rank, "lora_targets": a.lora_targets},
+                 "lora_rank": a.lora_rank, "lora_alpha": 2.0 * a.lora_rank, "lora_targets": a.lora_targets,
+                 "default_scope": "shared"},
     }  # fmt: skip
     path = tmp / "sluice.yaml"
     path.write_text(yaml.safe_dump(data))

@@ -72,6 +72,7 @@ def learning_config(data: dict[str, Any], out_dir: Path, s: LearnSettings) -> di
         "update_wait_s": 5,
         "lora_rank": s.lora_rank,
         "lora_alpha": 2.0 * max(1, s.lora_rank),
+        "default_scope": "shared",  # one policy for the demo's tenants, served to all of them
     }
     data.setdefault("up", {})["local_model_backend"] = backend
     data.setdefault("stages", {})["workers"] = 1

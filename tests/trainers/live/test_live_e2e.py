@@ -48,7 +48,7 @@ def _config(tmp: Path) -> Path:
         "learning_rate": 1e-3,
         "poll_timeout_s": 0.5,
         "progress": False,
-        "live": {"group_wait_s": 5, "update_samples": 4, "update_wait_s": 1},
+        "live": {"group_wait_s": 5, "update_samples": 4, "update_wait_s": 1, "default_scope": "shared"},
     }
     path.write_text(yaml.safe_dump(data))
     return path
