@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 @config_option
 @listen_options("ui")
 def ui_command(config_path: Path | None, host: str | None, port: int | None) -> None:
-    """Serve the web console: trajectories, redactions, versions, live status, the learning curve."""
+    """Serve the web console.
+
+    Trajectories (landed and pending), redactions, versions, live status, the learning curve."""
     from pipeline.console.app import make_app
 
     cfg = load_or_exit(config_path)
