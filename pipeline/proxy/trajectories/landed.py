@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sinks.clients import connect_client
+from sinks.admin_key import ensure_admin_key
+from sinks.clients import RoutedStoreClient
 from sinks.exceptions import SinkError
 from sinks.settings import SinkSettings
 from sinks.views import quote_literal
@@ -30,9 +31,14 @@ def _ids(tenant: str, trajectory_ids: list[str]) -> str:
     return f"tenant = {quote_literal(tenant)} AND trajectory_id IN ({listed})"
 
 
+ROUTE_WAIT_S = 2.0  # a sink that is restarting: wait this long for it, then answer without the store
+
+
 def _rows(store: SinkSettings, api_key: str | None, sqls: list[str]) -> list[list[dict[str, Any]]]:
+    if not store.path(store.sink.database).exists():
+        return [[] for _ in sqls]  # no sink ever ran: nothing landed
     try:
-        client = connect_client(store, api_key)
+        client = RoutedStoreClient(store, api_key or ensure_admin_key(store), route_wait_s=ROUTE_WAIT_S)
     except (SinkError, OSError) as err:
         raise StoreUnavailable(str(err)) from None
     try:
