@@ -1,7 +1,9 @@
 """The ``sluice`` command. Each subcommand (``app.commands``) loads the config and hands each component
-only its own sections; it is imported only when used.
+only its own sections; it is imported only when used. ``-h`` and ``--help`` work on every command.
 
-sluice --help
+sluice --version
+sluice -h
+sluice train -h
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ LAZY_COMMANDS: dict[str, str] = {
 }
 
 
+# Inherited by every subcommand's context: `-h` works wherever `--help` does.
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
 def setup_logging(level: str = "INFO") -> None:
     logging.basicConfig(
         level=getattr(logging, level.upper(), logging.INFO),
@@ -44,10 +50,20 @@ def setup_logging(level: str = "INFO") -> None:
     )
 
 
-@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS)
-@click.option("--log-level", default="INFO", envvar="SLUICE_LOG_LEVEL", show_default=True)
+@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="sluice-rl", prog_name="sluice", message="%(prog)s %(version)s")
+@click.option(
+    "--log-level",
+    default="INFO",
+    envvar="SLUICE_LOG_LEVEL",
+    show_default=True,
+    help="Log level of every service this command runs (DEBUG, INFO, WARNING, ERROR).",
+)
 def cli(log_level: str) -> None:
-    """Sluice: governed, audited training data from live LLM-agent traffic."""
+    """Sluice: governed training data from agent traffic.
+
+    A proxy records live LLM-agent traffic; stages redact and govern it; a sink stores it in DuckDB; a
+    trainer learns from it. `sluice up` starts it all; `sluice COMMAND -h` explains each command."""
     setup_logging(log_level)
 
 
@@ -61,15 +77,20 @@ def schema_command() -> None:
 
 @cli.group("config")
 def config_group() -> None:
-    """Validate and show config."""
+    """Validate the config, or print the one in effect."""
 
 
 @config_group.command("check")
-@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
-def config_check(path: Path) -> None:
-    """Report every bad field of PATH with its dotted path and reason (exit 2 if any)."""
+@config_option
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+def config_check(config_path: Path | None, path: Path | None) -> None:
+    """Validate the config; list every bad field (exit 2).
+
+    The file is --config (or SLUICE_CONFIG); a PATH argument is taken too."""
+    path = path or config_path  # the older spelling `config check PATH` still works
     cfg = load_or_exit(path)
-    click.echo(f"{path}: ok ({len(cfg.proxy.backends)} backends, {len(cfg.proxy.api_keys)} api keys)")
+    name = path if path is not None else "embedded default config"
+    click.echo(f"{name}: ok ({len(cfg.proxy.backends)} backends, {len(cfg.proxy.api_keys)} api keys)")
 
 
 @config_group.command("show")
@@ -84,7 +105,9 @@ def config_show(config_path: Path | None) -> None:
 @click.option("--port", type=int, default=None, help="Default: the port of broker.bootstrap_servers.")
 @config_option
 def broker_command(port: int | None, config_path: Path | None) -> None:
-    """Run the local Tansu Kafka-protocol broker on 127.0.0.1 in the foreground."""
+    """Run the local Kafka-protocol broker (Tansu).
+
+    Listens on 127.0.0.1 in the foreground."""
     from infra.broker import LocalBroker
 
     cfg = load_or_exit(config_path)

@@ -105,7 +105,9 @@ class SluiceConfig(Frozen):
 
     def proxy_settings(self) -> ProxySettings:
         """What the proxy reads."""
-        return self.settings(ProxySettings, stages_group=app_id(self.topics, self.stages))
+        return self.settings(
+            ProxySettings, stages_group=app_id(self.topics, self.stages), store=self.sink_settings()
+        )
 
     def stages_settings(self) -> StagesSettings:
         """What the stage worker reads."""

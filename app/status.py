@@ -4,7 +4,9 @@ Reads only what the services already publish: consumer-group offsets and high wa
 (lag per topic, and throughput as the change of committed offsets over ``--interval`` seconds), the proxy's
 and the stage workers' Prometheus ``/metrics`` (spool depth, pending reward joins), the sink's position, and
 the trainer's JSONL metrics log (last step and reward), and each policy server's ``GET /v1/policy`` (the
-version it serves, against the learner's). A service that is down shows as ``down``.
+version it serves, against the learner's), and, while the sink runs, the store's per-tenant counts. The
+broker is probed with a plain socket first, so a stopped stack costs no librdkafka retries. A service that
+is down shows as ``down`` and the command exits 1.
 
     sluice status [--interval 2] [--json]
 """
@@ -12,8 +14,8 @@ version it serves, against the learner's). A service that is down shows as ``dow
 from __future__ import annotations
 
 import json
+import socket
 import time
-import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,11 +25,16 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from app.config import SluiceConfig
 from app.options import config_option, load_or_exit
+from app.status_metrics import Figures, figure, scrape
+from app.status_render import render
 from app.status_services import judge_services, stage_app_dir
 from pipeline.health import Backlog
 from pipeline.stages.heartbeat import pid_alive, read_heartbeats
 from pipeline.topic_ends import end_offsets
-from trainers.serving.policy_view import PolicyView, policy_view, render_policy
+from trainers.serving.policy_view import PolicyView, policy_view
+
+# librdkafka logs every refused connection at level 3 (error); status says so once, in its own words.
+QUIET_KAFKA = {"log_level": 2}
 
 
 @dataclass
@@ -46,43 +53,41 @@ class GroupLag:
 @dataclass
 class Status:
     broker: str
+    broker_ok: bool = True
     topics: dict[str, int] = field(default_factory=dict)  # topic -> records (sum of high watermarks)
     groups: list[GroupLag] = field(default_factory=list)
-    proxy: dict[str, float] | str = "down"
-    stages: dict[str, float] | str = "down"
-    sink: dict[str, float] | str = "down"
-    trainer: dict[str, float] | str = "not running"
+    proxy: Figures | str = "down"
+    stages: Figures | str = "down"
+    sink: Figures | str = "down"
+    trainer: Figures | str = "not running"
+    tenants: list[dict] | str = "sink down"  # per tenant: trajectories, rewarded, steps (from the store)
     services: dict[str, dict] = field(default_factory=dict)  # every service: state, detail, restarts
     policy: PolicyView | None = None  # serving version per policy server, and the learner's
 
+    @property
+    def healthy(self) -> bool:
+        """False when the broker is unreachable or a service is down (``sluice status`` exits 1)."""
+        return self.broker_ok and all(s.get("state") != "down" for s in self.services.values())
 
-def parse_prometheus(text: str, prefix: str = "sluice_") -> dict[str, float]:
-    """Sum samples per metric name (labels folded) for metrics starting with ``prefix``."""
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#") or not line.startswith(prefix):
-            continue
-        name_labels, _, value = line.rpartition(" ")
-        name = name_labels.split("{", 1)[0]
+
+def broker_reachable(bootstrap_servers: str, timeout_s: float = 1.0) -> bool:
+    """Whether any bootstrap server accepts a TCP connection (a plain socket: no librdkafka retries)."""
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
         try:
-            out[name] = out.get(name, 0.0) + float(value)
-        except ValueError:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
             continue
-    return out
-
-
-def scrape(url: str) -> dict[str, float] | str:
-    try:
-        with urllib.request.urlopen(url, timeout=1.5) as resp:
-            return parse_prometheus(resp.read().decode())
-    except OSError:
-        return "down"
+    return False
 
 
 def group_offsets(cfg: SluiceConfig, group: str, topic: str) -> tuple[int, int]:
     """(sum of committed offsets, sum of high watermarks) of ``group`` on ``topic``."""
     consumer = Consumer(
-        cfg.broker.consumer_config(group, **{"client.id": f"sluice-status-{uuid.uuid4().hex[:6]}"})
+        cfg.broker.consumer_config(
+            group, **{"client.id": f"sluice-status-{uuid.uuid4().hex[:6]}", **QUIET_KAFKA}
+        )
     )
     try:
         md = consumer.list_topics(topic, timeout=5)
@@ -110,7 +115,37 @@ def consumer_groups(cfg: SluiceConfig) -> list[tuple[str, str]]:
     return pairs
 
 
-def trainer_progress(cfg: SluiceConfig) -> dict[str, float] | str:
+def tenant_figures(cfg: SluiceConfig) -> list[dict] | str:
+    """Per tenant: landed trajectories, how many rewarded, their steps; read from the running sink as
+    the operator (``sink.admin_key`` or its key file), else why not."""
+    from sinks.admin_key import read_admin_key
+    from sinks.clients.http_client import SinkHttpClient, probe_sink
+    from sinks.exceptions import SinkError
+
+    settings = cfg.sink_settings()
+    try:
+        url = probe_sink(settings, timeout_s=1.0)
+        if url is None:
+            return "sink down"
+        key = read_admin_key(settings)
+        if key is None:
+            return "operator key unreadable"
+        client = SinkHttpClient(url, key, timeout_s=5.0)
+        try:
+            return client.query(TENANT_SQL).read_all().to_pylist()
+        finally:
+            client.close()
+    except SinkError as err:
+        return f"unreadable: {err}"
+
+
+TENANT_SQL = (
+    "SELECT tenant, count(*) AS trajectories, count(*) FILTER (WHERE rewarded) AS rewarded, "
+    "CAST(coalesce(sum(step_count), 0) AS BIGINT) AS steps FROM trajectories GROUP BY tenant ORDER BY tenant"
+)
+
+
+def trainer_progress(cfg: SluiceConfig) -> Figures | str:
     path = cfg.path(cfg.trainer.output_dir) / "metrics.jsonl"
     if not Path(path).exists():
         return "not running"
@@ -122,7 +157,8 @@ def trainer_progress(cfg: SluiceConfig) -> dict[str, float] | str:
     if last is None:
         return "no steps yet"
     row = json.loads(last)
-    return {k: row[k] for k in ("step", "policy_version", "reward_mean", "samples_per_s") if k in row}
+    keys = ("step", "policy_version", "reward_mean", "samples_per_s")
+    return {k: figure(row[k]) if isinstance(row[k], float) else row[k] for k in keys if k in row}
 
 
 def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
@@ -130,8 +166,12 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     sink_url = f"http://127.0.0.1:{cfg.sink.query_port}/metrics"
     sink_before = scrape(sink_url)
     t0 = time.monotonic()
-    broker_ok = True
+    broker_ok = broker_reachable(cfg.broker.bootstrap_servers)
+    if not broker_ok:
+        status.broker = f"{cfg.broker.bootstrap_servers} (unreachable: connection refused or timed out)"
     try:
+        if not broker_ok:
+            raise _SkipBroker
         first = {pair: group_offsets(cfg, *pair) for pair in consumer_groups(cfg)}
         if interval_s > 0:
             time.sleep(interval_s)
@@ -141,13 +181,17 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
             status.groups.append(GroupLag(group, topic, done, end, rate))
         for logical, name in cfg.topics.all().items():
             status.topics[logical] = group_offsets(cfg, f"sluice-status-{uuid.uuid4().hex[:6]}", name)[1]
+    except _SkipBroker:
+        pass
     except KafkaException as err:
         broker_ok = False
         status.broker = f"{cfg.broker.bootstrap_servers} (unreachable: {err})"
+    status.broker_ok = broker_ok
     status.proxy = scrape(f"http://{cfg.proxy.host}:{cfg.proxy.port}/metrics")
     status.sink = scrape(sink_url)
     status.stages = stage_counters(cfg)
     status.trainer = trainer_progress(cfg)
+    status.tenants = tenant_figures(cfg) if isinstance(status.sink, dict) else "sink down"
     elapsed = time.monotonic() - t0
     status.services = {
         name: asdict(health)
@@ -164,6 +208,10 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     return status
 
 
+class _SkipBroker(Exception):
+    """The broker did not accept a connection: no Kafka client is made."""
+
+
 def stage_backlog(cfg: SluiceConfig, groups: list[GroupLag]) -> Backlog | None:
     """The stage group's backlog over its input topics (None when the broker could not be read)."""
     from pipeline.stages.names import app_id
@@ -176,7 +224,7 @@ def stage_backlog(cfg: SluiceConfig, groups: list[GroupLag]) -> Backlog | None:
     return Backlog(sum(g.lag for g in mine), rate)
 
 
-def stage_counters(cfg: SluiceConfig) -> dict[str, float] | str:
+def stage_counters(cfg: SluiceConfig) -> Figures | str:
     """The stage workers' counters: from ``stages.web_port`` when set, else summed over the heartbeat
     files of the live workers on this machine."""
     if cfg.stages.web_port:
@@ -184,73 +232,40 @@ def stage_counters(cfg: SluiceConfig) -> dict[str, float] | str:
     beats = [b for b in read_heartbeats(stage_app_dir(cfg)) if pid_alive(b.pid)]
     if not beats:
         return "no worker on this machine"
-    counts: dict[str, float] = {"workers": float(len(beats))}
-    counts["pending_joins"] = float(sum(b.pending_joins for b in beats))
+    counts: Figures = {"workers": len(beats), "pending_joins": sum(int(b.pending_joins) for b in beats)}
     for b in beats:
         for k, v in b.counts.items():
-            counts[k] = counts.get(k, 0.0) + v
+            counts[k] = figure(counts.get(k, 0) + v)
     return counts
 
 
-def _rate(before: dict[str, float] | str, after: dict[str, float] | str, key: str, s: float) -> float | None:
+def _rate(before: Figures | str, after: Figures | str, key: str, s: float) -> float | None:
     if not isinstance(before, dict) or not isinstance(after, dict) or s <= 0:
         return None
     return max(0.0, after.get(key, 0.0) - before.get(key, 0.0)) / s
 
 
-def render_services(services: dict[str, dict]) -> list[str]:
-    """One line per service: its state, restarts, and why."""
-    lines = []
-    for name, svc in services.items():
-        last = f" (last: {svc['last_exit']})" if svc.get("last_exit") else ""
-        lines.append(
-            f"service     {name:<11} {svc.get('state', '?'):<10} restarts={svc.get('restarts', 0):<3} "
-            f"{svc.get('detail', '')}{last}"
-        )
-    return lines
-
-
-def render(status: Status) -> str:
-    lines = [
-        f"broker      {status.broker}",
-        "topics      " + ", ".join(f"{k}={v}" for k, v in status.topics.items()),
-    ]
-    for g in status.groups:
-        rate = f"{g.rate_per_s:.1f}/s" if g.rate_per_s is not None else "-"
-        lines.append(
-            f"consumer    {g.group:<16} {g.topic:<34} lag={g.lag:<6} done={g.committed:<8} rate={rate}"
-        )
-
-    def show(name: str, value: dict[str, float] | str, keys: tuple[str, ...]) -> None:
-        if isinstance(value, str):
-            lines.append(f"{name:<11} {value}")
-            return
-        picked = {k: v for k, v in value.items() if any(s in k for s in keys)} or value
-        lines.append(f"{name:<11} " + ", ".join(f"{k}={v:g}" for k, v in sorted(picked.items())))
-
-    show("proxy", status.proxy, ("spool", "requests_total", "publish", "errors"))
-    show("stages", status.stages, ("workers", "pending", "_in", "emitted", "deadlettered"))
-    show("sink", status.sink, ("rows", "dead", "offset", "lag"))
-    show("trainer", status.trainer, ("step", "reward", "version"))
-    lines += render_services(status.services)
-    if status.policy is not None:
-        lines += render_policy(status.policy)
-    return "\n".join(lines)
+def status_data(status: Status) -> dict:
+    """``status`` as plain JSON-able data (with each group's lag and the overall verdict)."""
+    data = asdict(status)
+    for g, row in zip(status.groups, data["groups"], strict=True):
+        row["lag"] = g.lag
+    data["healthy"] = status.healthy
+    return data
 
 
 @click.command("status")
 @config_option
 @click.option("--interval", default=2.0, show_default=True, help="Seconds between the two offset samples.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def status_command(config_path: Path | None, interval: float, as_json: bool) -> None:
-    """Per-topic lag, throughput, pending joins, dead letters, spool depth, sink position, trainer step,
-    the policy version each policy server serves and the learner's."""
+    """Show each service's state, then lag and counts.
+
+    Services first (exit 1 when the broker is unreachable or a service is down), then per topic the
+    records and each consumer group's lag and throughput, per tenant the landed trajectories, the
+    proxy's, stage workers' and sink's counters, the trainer's step and each policy server's version."""
     cfg = load_or_exit(config_path)
     status = collect(cfg, interval)
-    if as_json:
-        data = asdict(status)
-        for g, row in zip(status.groups, data["groups"], strict=True):
-            row["lag"] = g.lag
-        click.echo(json.dumps(data, indent=2))
-    else:
-        click.echo(render(status))
+    click.echo(json.dumps(status_data(status), indent=2) if as_json else render(status))
+    if not status.healthy:
+        raise SystemExit(1)

@@ -241,7 +241,9 @@ def running_stack(
 )
 @click.option("--verbose", is_flag=True, help="Stream every service's log lines here (prefixed).")
 def up_command(config_path: Path | None, with_trainer: bool, with_evolve: bool, verbose: bool) -> None:
-    """Start the whole pipeline on this machine; Ctrl-C stops it cleanly."""
+    """Start the whole pipeline on this machine.
+
+    Ctrl-C stops it cleanly."""
     cfg = load_or_exit(config_path)
     if not verbose:
         logs = shown_path(cfg.path(cfg.up.log_file).parent)

@@ -151,7 +151,9 @@ def demo_command(
     plot_path: Path | None,
     verbose: bool,
 ) -> None:
-    """Drive realistic agent traffic through Sluice and show what landed (--learn: and learn from it)."""
+    """Drive agent traffic through Sluice; show what landed.
+
+    With --learn it also trains on that traffic and shows the model learning."""
     if learn:
         from app.learn_demo import run_learn_demo
 

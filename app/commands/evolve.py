@@ -5,7 +5,7 @@ ledger (one ``LedgerEntry(kind="proposal")`` per proposal, acked by the broker).
     sluice evolve propose
     sluice evolve propose --record --model-base-url http://127.0.0.1:8000/v1 --model SmolLM2-135M-Instruct
 
-The loop's commands (``run``, ``list``, ``explain``, ``rollback``, ``serve``) live in
+The loop's commands (``run``, ``list``, ``explain``, ``rollback-overlay``, ``serve``) live in
 ``app.commands.evolve_loop`` and join the group lazily through ``SUBCOMMANDS``.
 """
 
@@ -26,14 +26,16 @@ from sinks.exceptions import SinkError
 from sluice.evolution import FailureCluster, LedgerEntry, Proposal
 
 SUBCOMMANDS: dict[str, str] = {
-    name: f"app.commands.evolve_loop:{name}_command"
-    for name in ("run", "list", "explain", "rollback", "serve")
+    name: f"app.commands.evolve_loop:{name.replace('-', '_')}_command"
+    for name in ("run", "list", "explain", "rollback-overlay", "serve")
 }
 
 
-@click.group("evolve", cls=LazyGroup, lazy=SUBCOMMANDS)
+@click.group("evolve", cls=LazyGroup, lazy=SUBCOMMANDS, aliases={"rollback": "rollback-overlay"})
 def evolve_group() -> None:
-    """The control plane: diagnose failures, draft updates, gate, ship and explain them."""
+    """Control plane: propose, gate, ship, explain updates.
+
+    Diagnoses failures, drafts overlay updates, proves them through the gates and explains each."""
 
 
 def propose_config(cfg: SluiceConfig) -> Any:
@@ -124,7 +126,8 @@ def ledger_entry(p: Proposal) -> LedgerEntry:
 @click.option(
     "--record", is_flag=True, help="Publish each proposal to the ledger (waits for the broker's ack)."
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for reading, json for scripts.")  # fmt: skip
 @click.option("--sql", "show_sql", is_flag=True, help="Print the SQL under each piece of evidence.")
 @click.option("--show-dismissed", is_flag=True, help="Also print candidates without enough evidence.")
 @click.option("--overlays/--no-overlays", default=None,
@@ -138,7 +141,9 @@ def ledger_entry(p: Proposal) -> LedgerEntry:
 def propose_command(record: bool, fmt: str, show_sql: bool, show_dismissed: bool, overlays: bool | None,
                     model_base_url: str | None, model: str | None, model_api_key: str | None, api_key: str | None,
                     config_path: Path | None) -> None:  # fmt: skip
-    """Diagnose the store's failures and draft an update for each cluster."""
+    """Diagnose failures and draft an update for each.
+
+    Reads the store's failures, clusters them and drafts an update per cluster."""
     from pipeline.evolve.diagnose import run_diagnosis
     from pipeline.evolve.proposers.base import ProposerContext
     from pipeline.evolve.proposers.registry import build_proposers, draft_proposals

@@ -3,7 +3,7 @@
 sluice evolve run              # one pass: decide running canaries, gate pending proposals
 sluice evolve list             # every proposal and where it stands
 sluice evolve explain ID       # what changed, why, on what evidence, each gate, what followed
-sluice evolve rollback ID      # restore the assignment the proposal replaced (one publish)
+sluice evolve rollback-overlay ID   # restore the overlay the proposal replaced (one publish)
 sluice evolve serve            # passes on a schedule (what `sluice up --evolve` runs)
 """
 
@@ -41,7 +41,9 @@ def run_command(config_path: Path | None, as_json: bool) -> None:
 @click.command("list")
 @config_option
 def list_command(config_path: Path | None) -> None:
-    """Every proposal in the ledger with its scope, surface and status."""
+    """List every proposal and where it stands.
+
+    Each proposal in the ledger with its scope, surface and status."""
     from pipeline.evolve.ledger_state import proposal_states, read_ledger
 
     cfg = load_or_exit(config_path)
@@ -61,7 +63,9 @@ def list_command(config_path: Path | None) -> None:
 @click.argument("proposal_id")
 @click.option("--json", "as_json", is_flag=True, help="The ledger rows as JSON lines.")
 def explain_command(config_path: Path | None, proposal_id: str, as_json: bool) -> None:
-    """What a proposal changed, why, on what evidence, each gate's result and what happened after."""
+    """Explain a proposal: change, evidence, gates, outcome.
+
+    What it changed, why, on what evidence, each gate's result and what happened after."""
     from pipeline.evolve.explain import explain, ledger_rows
     from sinks.clients import connect_client
 
@@ -80,12 +84,20 @@ def explain_command(config_path: Path | None, proposal_id: str, as_json: bool) -
     click.echo(explain(got))
 
 
-@click.command("rollback")
+@click.command("rollback-overlay")
 @config_option
 @click.argument("proposal_id")
-@click.option("--reason", default="rolled back by an operator", show_default=True)
-def rollback_command(config_path: Path | None, proposal_id: str, reason: str) -> None:
-    """Restore the assignment the proposal replaced, in one publish (recorded in the ledger first)."""
+@click.option(
+    "--reason",
+    default="rolled back by an operator",
+    show_default=True,
+    help="Why, as the ledger records it.",
+)
+def rollback_overlay_command(config_path: Path | None, proposal_id: str, reason: str) -> None:
+    """Restore the overlay a proposal replaced.
+
+    Overlays, not weights (those roll back with `sluice train rollback`). One publish, recorded in the
+    ledger first."""
     from pipeline.evolve.wiring import open_runner
 
     cfg = load_or_exit(config_path)
@@ -101,7 +113,9 @@ def rollback_command(config_path: Path | None, proposal_id: str, reason: str) ->
 @click.command("serve")
 @config_option
 def serve_command(config_path: Path | None) -> None:
-    """Run passes every evolve.interval_s until stopped (SIGTERM or Ctrl-C)."""
+    """Run passes on a schedule until stopped.
+
+    One pass every evolve.interval_s, until SIGTERM or Ctrl-C."""
     import logging
 
     from pipeline.evolve.scheduler import serve

@@ -20,7 +20,9 @@ from app.options import config_option, load_or_exit
 @click.command("otel-export")
 @config_option
 def otel_export_command(config_path: Path | None) -> None:
-    """Export audited trajectories as OpenTelemetry GenAI spans over OTLP/HTTP."""
+    """Export trajectories as OpenTelemetry GenAI spans.
+
+    Audited trajectories go out over OTLP/HTTP."""
     from pipeline.otel_export.exporter import run_export
 
     cfg = load_or_exit(config_path)

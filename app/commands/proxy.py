@@ -16,7 +16,9 @@ from app.options import config_option, listen_options, load_or_exit
 @config_option
 @listen_options("proxy")
 def proxy_command(config_path: Path | None, host: str | None, port: int | None) -> None:
-    """Serve the proxy: agents call it like OpenAI/Anthropic; every call is published as a step event."""
+    """Serve the proxy agents call like OpenAI/Anthropic.
+
+    Every call is published as a step event."""
     from pipeline.proxy.server import run_proxy
 
     cfg = load_or_exit(config_path)

@@ -40,7 +40,9 @@ def _fail(err: Exception) -> None:
 @click.command("sink")
 @config_option
 def sink_command(config_path: Path | None) -> None:
-    """Consume the audited and dead-letter topics into DuckDB; serve queries while running."""
+    """Store audited trajectories in DuckDB; serve queries.
+
+    Consumes the audited and dead-letter topics and serves queries while running."""
     from sinks.ingest import SinkRunner
 
     cfg = load_or_exit(config_path).sink_settings()
@@ -61,6 +63,7 @@ def sink_command(config_path: Path | None) -> None:
     type=click.Choice(["table", "csv", "json", "jsonl"]),
     default="table",
     show_default=True,
+    help="How the rows print.",
 )
 @api_key_option
 @config_option
@@ -79,9 +82,11 @@ def query_command(sql: str, fmt: str, api_key: str | None, config_path: Path | N
 
 
 @click.command("export")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), default="jsonl", show_default=True,
+              help="File format of --out.")  # fmt: skip
 @click.option("--query", "query", default=None, help="SQL whose rows to export (default: the training set).")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="File to write (a manifest is written next to it).")  # fmt: skip
 @click.option(
     "--granularity",
     type=click.Choice(["trajectory", "step"]),
@@ -108,7 +113,9 @@ def export_command(
     api_key: str | None,
     config_path: Path | None,
 ) -> None:
-    """Export the training set (or a query's trajectories) for RL/SFT trainers, with a manifest."""
+    """Export the training set for RL/SFT trainers.
+
+    Or a query's trajectories; always with a manifest."""
     from sinks.admin_key import ensure_admin_key
     from sinks.clients import connect_client
     from sinks.erasure_receipt import register_export
@@ -146,8 +153,9 @@ def erase_command(
     api_key: str | None,
     config_path: Path | None,
 ) -> None:
-    """Erase data everywhere and print the receipt: DuckDB rows, compacted topics (tombstones), stage state
-    and every proxy's linking state (erasure events), the trainer's pending tasks (tombstones); exports
+    """Erase data everywhere and print the receipt.
+
+    Covers DuckDB rows, compacted topics (tombstones), stage state and every proxy's linking state (erasure events), the trainer's pending tasks (tombstones); exports
     and checkpoints that hold the data are listed with their paths."""
     from pydantic import ValidationError
 

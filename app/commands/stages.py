@@ -40,7 +40,9 @@ def keep_unused_modules_out() -> None:
 @click.option("--worker-index", type=int, default=None, help="Data slot to use (default: the first free).")
 @click.option("--log-level", default="INFO", show_default=True, help="Faust worker log level.")
 def stages_command(config_path: Path | None, worker_index: int | None, log_level: str) -> None:
-    """Run a governance stage worker: redact, eligibility, reward join, replay grade."""
+    """Run a governance stage worker.
+
+    Its stages: redact, eligibility, reward join, replay grade."""
     keep_unused_modules_out()
     import faust
 

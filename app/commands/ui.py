@@ -4,7 +4,8 @@
     sluice ui --port 0                              # any free port (the ready line says which)
 
 Reads the store through the sink's query endpoint when the sink runs (else the DuckDB file, read-only)
-and the pipeline's state the way ``sluice status`` does. Sign in with an API key: a tenant's key shows
+and the pipeline's state the way ``sluice status`` does; trajectories not landed yet come from the proxy
+(``GET /v1/trajectories?state=pending``). Sign in with an API key: a tenant's key shows
 that tenant's trajectories only.
 """
 
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
 @config_option
 @listen_options("ui")
 def ui_command(config_path: Path | None, host: str | None, port: int | None) -> None:
-    """Serve the web console: trajectories, redactions, versions, live status, the learning curve."""
+    """Serve the web console.
+
+    Trajectories (landed and pending), redactions, versions, live status, the learning curve."""
     from pipeline.console.app import make_app
 
     cfg = load_or_exit(config_path)
@@ -46,7 +49,9 @@ def ui_command(config_path: Path | None, host: str | None, port: int | None) -> 
     sock.bind((host, port))
 
     async def serve() -> None:
-        runner = web.AppRunner(make_app(cfg.ui, cfg.sink_settings(), status), access_log=None)
+        proxy_host = "127.0.0.1" if cfg.proxy.host in ("0.0.0.0", "::", "") else cfg.proxy.host
+        app = make_app(cfg.ui, cfg.sink_settings(), status, f"http://{proxy_host}:{cfg.proxy.port}")
+        runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.SockSite(runner, sock).start()
         click.echo(f"sluice ui ready on http://{host}:{sock.getsockname()[1]}", err=False)

@@ -1,10 +1,11 @@
 """The console's web app (aiohttp + Jinja2 templates, a few lines of JS): pages, sign-in, sessions.
 
-Sign-in takes an API key — a tenant's proxy key, or the operator's (``sink.admin_key`` when the store has
-one) — and checks it the way the store does (``sinks.principal.resolve_principal``). The key stays in
+Sign-in takes an API key — a tenant's proxy key, or the operator's (``sink.admin_key``, else the key file
+``sink.admin_key_file`` the store writes at first start; the sign-in page names it) — and checks it the way the store does (``sinks.principal.resolve_principal``). The key stays in
 this process's memory; the browser gets a random session id in an HttpOnly, SameSite=Strict cookie.
 Scripts may send ``Authorization: Bearer <key>`` instead. Every page's data is read through the store's
-query client with that key, so the store's tenant scoping is what a page shows.
+query client with that key, so the store's tenant scoping is what a page shows. Trajectories that have not
+landed yet are asked of the proxy with the same key (``pending.py``) and listed above the landed ones.
 
     GET /trajectories?tenant=&eligibility=&rewarded=&reward_min=&grade=&policy_version=&q=
     GET /trajectories/{id}      steps (redactions highlighted), versions, rewards, reasons
@@ -29,6 +30,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from pipeline.console import queries as q
 from pipeline.console.config import ConsoleConfig
+from pipeline.console.pending import pending_trajectories
 from pipeline.console.render import (
     highlight_redactions,
     learning_svg,
@@ -36,6 +38,7 @@ from pipeline.console.render import (
     parse_messages,
     pretty_json,
 )
+from sinks.admin_key import admin_key_path
 from sinks.clients import connect_client
 from sinks.exceptions import AuthError, SinkError
 from sinks.principal import Principal, resolve_principal
@@ -59,8 +62,10 @@ StatusSource = Callable[[float], Any]
 class Console:
     """State shared by the handlers: the config, sessions, templates and the status cache."""
 
-    def __init__(self, ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> None:
-        self.ui, self.store, self.collect_status = ui, store, status
+    def __init__(
+        self, ui: ConsoleConfig, store: SinkSettings, status: StatusSource, proxy_url: str | None
+    ) -> None:
+        self.ui, self.store, self.collect_status, self.proxy_url = ui, store, status, proxy_url
         self.sessions: dict[str, Session] = {}
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape())
         self.env.filters["redactions"] = highlight_redactions
@@ -117,6 +122,27 @@ class Console:
                 self._status = (now, data)
             return self._status[1]
 
+    async def pending(self, session: Session) -> tuple[list[dict[str, Any]], str | None]:
+        """The session's trajectories the proxy recorded that have not landed, and why none could be read."""
+        if self.proxy_url is None:
+            return [], None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, pending_trajectories, self.proxy_url, self.store, session.principal, session.api_key
+        )
+
+    def login_page(self, error: str | None, nxt: str) -> web.Response:
+        """The sign-in form, which says where the operator key is."""
+        configured = self.store.sink.admin_key is not None
+        return self.page(
+            "login.html",
+            None,
+            error=error,
+            next=nxt,
+            admin_key_configured=configured,
+            admin_key_file=str(admin_key_path(self.store)),
+        )
+
     def page(self, name: str, session: Session | None, **ctx: Any) -> web.Response:
         html = self.env.get_template(name).render(session=session, **ctx)
         return web.Response(text=html, content_type="text/html")
@@ -144,10 +170,13 @@ async def _lookup(
     return session, name, await console.query(session, sql_of(name))
 
 
-def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> web.Application:
+def make_app(
+    ui: ConsoleConfig, store: SinkSettings, status: StatusSource, proxy_url: str | None = None
+) -> web.Application:
     """The console's app: ``ui`` its own section, ``store`` the sink's (sign-in and every page's data),
-    ``status`` what the status page shows."""
-    console = Console(ui, store, status)
+    ``status`` what the status page shows, ``proxy_url`` where pending trajectories are asked (None: not
+    shown)."""
+    console = Console(ui, store, status, proxy_url)
     routes = web.RouteTableDef()
 
     @routes.get("/")
@@ -156,7 +185,7 @@ def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> we
 
     @routes.get("/login")
     async def login_form(request: web.Request) -> web.Response:
-        return console.page("login.html", None, error=None, next=request.query.get("next", "/trajectories"))
+        return console.login_page(None, request.query.get("next", "/trajectories"))
 
     @routes.post("/login")
     async def login(request: web.Request) -> web.Response:
@@ -167,7 +196,7 @@ def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> we
         try:
             token, _ = console.sign_in(str(form.get("api_key") or "").strip())
         except AuthError as err:
-            resp = console.page("login.html", None, error=str(err), next=nxt)
+            resp = console.login_page(str(err), nxt)
             resp.set_status(401)
             return resp
         resp = web.HTTPFound(nxt)
@@ -188,15 +217,27 @@ def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> we
             f = q.TrajectoryFilter.from_query(dict(request.query))
         except q.FilterError as err:
             resp = console.page(
-                "trajectories.html", session, f=q.TrajectoryFilter(), page=q.Page(), error=str(err)
+                "trajectories.html",
+                session,
+                f=q.TrajectoryFilter(),
+                page=q.Page(),
+                error=str(err),
+                pending=[],
+                pending_error=None,
             )
             resp.set_status(400)
             return resp
-        rows, total, *facets = await asyncio.gather(
+        (pending, pending_error), rows, total, *facets = await asyncio.gather(
+            console.pending(session),
             console.query(session, q.trajectories_sql(f)),
             console.query(session, q.count_sql(f)),
             *(console.query(session, sql) for sql in q.FACETS_SQL.values()),
         )
+        pending = [
+            p
+            for p in pending
+            if (not f.tenant or p["tenant"] == f.tenant) and str(p["id"]).startswith(f.search)
+        ]
         page = q.Page(
             rows=rows,
             total=int(total[0]["n"]) if total else 0,
@@ -210,6 +251,8 @@ def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> we
             error=None,
             grades=q.GRADES,
             eligibility=q.ELIGIBILITY,
+            pending=pending,
+            pending_error=pending_error,
         )
 
     @routes.get("/trajectories/{tid}")
@@ -275,7 +318,7 @@ def make_app(ui: ConsoleConfig, store: SinkSettings, status: StatusSource) -> we
         try:
             return await handler(request)
         except AuthError as err:
-            resp = console.page("login.html", None, error=str(err), next=request.path_qs)
+            resp = console.login_page(str(err), request.path_qs)
             resp.set_status(401)
             return resp
         except SinkError as err:

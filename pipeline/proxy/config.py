@@ -181,6 +181,16 @@ class ProxyConfig(Frozen):
     link_token_budget: int = Field(
         20_000_000, ge=0, description="Token ids kept over all trajectories (4 bytes each); LRU beyond it."
     )
+    seen_max_trajectories: int = Field(
+        200_000,
+        ge=1,
+        description="Trajectories GET /v1/trajectories/{id} knows before they land (ids and counts, LRU).",
+    )
+    rewards_before_steps: bool = Field(
+        True,
+        description="Accept a reward or feedback for an id this tenant has no step of yet (agents may "
+        "send them first); false answers 404 unless this proxy recorded a step of it or it landed.",
+    )
     response_chains: ResponseChainConfig = Field(default_factory=ResponseChainConfig)
 
     @model_validator(mode="after")

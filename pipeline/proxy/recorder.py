@@ -39,6 +39,7 @@ from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.step_event import OpenStep, build_step_event
+from pipeline.proxy.trajectories.seen import SeenTrajectories
 from sluice.errors import validation_summary
 from sluice.events import (
     TASK_ID_METADATA_KEY,
@@ -108,6 +109,7 @@ class StepRecorder:
         *,
         publishing: bool,
         on_journal_full: Callable[[], None],
+        seen: SeenTrajectories,
     ) -> None:
         self._linker = linker
         self.publisher = publisher
@@ -116,6 +118,7 @@ class StepRecorder:
         self.journal = journal
         self.publishing = publishing  # proxy.publish=false (benchmarks of the bare proxy): no event is built
         self._on_journal_full = on_journal_full
+        self.seen = seen  # what GET /v1/trajectories/{id} reports before a trajectory lands
 
     # ------------------------------------------------------------------ begin
 
@@ -224,6 +227,7 @@ class StepRecorder:
 
     def _after_response(self, step: OpenStep) -> None:
         plan = step.plan
+        self.seen.step(plan.tenant, plan.trajectory_id, plan.step_index)
         self._linker.settle(plan)  # exact prefix hashes, so the linker keeps no message text
         # before the response: the next step index and the delta boundaries the step left behind
         boundaries, tools_fp = self._linker.journal_fields(plan.tenant, plan.trajectory_id)
@@ -250,11 +254,13 @@ class StepRecorder:
     # ------------------------------------------------------------------ the trajectory API
 
     def record_reward(self, event: RewardEvent) -> None:
+        self.seen.reward(event.tenant, event.trajectory_id)
         self.publisher.publish(self.topics.rewards, event.trajectory_id, encode(event))
         self.metrics.events.labels("reward").inc()
 
     def end(self, tenant: str, trajectory_id: str) -> int | None:
         """Close the trajectory for history linking; the step count linking knew for it (None: unknown)."""
+        self.seen.end(tenant, trajectory_id)
         return self._linker.end(tenant, trajectory_id, time.monotonic())
 
     def record_end(self, event: TrajectoryEndEvent) -> None:

@@ -3,7 +3,8 @@
 Besides its own ``proxy:`` section, the proxy reads the broker and topic sections (it publishes steps and
 rewards, and tails the erasure and overlay topics), the stage workers' consumer group (on the embedded
 broker an event is kept until that group committed past it) and the folder its relative paths resolve
-against.
+against, and the store's settings (``GET /v1/trajectories`` reads what landed; ``None``: only what this
+proxy saw).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from pipeline.proxy.config import ProxyConfig
+from sinks.settings import SinkSettings
 from sluice.settings import Settings
 
 
@@ -19,3 +21,6 @@ class ProxySettings(Settings):
 
     proxy: ProxyConfig = Field(default_factory=ProxyConfig)
     stages_group: str = Field("sluice.sluice-stages", description="The stage workers' consumer group.")
+    store: SinkSettings | None = Field(
+        None, description="The trajectory store, read for landed trajectories (None: not read)."
+    )

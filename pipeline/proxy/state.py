@@ -25,6 +25,7 @@ from pipeline.proxy.publishing.landing import LandingTracker
 from pipeline.proxy.publishing.step_journal import StepJournal
 from pipeline.proxy.recorder import StepRecorder, Topics
 from pipeline.proxy.settings import ProxySettings
+from pipeline.proxy.trajectories.seen import SeenTrajectories
 from pipeline.proxy.upstream import Upstreams
 from sluice.events import ErasureEvent
 from sluice.evolution import OverlayAssignment
@@ -66,6 +67,7 @@ class ProxyState:
         self.journal = StepJournal(self.spool_dir / STEP_JOURNAL_FILE)
         self.publisher: EventPublisher = self._build_publisher()
         self.metrics.bind_publisher(self.publisher.stats)
+        self.seen = SeenTrajectories(proxy.seen_max_trajectories)
         self.recorder = StepRecorder(
             linker,
             self.publisher,
@@ -74,6 +76,7 @@ class ProxyState:
             self.journal,
             publishing=self.publishing,
             on_journal_full=self._save_links,
+            seen=self.seen,
         )
         self.response_chains = ResponseChains(proxy.response_chains, digest=self.recorder.digest)  # in memory
         self._backend_cache: dict[str, BackendConfig | None] = {}
@@ -170,6 +173,7 @@ class ProxyState:
         it right away."""
         chains = self.response_chains.forget(event)
         dropped = self.recorder.forget(event)
+        self.seen.forget(event)
         self.erasure_offsets[partition] = next_offset
         self._save_links()
         log.info(
@@ -206,6 +210,7 @@ class ProxyState:
         try:
             data = json.loads(path.read_text())
             self.recorder.restore(data)
+            self.seen.restore(data.get("seen", []))
             self.erasure_offsets = {int(p): int(o) for p, o in data.get("erasure_offsets", {}).items()}
             log.info("restored %d trajectories for history linking from %s", self.recorder.linked(), path)
         except (ValueError, KeyError, TypeError) as err:
@@ -217,6 +222,7 @@ class ProxyState:
             tmp = self.spool_dir / (LINK_STATE_FILE + ".tmp")
             data = self.recorder.snapshot()
             data["erasure_offsets"] = {str(p): o for p, o in self.erasure_offsets.items()}
+            data["seen"] = self.seen.snapshot()
             tmp.write_text(json.dumps(data))
             tmp.replace(self.spool_dir / LINK_STATE_FILE)
             self.journal.reset()  # the snapshot holds everything it recorded

@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from app.commands.demo import drive
-from app.status import collect, parse_prometheus
+from app.status import collect
+from app.status_metrics import parse_metrics
 from pipeline.demo.personas import canaries
 from sluice.events import StepEvent, decode
 from tests.kafka_helpers import read_topic
@@ -175,7 +176,7 @@ def test_broker_outage_never_fails_the_agent_and_loses_nothing(stack: Stack) -> 
         depth = 0.0
         while depth == 0 and time.monotonic() < deadline:
             time.sleep(1.0)
-            depth = parse_prometheus(httpx.get(f"{stack.root}/metrics", timeout=5).text).get(
+            depth = parse_metrics(httpx.get(f"{stack.root}/metrics", timeout=5).text).get(
                 "sluice_proxy_spool_depth", 0.0
             )
         assert depth > 0, "undeliverable events should wait in the spool while the broker is down"

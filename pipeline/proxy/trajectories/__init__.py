@@ -1,1 +1,1 @@
-"""The reward and feedback API: ``/v1/trajectories/{id}/rewards|feedback|end``."""
+"""The trajectory API: ``GET /v1/trajectories[/{id}]`` and ``POST /v1/trajectories/{id}/rewards|feedback|end``."""

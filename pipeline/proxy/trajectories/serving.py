@@ -1,7 +1,9 @@
 """Serving the trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
 
-Rewards may arrive before, during or long after the trajectory: nothing here checks that it exists (the
-reward-join stage does). The id resolves in the caller's own id space (``resolve_trajectory_id``): an id
+Rewards may arrive before, during or long after the trajectory: with ``proxy.rewards_before_steps`` (the
+default) nothing here checks that it exists (the reward-join stage does); with it off, a reward or
+feedback for an id this tenant has no step of (through this proxy, or landed in the store) is a 404
+``trajectory_not_found``. The id resolves in the caller's own id space (``resolve_trajectory_id``): an id
 scoped by another tenant is a 404 and an erased one a 410, before anything is published.
 An end event goes on the steps topic with the steps' key, so it is ordered after them.
 """
@@ -20,6 +22,7 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.http_io import parse_json_object, read_body
 from pipeline.proxy.responses import json_response
 from pipeline.proxy.trajectories.protocol import EndRequest, FeedbackRequest, RewardRequest
+from pipeline.proxy.trajectories.reading import known_to_tenant, not_found
 from sluice.errors import validation_problems
 from sluice.events import Consent, Governance, Reward, RewardEvent, TrajectoryEndEvent, new_id
 
@@ -52,12 +55,15 @@ def _publish_reward(request: Request, reward: Reward, client_id: str | None) -> 
     return _accepted({"id": reward.reward_id, "event_id": event.event_id, "trajectory_id": tid})
 
 
-def _check_target(request: Request) -> None:
+async def _check_target(request: Request) -> None:
     """401, 404 or 410 before the body is read."""
     state = request.app.state.sluice
-    resolve_trajectory_id(
-        state, state.keys.caller(request.headers), request.path_params["trajectory_id"], "path"
-    )
+    caller = state.keys.caller(request.headers)
+    tid = resolve_trajectory_id(state, caller, request.path_params["trajectory_id"], "path")
+    if state.config.proxy.rewards_before_steps:
+        return
+    if await known_to_tenant(request, caller.tenant, tid) is False:  # None: cannot tell, keep the reward
+        raise not_found(tid)
 
 
 def _reward(req: RewardRequest | FeedbackRequest, **fields: Any) -> Reward:
@@ -66,14 +72,14 @@ def _reward(req: RewardRequest | FeedbackRequest, **fields: Any) -> Reward:
 
 
 async def post_reward(request: Request) -> Response:
-    _check_target(request)
+    await _check_target(request)
     req: RewardRequest = await _parse(request, RewardRequest)
     reward = _reward(req, name=req.name, kind=req.kind, value=req.value, critique=req.text)
     return _publish_reward(request, reward, req.id)
 
 
 async def post_feedback(request: Request) -> Response:
-    _check_target(request)
+    await _check_target(request)
     req: FeedbackRequest = await _parse(request, FeedbackRequest)
     reward = _reward(req, name=req.kind, kind="feedback", critique=req.detail)
     return _publish_reward(request, reward, req.id)

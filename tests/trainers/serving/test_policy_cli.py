@@ -63,14 +63,14 @@ def test_push_rollback_and_status_across_servers(broker: LocalBroker, tmp_path: 
         assert reused.returncode == 1 and "used before" in reused.stderr
 
         status = sluice("status", "--json", "--interval", "0", "--config", str(cfg))
-        assert status.returncode == 0, status.stderr
+        assert status.returncode == 1, status.stderr  # no proxy or sink runs here: status says so
+        assert json.loads(status.stdout)["healthy"] is False
         policy = json.loads(status.stdout)["policy"]
         assert policy["learner_version"] == "2"
         assert [(s["url"], s["serving_version"]) for s in policy["servers"]] == [(a.url, "0"), (b.url, "0")]
         text = sluice("status", "--interval", "0", "--config", str(cfg)).stdout
-        assert (
-            "learner     policy_version=2" in text
-            and f"{a.url} serving=0 kept=1,2,0 behind_learner=2" in text
-        )
+        assert "policy servers (learner at 2)" in text
+        row = next(line for line in text.splitlines() if line.strip().startswith(a.url))
+        assert row.split() == [a.url, "0", "1,2,0", "2"], text
     down = sluice("status", "--json", "--interval", "0", "--config", str(cfg))
     assert [s["error"] for s in json.loads(down.stdout)["policy"]["servers"]] == ["down", "down"]
