@@ -12,6 +12,8 @@ evolve:
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from governance.evolve.probes import DEFAULT_PROBES, SafetyProbe
@@ -74,6 +76,12 @@ class CanaryConfig(Frozen):
         0.0, description="Rewards are rescaled from [reward_min, reward_max] to [0, 1]."
     )
     reward_max: float = Field(1.0)
+    weights_reward: Literal["grader", "posted"] = Field(
+        "grader",
+        description="What a weights canary compares: grader (each arm's live answers graded by their "
+        "task's grader in evolve.graders, so a reward the traffic's own source can game never decides "
+        "which weights serve) or posted (the rewards posted for the trajectories).",
+    )
 
 
 class LimitsConfig(Frozen):

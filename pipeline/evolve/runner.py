@@ -369,8 +369,12 @@ class EvolveRunner:
             return 0
         since = state.canary_started_at or utcnow()
         weights = is_weights_candidate(p)
-        read = read_policy_canary if weights else read_canary
-        result, evidence = read(self.client, current, since, self.cfg.canary)
+        if weights:  # graded by the task's grader, not by the rewards the traffic posts (those can be gamed)
+            result, evidence = read_policy_canary(
+                self.client, current, since, self.cfg.canary, per_task_grader(self.cfg)
+            )
+        else:
+            result, evidence = read_canary(self.client, current, since, self.cfg.canary)
         last = next((e for e in reversed(state.entries) if e.kind == "gate" and e.gate == "canary"), None)
         if result.decision == "continue":
             if last is None or last.evidence.get("numbers") != result.numbers:

@@ -29,11 +29,12 @@ from governance.evolve.gates import GateResult, canary_decision, shadow_decision
 from governance.evolve.sequential import ArmStats
 from pipeline.demo.summary import rows
 from pipeline.evolve.backend import EvalClient, reply_text
-from pipeline.evolve.evidence import RecordedPrompt
-from pipeline.evolve.graders import GraderChoice, grade, task_of
+from pipeline.evolve.evidence import RecordedPrompt, recorded_prompts
+from pipeline.evolve.graders import GraderChoice, NoGrader, grade, task_of
 from pipeline.evolve.loop_config import CanaryConfig, ShadowConfig
 from sinks.base import StoreClient
 from sinks.views import quote_literal
+from sluice.events import Trajectory
 from sluice.evolution import ALL_TENANTS, Evidence, OverlayAssignment, Proposal
 from trainers.serving.policy_client import PolicyFleet, PolicyStatus
 
@@ -106,21 +107,82 @@ def policy_outcomes_sql(a: OverlayAssignment, since: datetime, cfg: CanaryConfig
         GROUP BY a.arm ORDER BY a.arm"""
 
 
+def policy_arms_sql(a: OverlayAssignment, since: datetime) -> str:
+    """Each landed trajectory of a weights canary with its arm and whether any of its calls failed."""
+    cond = f"s.created_at >= TIMESTAMPTZ {quote_literal(since.isoformat())}"
+    if a.tenant != ALL_TENANTS:
+        cond += f" AND s.tenant = {quote_literal(a.tenant)}"
+    if a.task_id is not None:
+        cond += f" AND s.task_id = {quote_literal(a.task_id)}"
+    cand, ctrl = quote_literal(a.candidate_policy or ""), quote_literal(a.active_policy or "")
+    return f"""
+        SELECT s.trajectory_id, any_value(t.tenant) AS tenant,
+               any_value(CASE WHEN s.model_version = {cand} THEN 'candidate' ELSE 'control' END) AS arm,
+               bool_or(s.error IS NOT NULL OR coalesce(s.status_code, 200) >= 400) AS failed
+        FROM steps s JOIN trajectories t USING (trajectory_id)
+        WHERE {cond} AND s.model_version IN ({cand}, {ctrl})
+        GROUP BY s.trajectory_id ORDER BY s.trajectory_id"""
+
+
+def graded_arms(
+    client: StoreClient, a: OverlayAssignment, since: datetime, grader: GraderChoice
+) -> tuple[dict[str, tuple[ArmStats, ArmStats]], Evidence]:
+    """Per arm: each ended trajectory's final answer graded by its task's grader, and its calls."""
+    sql = policy_arms_sql(a, since)
+    found = rows(client, sql)
+    prompts = {p.trajectory.trajectory_id: p for p in recorded_prompts(client, a.tenant, found)}
+    scores: dict[str, list[float]] = {"control": [], "candidate": []}
+    calls: dict[str, list[float]] = {"control": [], "candidate": []}
+    for r in found:
+        calls[r["arm"]].append(0.0 if r["failed"] else 1.0)
+        prompt = prompts.get(r["trajectory_id"])
+        answer = final_answer(prompt.trajectory) if prompt is not None else None
+        if prompt is None or answer is None:
+            continue
+        try:
+            scores[r["arm"]].append(grade(task_of(grader, prompt), prompt, answer))
+        except NoGrader:  # a task with no grader configured is not evidence either way
+            continue
+    out = {arm: (ArmStats.of(scores[arm]), ArmStats.of(calls[arm])) for arm in scores}
+    numbers = {arm: {"graded": len(scores[arm]), "mean": out[arm][0].mean, "trajectories": len(calls[arm])}
+               for arm in scores}  # fmt: skip
+    return out, Evidence(query=" ".join(sql.split()), numbers={**numbers, "reward": "grader"})
+
+
+def final_answer(trajectory: Trajectory) -> str | None:
+    """The text (else the tool calls) of the trajectory's last model answer."""
+    for step in sorted(trajectory.steps, key=lambda s: s.step_index, reverse=True):
+        if step.action.choices:
+            return reply_text(step.action.choices[0].message.model_dump(mode="json", exclude_none=True))
+    return None
+
+
 def read_policy_canary(
-    client: StoreClient, a: OverlayAssignment, since: datetime, cfg: CanaryConfig
+    client: StoreClient,
+    a: OverlayAssignment,
+    since: datetime,
+    cfg: CanaryConfig,
+    grader: GraderChoice | None = None,
 ) -> tuple[GateResult, Evidence]:
-    sql = policy_outcomes_sql(a, since, cfg)
-    got = {r["arm"]: r for r in rows(client, sql)}
+    """The sequential test on each arm's outcomes: graded by the task's grader (``cfg.weights_reward``
+    grader, when one is given), else the posted rewards."""
+    if cfg.weights_reward == "grader" and grader is not None:
+        arms, evidence = graded_arms(client, a, since, grader)
+        (k_reward, k_calls), (c_reward, c_calls) = arms["control"], arms["candidate"]
+    else:
+        sql = policy_outcomes_sql(a, since, cfg)
+        got = {r["arm"]: r for r in rows(client, sql)}
 
-    def arm(name: str) -> tuple[ArmStats, ArmStats]:
-        r = got.get(name) or {}
-        reward = ArmStats(n=int(r.get("rewarded") or 0), total=float(r.get("reward_sum") or 0.0))
-        calls = ArmStats(n=int(r.get("trajectories") or 0), total=float(r.get("calls_ok") or 0))
-        return reward, calls
+        def arm(name: str) -> tuple[ArmStats, ArmStats]:
+            r = got.get(name) or {}
+            reward = ArmStats(n=int(r.get("rewarded") or 0), total=float(r.get("reward_sum") or 0.0))
+            calls = ArmStats(n=int(r.get("trajectories") or 0), total=float(r.get("calls_ok") or 0))
+            return reward, calls
 
-    (k_reward, k_calls), (c_reward, c_calls) = arm("control"), arm("candidate")
+        (k_reward, k_calls), (c_reward, c_calls) = arm("control"), arm("candidate")
+        numbers = {name: dict(r) for name, r in got.items()}
+        evidence = Evidence(query=" ".join(sql.split()), numbers={**numbers, "reward": "posted"})
     result = canary_decision((k_reward, c_reward), (k_calls, c_calls), cfg.test)
-    evidence = Evidence(query=" ".join(sql.split()), numbers={arm: dict(r) for arm, r in got.items()})
     return result, evidence
 
 
