@@ -171,7 +171,8 @@ class LiveLearner(CheckpointedLearner):
         scope = self.bank.activate(scope_name)
         name = scope.version_name()
         role = "serve" if self.promotion == "direct" and scope.name == SHARED_SCOPE else "candidate"
-        outcome = self.push.publish(self.pushed_tensors(), name, role=role, parent=self.bank.base_name)
+        # laid over the default: every version shares the tensors no line trains (the base model's)
+        outcome = self.push.publish(self.pushed_tensors(), name, role=role)
         self.bank.snapshot(scope)
         if self.promotion == "gated":
             scope.pending.append(name)
