@@ -437,27 +437,40 @@ class DeadLetter(_Model):
 
 # How a policy server names the version that produced a response (the proxy records it on the step).
 POLICY_VERSION_HEADER = "x-sluice-policy-version"
+# A request may carry the same header to pick a version; a policy server that does not keep the version asked
+# for answers with its default and names the asked one in this header (and ``policy_fallback`` in the field).
+POLICY_FALLBACK_HEADER = "x-sluice-policy-fallback"
 POLICY_EXTENSION_FIELD = "sluice"  # {"policy_version": v, "policy_versions": [v, ...]} at the top level
 TASK_ID_HEADER = "x-sluice-task-id"
 TASK_ID_METADATA_KEY = "sluice_task_id"
 
 
+PolicyRole = Literal["default", "candidate", "kept"]
+
+
 class PolicyEvent(_Model):
-    """A policy server started serving a version: the weights it loaded at start, a weight update, or a
-    rollback. Published to the policy-events topic and appended to the server's JSONL log."""
+    """A change to the versions a policy server holds: the weights it loaded at start, a weight update (served
+    at once, or loaded as a candidate), a promotion or rollback to a kept version, a discard. Published to the
+    policy-events topic and appended to the server's JSONL log. Records written before roles existed read
+    with ``role``/``parent``/``default_version`` None."""
 
     schema_version: str = SCHEMA_VERSION
     event_type: Literal["policy"] = "policy"
     event_id: str = Field(default_factory=new_id)
-    action: Literal["load", "update", "rollback"]
+    action: Literal["load", "update", "rollback", "promote", "discard"]
     version: str
-    previous_version: str | None = None
+    previous_version: str | None = Field(None, description="The default version before the change.")
+    role: PolicyRole | None = Field(None, description="The version's role after the change (discard: None).")
+    parent: str | None = Field(None, description="The version an update's tensors were laid over.")
+    default_version: str | None = Field(None, description="The default version after the change.")
+    added_bytes: int = Field(0, ge=0, description="Memory the version holds that its parent does not.")
+    candidates: list[str] = Field(default_factory=list, description="Candidate versions after the change.")
     model: str
     server: str = Field(description="Root URL of the policy server.")
     tensors: int = Field(0, ge=0, description="Tensors an update replaced (0: load, rollback).")
     swap_ms: float = Field(0.0, ge=0, description="How long generation paused for the swap.")
     load_ms: float = Field(0.0, ge=0, description="Reading and checking the tensors, while serving went on.")
-    kept_versions: list[str] = Field(default_factory=list, description="Rollback targets after the change.")
+    kept_versions: list[str] = Field(default_factory=list, description="Versions in memory after the change.")
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -77,7 +77,10 @@ class ServeConfig(Frozen):
     default_max_tokens: int = Field(64, ge=1)
     max_tokens_limit: int = Field(512, ge=1)
     keep_versions: int = Field(
-        3, ge=1, description="Policy versions kept in memory for rollback (the serving one included)."
+        3, ge=1, description="Former defaults kept in memory for rollback (the default included)."
+    )
+    max_versions: int = Field(
+        8, ge=1, description="Versions in memory at most (default, kept, candidates); a push beyond is a 409."
     )
     base_version: str = Field("0", min_length=1, description="Version name of the weights loaded at start.")
     events_log: Path | None = Field(
@@ -85,6 +88,12 @@ class ServeConfig(Frozen):
     )
     publish_events: bool = Field(False, description="Also publish policy events to the policy-events topic.")
     max_push_mb: int = Field(2048, ge=1, description="Largest weight push accepted in a request body.")
+
+    @model_validator(mode="after")
+    def _versions(self) -> ServeConfig:
+        if self.max_versions < self.keep_versions:
+            raise ValueError("max_versions must be >= keep_versions")
+        return self
 
 
 class TrainerConfig(Frozen):

@@ -193,7 +193,7 @@ def test_the_serving_engine_on_cuda_embeds_and_swaps_in_cpu_weights() -> None:
     model, tok = build_tiny()
     model = model.to("cuda")
     store = PolicyStore(model, "sluice-tiny")
-    engine = GenerateEngine(model, tok, max_batch=4, version=lambda: store.serving).start()
+    engine = GenerateEngine(model, tok, max_batch=4, versions=store).start()
     try:
         reply = asyncio.run(
             embed(engine, EmbeddingRequest(model="sluice-tiny", input=["hello", "world"]), 512)

@@ -1,7 +1,9 @@
 """The Starlette app of `sluice serve-model`: routes turn serving results into JSON or SSE, nothing more.
 
 Shared state (engine, serving objects) lives on ``app.state``; one error shape (OpenAI's) and one set of
-handlers.
+handlers. A model request may pick a policy version (``x-sluice-policy-version``); the response names the
+version that answered, and ``x-sluice-policy-fallback`` names the one asked for when the server does not
+keep it (the default answered: the agent's call never fails for a version name).
 """
 
 from __future__ import annotations
@@ -26,10 +28,16 @@ from trainers.serving.common import chain_first, now
 from trainers.serving.completions import CompletionServing
 from trainers.serving.engine import GenerateEngine
 from trainers.serving.model_io import embed, tokenize
-from trainers.serving.policy_api import EXTENSION_FIELD, VERSION_HEADER
+from trainers.serving.policy_api import (
+    EXTENSION_FIELD,
+    FALLBACK_HEADER,
+    REQUEST_VERSION_HEADER,
+    VERSION_HEADER,
+    fell_back,
+)
 from trainers.serving.policy_events import PolicyEventRecorder
 from trainers.serving.policy_routes import ROUTES as POLICY_ROUTES
-from trainers.serving.policy_store import PolicyStore, VersionNotKept, VersionReused
+from trainers.serving.policy_store import PolicyStore, VersionConflict, VersionNotKept
 from trainers.serving.protocol import (
     ChatCompletionRequest,
     CompletionRequest,
@@ -70,18 +78,30 @@ def _headers(req: Any) -> dict[str, str]:
     return {"x-sluice-ignored-fields": ",".join(ignored)} if ignored else {}
 
 
+def _asked(request: Request) -> str | None:
+    """The policy version a request asks for (None: the default)."""
+    return request.headers.get(REQUEST_VERSION_HEADER, "").strip()[:128] or None
+
+
+def _version_headers(versions: list[str], asked: str | None) -> dict[str, str]:
+    headers = {VERSION_HEADER: versions[-1]}
+    if fell_back(versions, asked):
+        headers[FALLBACK_HEADER] = asked or ""
+    return headers
+
+
 async def _serve(request: Request, model: type[BaseModel], serving: Any) -> Response:
     req = await _parse(request, model)
+    asked = _asked(request)
     if req.stream:
         versions: list[str] = []
-        stream = serving.stream(req, versions)  # validates before the first byte is sent
+        stream = serving.stream(req, versions, asked)  # validates before the first byte is sent
         first = await anext(stream)  # waits for the request's batch: its version goes in the header
-        headers = {**_headers(req), VERSION_HEADER: versions[0]}
+        headers = {**_headers(req), **_version_headers(versions[:1], asked)}
         return StreamingResponse(chain_first(first, stream), media_type="text/event-stream", headers=headers)
-    body = await serving.complete(req)
-    return JSONResponse(
-        body, headers={**_headers(req), VERSION_HEADER: body[EXTENSION_FIELD]["policy_version"]}
-    )
+    body = await serving.complete(req, asked)
+    used = body[EXTENSION_FIELD]["policy_versions"]
+    return JSONResponse(body, headers={**_headers(req), **_version_headers(used, asked)})
 
 
 async def chat_completions(request: Request) -> Response:
@@ -122,7 +142,7 @@ async def health(request: Request) -> Response:
 _STATUS: list[tuple[type[Exception], int, str]] = [
     (ModelNotFound, 404, "not_found_error"),
     (VersionNotKept, 404, "not_found_error"),
-    (VersionReused, 409, "conflict_error"),
+    (VersionConflict, 409, "conflict_error"),
 ]
 
 

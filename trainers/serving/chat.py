@@ -99,7 +99,9 @@ class ChatServing:
         specials = [t for t in getattr(self.engine.tokenizer, "all_special_tokens", []) if t]
         return list(dict.fromkeys([*req.stops(), *specials]))
 
-    def _prepare(self, req: ChatCompletionRequest) -> tuple[list[int], dict[str, Any], ForcedTool | None]:
+    def _prepare(
+        self, req: ChatCompletionRequest, asked: str | None
+    ) -> tuple[list[int], dict[str, Any], ForcedTool | None]:
         tok = self.engine.tokenizer
         prompt_ids = tok(render_chat(req.messages), add_special_tokens=False)["input_ids"]
         tool = forced_tool(req)
@@ -108,11 +110,13 @@ class ChatServing:
             temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=self.stops(req, tool),
             eos_id=None if req.ignore_eos else tok.eos_token_id,
             constraint=None if tool is None or tool.grammar is None else partial(SchemaConstraint, tool.grammar, tok),
+            version=asked,
         )  # fmt: skip
         return prompt_ids, args, tool
 
-    async def complete(self, req: ChatCompletionRequest) -> dict[str, Any]:
-        prompt_ids, args, tool = self._prepare(req)
+    async def complete(self, req: ChatCompletionRequest, asked: str | None = None) -> dict[str, Any]:
+        """The whole completion, decoded by policy version ``asked`` (None or not kept: the default)."""
+        prompt_ids, args, tool = self._prepare(req, asked)
         trims = [StopTrimmer(tuple(self.stops(req, tool))) for _ in range(req.n)]
         entries: list[list[dict[str, Any]]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
@@ -133,7 +137,7 @@ class ChatServing:
             "model": req.model,
             "choices": choices,
             "usage": usage(len(prompt_ids), completion_tokens),
-            EXTENSION_FIELD: extension(versions),
+            EXTENSION_FIELD: extension(versions, asked),
         }
         if req.return_token_ids:
             body["prompt_token_ids"] = prompt_ids
@@ -164,10 +168,12 @@ class ChatServing:
             choice["token_ids"] = res.token_ids
         return choice
 
-    def stream(self, req: ChatCompletionRequest, versions: list[str]) -> AsyncIterator[str]:
+    def stream(
+        self, req: ChatCompletionRequest, versions: list[str], asked: str | None = None
+    ) -> AsyncIterator[str]:
         """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines. ``versions``
         fills with the policy versions used, the first one before the first line is yielded."""
-        prompt_ids, args, tool = self._prepare(req)
+        prompt_ids, args, tool = self._prepare(req, asked)
         return self._stream(req, prompt_ids, args, tool, versions)
 
     async def _stream(
@@ -199,7 +205,7 @@ class ChatServing:
             if first and req.return_token_ids:
                 body["prompt_token_ids"] = prompt_ids
             if first or last:  # the first and the final chunk name the policy version(s)
-                body[EXTENSION_FIELD] = extension(versions)
+                body[EXTENSION_FIELD] = extension(versions, args["version"])
             first = False
             return sse(body)
 
@@ -239,7 +245,7 @@ class ChatServing:
             yield chunk(ev.index, delta, finish, last=last, **extra)
         if last_is_usage:
             tail_body = {**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)}
-            yield sse({**tail_body, EXTENSION_FIELD: extension(versions)})
+            yield sse({**tail_body, EXTENSION_FIELD: extension(versions, args["version"])})
         yield sse("[DONE]")
 
     @staticmethod

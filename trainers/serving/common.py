@@ -41,10 +41,12 @@ def job_args(
     stop: list[str],
     eos_id: int | None,
     constraint: Callable[[], Any] | None = None,
+    version: str | None = None,
 ) -> dict[str, Any]:
     """Validated arguments of one engine job; a prompt that leaves no room to generate is a 400.
     ``constraint`` makes each row's logits constraint (a forced call's argument schema); ``eos_id`` None
-    decodes past the end-of-sequence token (``ignore_eos``)."""
+    decodes past the end-of-sequence token (``ignore_eos``); ``version`` is the policy version asked for
+    (None: the default)."""
     if not prompt_ids:
         raise RequestError("the prompt is empty")
     wanted = cfg.default_max_tokens if max_tokens is None else max_tokens
@@ -65,6 +67,7 @@ def job_args(
         "stop_ids": frozenset() if eos_id is None else frozenset({eos_id}),
         "stop": tuple(stop),
         "constraint": constraint,
+        "version": version,
     }
 
 

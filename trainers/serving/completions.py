@@ -31,22 +31,22 @@ class CompletionServing:
             return [ids]
         return [tok(p, add_special_tokens=False)["input_ids"] for p in req.prompt]
 
-    def _args(self, req: CompletionRequest, prompt_ids: list[int]) -> dict[str, Any]:
+    def _args(self, req: CompletionRequest, prompt_ids: list[int], asked: str | None) -> dict[str, Any]:
         return job_args(
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.max_tokens,
             temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=req.stops(),
-            eos_id=None if req.ignore_eos else self.engine.tokenizer.eos_token_id,
+            eos_id=None if req.ignore_eos else self.engine.tokenizer.eos_token_id, version=asked,
         )  # fmt: skip
 
     async def _one(
-        self, req: CompletionRequest, p: int, prompt_ids: list[int], versions: list[str]
+        self, req: CompletionRequest, p: int, prompt_ids: list[int], versions: list[str], asked: str | None
     ) -> list[dict[str, Any]]:
         trims = [StopTrimmer(tuple(req.stops())) for _ in range(req.n)]
         tokens: list[list[str]] = [[] for _ in range(req.n)]
         lps: list[list[float]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
         prompt_text = self.engine.tokenizer.decode(prompt_ids) if req.echo else ""
-        async for ev in self.engine.submit(self._args(req, prompt_ids)):
+        async for ev in self.engine.submit(self._args(req, prompt_ids, asked)):
             if not versions or versions[-1] != ev.version:
                 versions.append(ev.version)
             if ev.result is None:
@@ -76,13 +76,14 @@ class CompletionServing:
             choices[ev.index] = choice
         return choices
 
-    async def complete(self, req: CompletionRequest) -> dict[str, Any]:
+    async def complete(self, req: CompletionRequest, asked: str | None = None) -> dict[str, Any]:
+        """Every prompt's choices, decoded by policy version ``asked`` (None or not kept: the default)."""
         prompts = self._prompts(req)
         for ids in prompts:
-            self._args(req, ids)  # validate every prompt before generating any
+            self._args(req, ids, asked)  # validate every prompt before generating any
         versions: list[str] = []  # prompts run as separate jobs: a swap may fall between them
         per_prompt = await asyncio.gather(
-            *(self._one(req, p, ids, versions) for p, ids in enumerate(prompts))
+            *(self._one(req, p, ids, versions, asked) for p, ids in enumerate(prompts))
         )
         choices = [c for group in per_prompt for c in group]
         completion_tokens = sum(c.pop("_n") for c in choices)
@@ -93,16 +94,18 @@ class CompletionServing:
             "model": req.model,
             "choices": choices,
             "usage": usage(sum(map(len, prompts)), completion_tokens),
-            EXTENSION_FIELD: extension(versions),
+            EXTENSION_FIELD: extension(versions, asked),
         }
 
-    def stream(self, req: CompletionRequest, versions: list[str]) -> AsyncIterator[str]:
+    def stream(
+        self, req: CompletionRequest, versions: list[str], asked: str | None = None
+    ) -> AsyncIterator[str]:
         """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines. ``versions``
         fills with the policy versions used, the first one before the first line is yielded."""
         prompts = self._prompts(req)
         if len(prompts) != 1:
             raise RequestError("streaming supports one prompt per request")
-        return self._stream(req, prompts[0], self._args(req, prompts[0]), versions)
+        return self._stream(req, prompts[0], self._args(req, prompts[0], asked), versions)
 
     async def _stream(
         self, req: CompletionRequest, prompt_ids: list[int], args: dict[str, Any], versions: list[str]
@@ -126,7 +129,7 @@ class CompletionServing:
             choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish, **extra}
             body = {**head, "choices": [choice]}
             if first or last:  # the first and the final chunk name the policy version(s)
-                body[EXTENSION_FIELD] = extension(versions)
+                body[EXTENSION_FIELD] = extension(versions, args["version"])
             first = False
             return sse(body)
 
@@ -153,5 +156,5 @@ class CompletionServing:
             yield chunk(ev.index, tail, "stop" if trim.stopped else ev.result.finish_reason, last=last)
         if last_is_usage:
             tail_body = {**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)}
-            yield sse({**tail_body, EXTENSION_FIELD: extension(versions)})
+            yield sse({**tail_body, EXTENSION_FIELD: extension(versions, args["version"])})
         yield sse("[DONE]")

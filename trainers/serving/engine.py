@@ -9,8 +9,15 @@ A job may carry a logits constraint factory (a forced tool call's argument schem
 its own constraint object, which masks the row's logits before every sample; the text its tokens add is
 then the constraint's (a special token that closes a free-text argument adds the closing quote).
 
-Weight swaps run on the same thread, between batches (``between_batches``), ahead of queued requests: a
-batch is decoded by one policy version from start to end, and every token event names that version.
+Several policy versions are served at once. A job names the version it asks for (None: the default); the
+thread decodes batches of ONE version: before each batch it resolves every queued job to a kept version (a
+name no longer kept falls back to the default), picks the version whose turn it is (round robin over the
+versions with queued jobs: the one served least recently, so a quiet candidate is not starved by a busy
+default, nor the default by a busy candidate), takes that version's jobs oldest first up to ``max_batch``
+rows, points the parameters at that version's tensors (``Versions.activate``: a ``.data`` swap,
+microseconds) and decodes. Changes to the versions held (pushes, promotions, discards) run on the same
+thread, between batches (``between_batches``), ahead of the next batch: a batch is decoded by one policy
+version from start to end, and every token event names that version.
 
     sluice serve-model --config infra/sluice.yaml
 """
@@ -25,7 +32,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -36,6 +43,31 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 _WAKE = object()  # queued to wake the thread for a control call when no request is waiting
+
+
+class Versions(Protocol):
+    """The policy versions an engine decodes with (``PolicyStore``)."""
+
+    def resolve(self, asked: str | None) -> str:
+        """The kept version a job asking for ``asked`` gets (None or a name not kept: the default)."""
+        ...
+
+    def activate(self, version: str) -> float:
+        """Point the model's parameters at ``version``'s tensors (generate thread only)."""
+        ...
+
+
+class OneVersion:
+    """A model served as one unnamed version (nothing to swap)."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+
+    def resolve(self, asked: str | None) -> str:
+        return self.name
+
+    def activate(self, version: str) -> float:
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -62,6 +94,7 @@ class Job:
     stop: tuple[str, ...]
     loop: asyncio.AbstractEventLoop
     constraint: Callable[[], LogitsConstraint] | None = None  # one per row, made on the generate thread
+    version: str | None = None  # the policy version asked for (None: the default)
     events: asyncio.Queue[TokenEvent | BaseException | None] = field(default_factory=asyncio.Queue)
     cancelled: bool = False
 
@@ -74,13 +107,17 @@ class GenerateEngine:
         model: torch.nn.Module,
         tokenizer: PreTrainedTokenizerBase,
         max_batch: int = 32,
-        version: Callable[[], str] = lambda: "",
+        versions: Versions | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch = max_batch
-        self._version = version  # read by the generate thread at the start of each batch
+        self.versions: Versions = versions if versions is not None else OneVersion()
         self._queue: queue.Queue[Any] = queue.Queue()
+        self._pending: list[Job] = []  # jobs taken off the queue, oldest first (generate thread only)
+        self._turns: dict[str, int] = {}  # version -> the turn it was last decoded in
+        self._turn = 0
+        self._stopping = False
         self._control: collections.deque[tuple[Callable[[], Any], asyncio.Future, float]] = (
             collections.deque()
         )
@@ -89,6 +126,7 @@ class GenerateEngine:
         self.batches = 0
         self.rows = 0
         self.running_rows = 0  # rows of the batch being decoded now (0: idle)
+        self.running_version: str | None = None  # the version of the batch being decoded now
 
     def start(self) -> GenerateEngine:
         self._thread.start()
@@ -122,8 +160,13 @@ class GenerateEngine:
     def token_text(self, token_id: int) -> str:
         return "" if token_id in self._special else self.tokenizer.decode([token_id])
 
+    def use_default(self) -> None:
+        """Point the parameters at the default version (generate thread: inside ``between_batches``)."""
+        self.versions.activate(self.versions.resolve(None))
+
     async def submit(self, job_args: dict) -> AsyncIterator[TokenEvent]:
-        """Queue a job and yield its token events as they are sampled (choices interleaved)."""
+        """Queue a job (``job_args["version"]``: the policy version asked for, None or absent: the default)
+        and yield its token events as they are sampled (choices interleaved)."""
         job = Job(loop=asyncio.get_running_loop(), **job_args)
         self._queue.put(job)
         done = 0
@@ -142,41 +185,59 @@ class GenerateEngine:
 
     # ----------------------------------------------------------------------------- thread side
 
-    def _take_batch(self, first: Job) -> list[Job]:
-        jobs, rows = [first], first.n
-        while rows < self.max_batch:
-            try:
-                nxt = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if nxt is _WAKE:
-                continue
-            if nxt is None:
-                self._queue.put(None)
-                break
-            jobs.append(nxt)
-            rows += nxt.n
-        return jobs
+    def _absorb(self, item: Any) -> None:
+        if item is None:
+            self._stopping = True
+        elif item is not _WAKE:
+            self._pending.append(item)
+
+    def _take_batch(self) -> tuple[str, list[Job]]:
+        """The next version's turn: its oldest queued jobs, up to ``max_batch`` rows."""
+        self._pending = [j for j in self._pending if not j.cancelled]  # a client that left before its turn
+        if not self._pending:
+            return "", []
+        resolved = [(job, self.versions.resolve(job.version)) for job in self._pending]
+        waiting = list(dict.fromkeys(v for _, v in resolved))  # in order of their oldest job
+        # the version served least recently (never: first); ties go to the oldest job
+        version = min(waiting, key=lambda v: self._turns.get(v, -1))
+        jobs: list[Job] = []
+        rows = 0
+        for job, v in resolved:
+            if v == version and rows < self.max_batch:
+                jobs.append(job)
+                rows += job.n
+        taken = set(map(id, jobs))
+        self._pending = [j for j in self._pending if id(j) not in taken]
+        self._turn += 1
+        self._turns[version] = self._turn
+        if len(self._turns) > 256:  # names of versions long gone
+            self._turns = dict(sorted(self._turns.items(), key=lambda kv: kv[1])[-64:])
+        return version, jobs
 
     def _run(self) -> None:
         while True:
-            first = self._queue.get()
-            self._run_control()
-            if first is None:
+            if not self._pending:
+                self._absorb(self._queue.get())
+            while True:  # everything queued now joins the choice of the next batch
+                try:
+                    self._absorb(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._run_control()  # pushes, promotions, discards go first
+            if self._stopping:
                 return
-            if first is _WAKE:
+            version, jobs = self._take_batch()
+            if not jobs:
                 continue
-            jobs = self._take_batch(first)
-            self._run_control()  # a swap queued while the batch was being taken goes first
             try:
-                self._decode(jobs)
+                self.versions.activate(version)
+                self._decode(jobs, version)
             except Exception as err:  # a failed batch fails its requests, not the server
                 log.exception("generation failed")
                 for job in jobs:
                     job.loop.call_soon_threadsafe(job.events.put_nowait, err)
 
-    def _decode(self, jobs: list[Job]) -> None:
-        version = self._version()
+    def _decode(self, jobs: list[Job], version: str) -> None:
         requests: list[GenRequest] = []
         owners: list[tuple[Job, int]] = []
         for job in jobs:
@@ -196,11 +257,11 @@ class GenerateEngine:
                     )
                 )
                 owners.append((job, idx))
-        self.running_rows = len(requests)
+        self.running_rows, self.running_version = len(requests), version
         try:
             results = generate(self.model, requests, self.tokenizer.pad_token_id)
         finally:
-            self.running_rows = 0
+            self.running_rows, self.running_version = 0, None
         self.batches += 1
         self.rows += len(requests)
         for (job, idx), res in zip(owners, results, strict=True):

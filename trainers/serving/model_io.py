@@ -4,7 +4,7 @@ representation of a text, and its tokenizer's count of a chat or a prompt (vLLM'
 An embedding is the mean of the model's last hidden state over the text's tokens, scaled to unit length;
 ``dimensions`` keeps its first values and scales them to unit length again. The forward pass runs on the
 generate thread between batches (``GenerateEngine.between_batches``), so it never races a weight swap
-and its vector comes from the policy version that serves the chat calls of the same moment. Inputs are
+and its vector comes from the default policy version of that moment. Inputs are
 embedded one at a time (no padding to mix into the mean); one longer than the model's context is a 400.
 """
 
@@ -60,6 +60,7 @@ async def embed(engine: GenerateEngine, req: EmbeddingRequest, max_positions: in
         raise RequestError(f"dimensions: at most {width} for this model")
 
     def run() -> list[torch.Tensor]:
+        engine.use_default()  # the last batch may have left the parameters on a candidate
         return [_vector(engine.model, ids, req.dimensions) for ids in token_lists]
 
     vectors, _ = await engine.between_batches(run)

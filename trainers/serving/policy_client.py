@@ -1,4 +1,5 @@
-"""Client of the policy servers' weight API: push new weights, roll back, read which version serves.
+"""Client of the policy servers' weight API: push new weights (served at once or as a candidate), promote,
+roll back, discard, read the versions each server holds and their roles.
 
 Used by the learner's weight push, ``sluice train rollback VERSION`` and ``sluice status``. Standard library
 HTTP only (no extra dependency); one ``PolicyClient`` per server, ``PolicyFleet`` for all configured ones.
@@ -8,6 +9,8 @@ HTTP only (no extra dependency); one ``PolicyClient`` per server, ``PolicyFleet`
     client.push_state_dict(model.state_dict(), version="3")   # raw safetensors over HTTP
     client.push_file("/abs/weights.safetensors", version="4")  # the server reads the file (same machine)
     client.rollback("3"); client.status().serving_version
+    client.push_candidate_state_dict(update, version="5", parent="4")  # served only to requests naming it
+    client.promote("5"); client.discard("4"); client.status().kept  # each version with its role
 """
 
 from __future__ import annotations
@@ -22,15 +25,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainers.serving.policy_api import (
+    DISCARD_PATH,
+    PARENT_HEADER,
     POLICY_PATH,
+    PROMOTE_PATH,
+    ROLE_HEADER,
     ROLLBACK_PATH,
     SAFETENSORS_CONTENT_TYPE,
     VERSION_HEADER,
     WEIGHTS_PATH,
     PolicyStatus,
     PushRequest,
-    RollbackRequest,
+    PushRole,
     SwapReply,
+    VersionInfo,
+    VersionRequest,
 )
 
 if TYPE_CHECKING:
@@ -46,11 +55,12 @@ class PolicyClientError(RuntimeError):
 
 
 class VersionConflict(PolicyClientError):
-    """409: the version name was used before on this server (names are never reused)."""
+    """409: the version name was used before on this server (names are never reused), the server holds
+    ``max_versions`` already, or a discard named the default version."""
 
 
 class VersionNotKept(PolicyClientError):
-    """404: rollback to a version the server no longer keeps (or never had)."""
+    """404: a promote, rollback, discard or parent naming a version the server does not keep (any more)."""
 
 
 class BadWeights(PolicyClientError):
@@ -111,22 +121,58 @@ class PolicyClient:
     def status(self) -> PolicyStatus:
         return PolicyStatus.model_validate(self._call("GET", POLICY_PATH))
 
-    def push_file(self, path: str | Path, version: str) -> SwapReply:
-        """The server reads ``path`` (a safetensors file on its machine) and serves it as ``version``."""
-        req = PushRequest(version=str(version), path=str(Path(path).resolve()))
+    def push_file(
+        self, path: str | Path, version: str, role: PushRole = "serve", parent: str | None = None
+    ) -> SwapReply:
+        """The server reads ``path`` (a safetensors file on its machine) and holds it as ``version``, laid
+        over ``parent`` (None: its default); role ``serve`` makes it the default, ``candidate`` does not."""
+        req = PushRequest(version=str(version), path=str(Path(path).resolve()), role=role, parent=parent)
         return SwapReply.model_validate(self._json(WEIGHTS_PATH, req))
 
-    def push_bytes(self, data: bytes, version: str) -> SwapReply:
+    def push_bytes(
+        self, data: bytes, version: str, role: PushRole = "serve", parent: str | None = None
+    ) -> SwapReply:
         """Safetensors bytes sent in the request body."""
-        headers = {"content-type": SAFETENSORS_CONTENT_TYPE, VERSION_HEADER: str(version)}
+        headers = {"content-type": SAFETENSORS_CONTENT_TYPE, VERSION_HEADER: str(version), ROLE_HEADER: role}
+        if parent is not None:
+            headers[PARENT_HEADER] = str(parent)
         return SwapReply.model_validate(self._call("POST", WEIGHTS_PATH, data, headers))
 
-    def push_state_dict(self, state_dict: Mapping[str, torch.Tensor], version: str) -> SwapReply:
+    def push_state_dict(
+        self,
+        state_dict: Mapping[str, torch.Tensor],
+        version: str,
+        role: PushRole = "serve",
+        parent: str | None = None,
+    ) -> SwapReply:
         """Push tensors named as in the served model's ``state_dict()``; a subset updates just those."""
-        return self.push_bytes(state_dict_bytes(state_dict), version)
+        return self.push_bytes(state_dict_bytes(state_dict), version, role, parent)
+
+    def push_candidate_file(self, path: str | Path, version: str, parent: str | None = None) -> SwapReply:
+        return self.push_file(path, version, "candidate", parent)
+
+    def push_candidate_state_dict(
+        self, state_dict: Mapping[str, torch.Tensor], version: str, parent: str | None = None
+    ) -> SwapReply:
+        return self.push_state_dict(state_dict, version, "candidate", parent)
+
+    def _version_call(self, path: str, version: str) -> SwapReply:
+        return SwapReply.model_validate(self._json(path, VersionRequest(version=str(version))))
+
+    def promote(self, version: str) -> SwapReply:
+        """Make a kept version (a candidate or a former default) the default."""
+        return self._version_call(PROMOTE_PATH, version)
 
     def rollback(self, version: str) -> SwapReply:
-        return SwapReply.model_validate(self._json(ROLLBACK_PATH, RollbackRequest(version=str(version))))
+        return self._version_call(ROLLBACK_PATH, version)
+
+    def discard(self, version: str) -> SwapReply:
+        """Remove a version from the server's memory (never the default; its name stays used)."""
+        return self._version_call(DISCARD_PATH, version)
+
+    def roles(self) -> dict[str, VersionInfo]:
+        """Each version the server holds -> its role, parent, tensors replaced and bytes added."""
+        return {info.version: info for info in self.status().kept}
 
 
 @dataclass(frozen=True)
@@ -161,17 +207,42 @@ class PolicyFleet:
             list(pool.map(one, self.clients))
         return FleetResult(replies, errors)
 
-    def push_state_dict(self, state_dict: Mapping[str, torch.Tensor], version: str) -> FleetResult:
-        return self.push_bytes(state_dict_bytes(state_dict), version)  # serialised once for every server
+    def push_state_dict(
+        self,
+        state_dict: Mapping[str, torch.Tensor],
+        version: str,
+        role: PushRole = "serve",
+        parent: str | None = None,
+    ) -> FleetResult:
+        data = state_dict_bytes(state_dict)  # serialised once for every server
+        return self.push_bytes(data, version, role, parent)
 
-    def push_bytes(self, data: bytes, version: str) -> FleetResult:
-        return self._each(lambda c: c.push_bytes(data, version))
+    def push_bytes(
+        self, data: bytes, version: str, role: PushRole = "serve", parent: str | None = None
+    ) -> FleetResult:
+        return self._each(lambda c: c.push_bytes(data, version, role, parent))
 
-    def push_file(self, path: str | Path, version: str) -> FleetResult:
-        return self._each(lambda c: c.push_file(path, version))
+    def push_file(
+        self, path: str | Path, version: str, role: PushRole = "serve", parent: str | None = None
+    ) -> FleetResult:
+        return self._each(lambda c: c.push_file(path, version, role, parent))
+
+    def push_candidate_state_dict(
+        self, state_dict: Mapping[str, torch.Tensor], version: str, parent: str | None = None
+    ) -> FleetResult:
+        return self.push_state_dict(state_dict, version, "candidate", parent)
+
+    def push_candidate_file(self, path: str | Path, version: str, parent: str | None = None) -> FleetResult:
+        return self.push_file(path, version, "candidate", parent)
+
+    def promote(self, version: str) -> FleetResult:
+        return self._each(lambda c: c.promote(version))
 
     def rollback(self, version: str) -> FleetResult:
         return self._each(lambda c: c.rollback(version))
+
+    def discard(self, version: str) -> FleetResult:
+        return self._each(lambda c: c.discard(version))
 
     def status(self) -> dict[str, PolicyStatus | PolicyClientError]:
         out: dict[str, PolicyStatus | PolicyClientError] = {}

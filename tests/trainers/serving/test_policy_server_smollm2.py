@@ -116,3 +116,40 @@ def test_forced_tool_arguments_follow_the_schema_through_the_openai_sdk(server: 
     ]
     assert json.loads("".join(frags)) == args
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_a_candidate_serves_beside_the_default(server: ServeProcess) -> None:
+    """A candidate (the final norm flipped, laid over the default) answers the requests that name it while
+    the default answers the rest, concurrently; greedy answers differ between the two and not within one."""
+    import asyncio
+
+    client = PolicyClient(server.url)
+    default = client.status().serving_version
+    weights = next(smollm2_dir().glob("*.safetensors"))
+    with safe_open(str(weights), "pt") as f:
+        norm = f.get_tensor(NORM)
+    reply = client.push_candidate_state_dict({NORM: -norm}, "smol-cand")
+    assert (reply.serving_version, reply.role, reply.parent, reply.added_bytes) == (
+        default, "candidate", default, norm.numel() * 4
+    )  # fmt: skip
+    body = {"model": SMOLLM2_NAME, "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 8, "temperature": 0}  # fmt: skip
+
+    async def go() -> list[tuple[str, str]]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
+            asks = [{}, {"x-sluice-policy-version": "smol-cand"}] * 3
+            rs = await asyncio.gather(*(c.post("/v1/chat/completions", json=body, headers=h) for h in asks))
+        assert all(r.status_code == 200 for r in rs)
+        return [
+            (r.headers["x-sluice-policy-version"], r.json()["choices"][0]["message"]["content"]) for r in rs
+        ]
+
+    answers = asyncio.run(go())
+    by_version: dict[str, set[str]] = {}
+    for version, text in answers:
+        by_version.setdefault(version, set()).add(text)
+    assert set(by_version) == {default, "smol-cand"}
+    assert len(by_version[default]) == 1 and len(by_version["smol-cand"]) == 1  # one version per batch
+    assert by_version[default] != by_version["smol-cand"]
+    assert client.discard("smol-cand").versions == client.status().versions
+    assert answer(server)[0] == default

@@ -7,8 +7,15 @@ import asyncio
 import pytest
 import torch
 
-from trainers.serving.engine import GenerateEngine
-from trainers.serving.policy_store import BadTensors, PolicyStore, VersionNotKept, VersionReused
+from trainers.serving.engine import GenerateEngine, OneVersion
+from trainers.serving.policy_store import (
+    BadTensors,
+    DefaultNotDiscardable,
+    PolicyStore,
+    TooManyVersions,
+    VersionNotKept,
+    VersionReused,
+)
 from trainers.tiny_model import build_tiny
 
 EMBED, HEAD = "model.embed_tokens.weight", "lm_head.weight"
@@ -30,7 +37,7 @@ def test_partial_update_replaces_only_its_tensors_and_shares_the_rest(model: tor
     new = torch.randn_like(before[LAYER])
     prepared = store.prepare_update("1", {LAYER: new})
     assert prepared.replaced == 1
-    base = store._versions["0"]
+    base = store._versions["0"].tensors
     assert all(prepared.tensors[k] is base[k] for k in base if k != LAYER)  # nothing else copied
     assert torch.equal(model.state_dict()[LAYER], before[LAYER])  # checking alone swaps nothing
     store.apply(prepared)
@@ -90,7 +97,7 @@ def test_names_are_never_reused_and_only_kept_versions_roll_back(model: torch.nn
 def test_engine_swaps_between_batches_and_tags_every_token(model: torch.nn.Module) -> None:
     tok = build_tiny()[1]
     store = PolicyStore(model, "sluice-tiny")
-    engine = GenerateEngine(model, tok, version=lambda: store.serving).start()
+    engine = GenerateEngine(model, tok, versions=store).start()
     w = model.state_dict()[LAYER].clone()
     args = {"prompt_ids": tok("12345")["input_ids"], "n": 2, "max_tokens": 40, "temperature": 1.0,
             "top_p": 1.0, "seed": 3, "stop_ids": frozenset(), "stop": ()}  # fmt: skip
@@ -124,7 +131,7 @@ def test_engine_swaps_between_batches_and_tags_every_token(model: torch.nn.Modul
 
 def test_a_failed_swap_reaches_its_caller_and_the_engine_goes_on(model: torch.nn.Module) -> None:
     tok = build_tiny()[1]
-    engine = GenerateEngine(model, tok, version=lambda: "0").start()
+    engine = GenerateEngine(model, tok, versions=OneVersion("0")).start()
 
     def boom() -> None:
         raise RuntimeError("swap failed")
@@ -140,3 +147,80 @@ def test_a_failed_swap_reaches_its_caller_and_the_engine_goes_on(model: torch.nn
         assert asyncio.run(scenario()) == 4
     finally:
         engine.stop()
+
+
+def test_candidates_roles_promote_discard_and_the_cap(model: torch.nn.Module) -> None:
+    store = PolicyStore(model, "sluice-tiny", keep=2, max_versions=4)
+    w = model.state_dict()[LAYER].clone()
+    store.apply(store.prepare_update("c1", {LAYER: w + 1}, role="candidate"))
+    assert store.serving == "0" and torch.equal(model.state_dict()[LAYER], w)  # the default did not change
+    assert store.resolve("c1") == "c1" and store.resolve("nope") == "0" and store.resolve(None) == "0"
+    store.apply(store.prepare_update("c2", {HEAD: model.state_dict()[HEAD] * 2}, "candidate", parent="c1"))
+    info = store.info("c2")
+    assert info is not None and (info.role, info.parent, info.tensors) == ("candidate", "c1", 1)
+    assert info.added_bytes == model.state_dict()[HEAD].numel() * 4  # the tied head, counted once
+    assert store._versions["c2"].tensors[LAYER] is store._versions["c1"].tensors[LAYER]  # shared, not copied
+    swap(store, "1", {LAYER: w + 3})
+    swap(store, "2", {LAYER: w + 4})  # keep=2 evicts "0", never a candidate
+    assert store.kept() == ["c1", "c2", "1", "2"] and store.candidates() == ["c1", "c2"]
+    with pytest.raises(TooManyVersions):  # max_versions=4
+        store.check_push("3", "candidate")
+    swap(store, "3", {LAYER: w + 5})  # a served push evicts a kept version: it fits
+    with pytest.raises(VersionNotKept):
+        store.prepare_update("4", {LAYER: w}, parent="0")  # "0" was evicted
+    store.apply(store.prepare_select("c2", "promote"))
+    assert store.serving == "c2" and store.role("c2") == "default" and store.candidates() == ["c1"]
+    assert torch.equal(model.state_dict()[LAYER], w + 1)  # c2 = c1's layer + its own head
+    with pytest.raises(DefaultNotDiscardable):
+        store.discard("c2")
+    store.discard("c1")
+    with pytest.raises(VersionNotKept):
+        store.discard("c1")
+    with pytest.raises(VersionReused):  # discarded names stay used
+        store.check_new_name("c1")
+    roles = {i.version: i.role for i in store.status().kept}
+    assert roles == {"3": "kept", "c2": "default"}
+    actions = [(h.action, h.version) for h in store.history][-3:]
+    assert actions == [("update", "3"), ("promote", "c2"), ("discard", "c1")]
+
+
+def test_engine_decodes_one_version_per_batch_and_takes_turns(model: torch.nn.Module) -> None:
+    """A flood of default jobs and one candidate job queued behind it: the candidate gets the next batch, not
+    the last one, and every batch is decoded by one version (its tokens match a forward pass of it)."""
+    import threading
+
+    tok = build_tiny()[1]
+    store = PolicyStore(model, "sluice-tiny")
+    w = model.state_dict()[LAYER].clone()
+    store.apply(store.prepare_update("c", {LAYER: w * 3}, role="candidate"))
+    engine = GenerateEngine(model, tok, max_batch=1, versions=store).start()
+    args = {"prompt_ids": tok("12345")["input_ids"], "n": 1, "max_tokens": 6, "temperature": 1.0,
+            "top_p": 1.0, "seed": 3, "stop_ids": frozenset(), "stop": ()}  # fmt: skip
+    hold = threading.Event()
+
+    async def scenario() -> list[tuple[str, str]]:
+        finished: list[tuple[str, str]] = []
+        blocked = asyncio.create_task(engine.between_batches(hold.wait))  # the thread waits: jobs queue up
+
+        async def one(name: str, version: str | None) -> None:
+            seen = {ev.version async for ev in engine.submit({**args, "version": version})}
+            finished.append((name, ",".join(sorted(seen))))
+
+        tasks = [asyncio.create_task(one(f"d{i}", None)) for i in range(4)]
+        await asyncio.sleep(0.05)
+        tasks.append(asyncio.create_task(one("cand", "c")))
+        tasks.append(asyncio.create_task(one("gone", "no-such-version")))
+        await asyncio.sleep(0.05)
+        hold.set()
+        await blocked
+        await asyncio.gather(*tasks)
+        return finished
+
+    try:
+        finished = asyncio.run(scenario())
+    finally:
+        engine.stop()
+    order = [name for name, _ in finished]
+    assert dict(finished) == {"d0": "0", "d1": "0", "d2": "0", "d3": "0", "cand": "c", "gone": "0"}
+    assert order.index("cand") == 1  # round robin: the candidate's turn comes right after the first batch
+    assert engine.batches == 6 and store.active == "0"
