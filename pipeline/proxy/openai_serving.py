@@ -39,6 +39,7 @@ async def serve_openai_step(
     headers = step_headers(rc.step)
     if not rc.stream:
         answer, same = await rc.answer()
-        return json_response(same if same is not None else json.dumps(answer).encode(), headers=headers)
+        body = same if same is not None else json.dumps(answer).encode()
+        return json_response(body, headers={**headers, **rc.served_headers()})
     upstream = await rc.open_stream()
-    return SseResponse(relay_openai_stream(rc, upstream), headers=headers)
+    return SseResponse(relay_openai_stream(rc, upstream), headers={**headers, **rc.served_headers()})

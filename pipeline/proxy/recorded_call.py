@@ -17,6 +17,7 @@ import aiohttp
 from pipeline.proxy.backend_call import BackendCall, Batch
 from pipeline.proxy.recorder import StepRecorder
 from pipeline.proxy.step_event import OpenStep
+from sluice.events import POLICY_VERSION_HEADER
 
 
 class RecordedCall:
@@ -26,6 +27,14 @@ class RecordedCall:
     @property
     def stream(self) -> bool:
         return self.call.stream
+
+    def served_headers(self) -> dict[str, str]:
+        """The model policy version that answered, as the backend named it (read once the answer or the
+        stream's headers are in): the agent can attribute its outcome the way the step does."""
+        names = self.call.policy_versions or (
+            [self.call.policy_header[:128]] if self.call.policy_header else []
+        )
+        return {POLICY_VERSION_HEADER: ",".join(names)} if names else {}
 
     @property
     def error(self) -> str | None:

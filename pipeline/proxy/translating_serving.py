@@ -82,9 +82,10 @@ async def serve_translated(request: Request, surface: TranslatingSurface) -> Res
     headers = step_headers(rc.step)
     if not rc.stream:
         answer, _ = await rc.answer()
-        return json_response(json.dumps(exchange.response(rc, answer)).encode(), headers=headers)
+        body = json.dumps(exchange.response(rc, answer)).encode()
+        return json_response(body, headers={**headers, **rc.served_headers()})
     upstream = await rc.open_stream()
-    return SseResponse(_stream(rc, upstream, exchange.writer(rc)), headers=headers)
+    return SseResponse(_stream(rc, upstream, exchange.writer(rc)), headers={**headers, **rc.served_headers()})
 
 
 async def _stream(rc: RecordedCall, upstream: Any, writer: StreamWriter) -> AsyncIterator[bytes]:
