@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from pipeline.learn.tasks.registry import TASKS
 from sluice.frozen import Frozen
 from trainers.devices import DeviceChoice
 from trainers.live.config import LiveConfig
@@ -46,11 +47,14 @@ class TinyModelConfig(Frozen):
 class TaskConfig(Frozen):
     """What a trajectory is a task of, and the grader the task owns (trainer and replay checks call it)."""
 
-    kind: Literal["traffic", "reverse_digits"] = Field(
+    kind: Literal["traffic", "reverse_digits", "learn"] = Field(
         "traffic",
         description="traffic: any chat trajectory, reference answer from hidden_state[reference_key]; "
-        "reverse_digits: the toy task 'reverse 123' -> '321' (reference derived from the prompt).",
+        "reverse_digits: the toy task 'reverse 123' -> '321' (reference derived from the prompt); "
+        "learn: a verifiable task of the learning loop (learn_task), graded by its own checker with the "
+        "answer read back from the prompt (reward is not used).",
     )
+    learn_task: str | None = Field(None, description="learn: the task's name (pipeline.learn.tasks).")
     reference_key: str = Field("reference", description="traffic: hidden_state key holding the reference.")
     min_digits: int = Field(1, ge=1, le=12)
     max_digits: int = Field(3, ge=1, le=12)
@@ -60,6 +64,10 @@ class TaskConfig(Frozen):
     def _digits(self) -> TaskConfig:
         if self.min_digits > self.max_digits:
             raise ValueError("min_digits must be <= max_digits")
+        if (self.kind == "learn") != (self.learn_task is not None):
+            raise ValueError("learn_task names the task of kind learn, and only of it")
+        if self.learn_task is not None and self.learn_task not in TASKS:
+            raise ValueError(f"unknown learn_task {self.learn_task!r}; known: {sorted(TASKS)}")
         return self
 
 

@@ -38,6 +38,7 @@ class Checker:
     late_fraction: float = 0.25
     late_delay_s: float = 20.0
     seed: int = 0
+    source: str | None = None  # the reward's source name (default ``checker:<task>``)
     graded: list[Graded] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -78,7 +79,7 @@ class Checker:
                 "id": f"checker-{a.trajectory_id}",  # a retried post is the same reward
                 "name": "checker",
                 "value": g.reward,
-                "source": f"checker:{a.problem.task}",
+                "source": self.source or f"checker:{a.problem.task}",
                 "comment": "late review" if g.late else "graded on answer",
             },
         )

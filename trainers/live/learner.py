@@ -30,14 +30,14 @@ from typing import Any
 
 import torch
 
-from sluice.evolution import SHARED_SCOPE, parse_policy_version
+from sluice.evolution import SHARED_SCOPE
 from trainers.config import TrainerConfig
 from trainers.devices import Device
 from trainers.grpo.batch import PackedBatch, logprobs_of, pack
 from trainers.learner_state import CheckpointedLearner, restore_optimizer
 from trainers.live.decoupled_loss import DecoupledLossConfig, decoupled_ppo_loss
 from trainers.live.samples import LiveRow
-from trainers.live.scopes import ScopeBank, ScopeState
+from trainers.live.scopes import ScopeBank, ScopeState, settle_candidates
 from trainers.live.weight_push import WeightPush
 from trainers.samples import Sample
 
@@ -136,32 +136,33 @@ class LiveLearner(CheckpointedLearner):
 
     @torch.no_grad()
     def follow_servers(self, scope: ScopeState) -> dict[str, Any]:
-        """Gated mode: settle the scope's candidates the control plane decided. One gone from every server
-        was turned down: the scope's weights (and Adam moments) go back to its newest version the servers
-        still keep, so what the gates refused does not reach the next candidate."""
+        """Gated mode: settle the scope's candidates the control plane decided (``settle_candidates``).
+        Its newest gone from every server means its line was turned down: the scope's weights (and Adam
+        moments) go back to its newest version the servers still keep (the promoted one, else the base), so
+        what the gates refused does not reach the next candidate. Older ones gone were only superseded."""
         if self.push is None or self.promotion != "gated" or not scope.pending:
             return {}
         statuses = [s for s in self.push.statuses().values() if not isinstance(s, Exception)]
         if not statuses:
             return {}
         kept = {v for s in statuses for v in (*s.versions, s.serving_version)}
-        turned_down = [v for v in scope.pending if v not in kept]
-        if not turned_down:
+        settled = settle_candidates(scope.pending, kept, list(scope.snapshots), self.bank.base_name)
+        if not settled.gone:
             return {}
-        scope.pending = [v for v in scope.pending if v in kept]
-        line = [v for v in scope.snapshots if v in kept and v not in scope.pending]
-        target = max(line, key=_number, default=self.bank.base_name)
-        weights = scope.snapshots.get(target, self.bank.base)
-        self.bank.load(scope, weights)
+        scope.pending = settled.pending
+        if settled.reset_to is None:  # superseded ones set aside: their weights are no longer needed
+            scope.snapshots = {v: w for v, w in scope.snapshots.items() if v not in settled.gone}
+            return {"set_aside": settled.gone}
+        target = settled.reset_to
+        self.bank.load(scope, scope.snapshots.get(target, self.bank.base))
         scope.opt.state.clear()
         scope.parent = target
-        scope.pending = []
         scope.snapshots = {
             v: w for v, w in scope.snapshots.items() if v == target or v == self.bank.base_name
         }
         scope.resets += 1
-        log.info("%s: candidates %s turned down; training goes on from %s", scope.name, turned_down, target)
-        return {"turned_down": turned_down, "reset_to": target}
+        log.info("%s: candidates %s turned down; training goes on from %s", scope.name, settled.gone, target)
+        return {"turned_down": settled.gone, "reset_to": target}
 
     def publish(self, scope_name: str = SHARED_SCOPE) -> dict[str, Any]:
         """Push the scope's current weights under its current version: a candidate (gated, or any own
@@ -266,6 +267,7 @@ class LiveLearner(CheckpointedLearner):
             "parent_version": parent,
             "version_name": scope.version_name(),
             "turned_down": settled.get("turned_down", []),
+            "set_aside": settled.get("set_aside", []),
             "reset_to": settled.get("reset_to"),
             "resets_total": sum(s.resets for s in self.bank.scopes.values()),
             "updated": updated,
@@ -275,8 +277,3 @@ class LiveLearner(CheckpointedLearner):
             "learn_s": learn_s,
             "serving_versions": dict(self.push.serving) if self.push is not None else {},
         }
-
-
-def _number(name: str) -> int:
-    parsed = parse_policy_version(name)
-    return parsed[1] if parsed else -1

@@ -9,6 +9,10 @@ scope's optimizer keeps pointing at them). With LoRA the copied weights are the 
 a full fine-tune copies the whole model, so each extra scope costs about three model copies (weights and
 two Adam moments).
 
+``settle_candidates`` (pure) decides what the servers' state means for a scope's published candidates: the
+newest gone means the gates turned its line down (start again from the newest version still kept: the
+promoted one, else the base); older ones gone while the newest stays were only superseded and set aside.
+
 Isolation is enforced here, not only in routing: the driver hands a scope only its own tenants' rows, and
 ``train`` refuses a row whose tenant belongs to another scope.
 """
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sluice.evolution import SHARED_SCOPE, policy_version_name
+from sluice.evolution import SHARED_SCOPE, parse_policy_version, policy_version_name
 
 
 @dataclass
@@ -37,6 +41,37 @@ class ScopeState:
 
     def version_name(self, number: int | None = None) -> str:
         return policy_version_name(self.name, self.version if number is None else number)
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What the servers said about a scope's candidates: ``gone`` left every server; ``reset_to`` is the
+    version training starts again from when the line was turned down (None: go on as it is)."""
+
+    pending: list[str]
+    gone: list[str]
+    reset_to: str | None = None
+
+
+def settle_candidates(pending: list[str], kept: set[str], line: list[str], base: str) -> Settlement:
+    """``pending``: the scope's published candidates, oldest first; ``kept``: every version some server
+    still holds; ``line``: the versions the scope has weights for. The newest candidate gone means the gates
+    refused it or an ancestor (the control plane discards a turned-down line whole): start again from the
+    newest of ``line`` still kept, a promoted version included, else ``base``. Older candidates gone while
+    the newest is kept were superseded and set aside as stale: the newest descends from them and goes on."""
+    gone = [v for v in pending if v not in kept]
+    if not gone:
+        return Settlement(list(pending), [])
+    still = [v for v in pending if v in kept]
+    if pending[-1] in kept:
+        return Settlement(still, gone)
+    target = max((v for v in line if v in kept and v not in gone), key=_number, default=base)
+    return Settlement([], gone, target)
+
+
+def _number(name: str) -> int:
+    parsed = parse_policy_version(name)
+    return parsed[1] if parsed else -1
 
 
 class ScopeBank:

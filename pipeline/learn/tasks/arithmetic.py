@@ -14,6 +14,7 @@ import re
 from pipeline.learn.tasks.base import Problem, VerifiableTask
 
 _FIRST_NUMBER = re.compile(r"-?\d+")
+_SUM = re.compile(r"What is (\d+) \+ (\d+)\? Reply with the number only\.")
 
 
 class ArithmeticTask(VerifiableTask):
@@ -32,6 +33,12 @@ class ArithmeticTask(VerifiableTask):
         ]
         messages = [*example, {"role": "user", "content": prompt}]
         return Problem(task=self.name, messages=messages, answer=str(a + b))
+
+    def answer_from(self, messages: list[dict[str, str]]) -> str | None:
+        """The sum asked in the last user message."""
+        user = [m for m in messages if m.get("role") == "user"]
+        found = _SUM.fullmatch((user[-1].get("content") or "").strip()) if user else None
+        return str(int(found.group(1)) + int(found.group(2))) if found else None
 
     def grade(self, problem: Problem, reply: str) -> float:
         found = _FIRST_NUMBER.search(reply)

@@ -24,6 +24,9 @@ EXAMPLE = [
 ]
 
 
+_RECORD = re.compile(r"shipped to ([A-Za-z]+) on March \d+\.\nWhich city did it ship to\?")
+
+
 class ExtractionTask(VerifiableTask):
     name = "extraction"
     max_tokens = 8
@@ -35,6 +38,12 @@ class ExtractionTask(VerifiableTask):
             "Reply exactly as CITY=<name>."
         )
         return Problem(task=self.name, messages=[*EXAMPLE, {"role": "user", "content": prompt}], answer=city)
+
+    def answer_from(self, messages: list[dict[str, str]]) -> str | None:
+        """The city of the record in the last user message (the worked example's record is not asked)."""
+        user = [m for m in messages if m.get("role") == "user"]
+        found = _RECORD.search(user[-1].get("content") or "") if user else None
+        return found.group(1) if found else None
 
     def grade(self, problem: Problem, reply: str) -> float:
         got = re.match(r"\s*CITY\s*=\s*([A-Za-z]+)", reply)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 from pipeline.learn.tasks.base import Problem, VerifiableTask
 from pipeline.learn.tasks.extraction import CITIES
@@ -30,6 +31,9 @@ def first_json_object(text: str) -> dict | None:
     return None
 
 
+_ASK = re.compile(r"What is the weather in ([A-Za-z]+)\? Call the tool")
+
+
 class ToolCallTask(VerifiableTask):
     name = "tool_call"
     max_tokens = 16
@@ -42,6 +46,12 @@ class ToolCallTask(VerifiableTask):
         )
         answer = json.dumps({"tool": "weather", "city": city})
         return Problem(task=self.name, messages=[{"role": "user", "content": prompt}], answer=answer)
+
+    def answer_from(self, messages: list[dict[str, str]]) -> str | None:
+        """The tool call the last user message asks for."""
+        user = [m for m in messages if m.get("role") == "user"]
+        found = _ASK.match(user[-1].get("content") or "") if user else None
+        return json.dumps({"tool": "weather", "city": found.group(1)}) if found else None
 
     def grade(self, problem: Problem, reply: str) -> float:
         return 1.0 if first_json_object(reply) == json.loads(problem.answer) else 0.0
