@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -156,6 +157,10 @@ def main() -> None:
         "decode_tokens_per_s_two_versions": round(canary_tps, 1),
         "decode_tokens_per_s_ratio_two_versions_vs_single": round(canary_tps / single, 3),
         "threads": args.threads,
+        "load_average_1m": round(
+            os.getloadavg()[0], 2
+        ),  # the machine's load: decode figures are noisy above cores
+        "cpu_count": os.cpu_count(),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit(),
         "command": "python -m bench.policy_versions " + " ".join(sys.argv[1:]),
