@@ -69,9 +69,9 @@ class WeightPush:
         results = []
         if self.file_fleet.clients:
             path = self.write_file(tensors, version)
-            results.append(self.file_fleet.push_file(path, version))
+            results.append(self.file_fleet.push_file(path, version, role="serve"))
         if self.bytes_fleet.clients:
-            results.append(self.bytes_fleet.push_state_dict(tensors, version))
+            results.append(self.bytes_fleet.push_state_dict(tensors, version, role="serve"))
         for res in results:
             for url, reply in res.replies.items():
                 self.serving[url] = reply.serving_version
