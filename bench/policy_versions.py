@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -99,7 +100,7 @@ def main() -> None:
     parser.add_argument("--full-versions", type=int, default=2, help="candidates replacing every tensor")
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -127,16 +128,14 @@ def main() -> None:
     ]
     try:
         decode_tokens_per_s(engine, prompt, [None] * 2, 4)  # warm-up
-        single = max(
-            decode_tokens_per_s(engine, prompt, [None] * args.rows, args.tokens) for _ in range(args.repeats)
-        )
-        mixed_tps = max(decode_tokens_per_s(engine, prompt, mixed, args.tokens) for _ in range(args.repeats))
         canary = [
             None if i % 2 else "attn0" for i in range(args.rows)
         ]  # a canary arm: two versions, half each
-        canary_tps = max(
-            decode_tokens_per_s(engine, prompt, canary, args.tokens) for _ in range(args.repeats)
-        )
+        runs: dict[str, list[float]] = {"single": [], "mixed": [], "canary": []}
+        for _ in range(args.repeats):  # interleaved, so a neighbour's load on the CPU hits all three alike
+            for kind, asks in (("single", [None] * args.rows), ("mixed", mixed), ("canary", canary)):
+                runs[kind].append(decode_tokens_per_s(engine, prompt, asks, args.tokens))
+        single, mixed_tps, canary_tps = (max(runs[k]) for k in ("single", "mixed", "canary"))
     finally:
         engine.stop()
     result = {
@@ -158,6 +157,10 @@ def main() -> None:
         "decode_tokens_per_s_two_versions": round(canary_tps, 1),
         "decode_tokens_per_s_ratio_two_versions_vs_single": round(canary_tps / single, 3),
         "threads": args.threads,
+        "load_average_1m": round(
+            os.getloadavg()[0], 2
+        ),  # the machine's load: decode figures are noisy above cores
+        "cpu_count": os.cpu_count(),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit(),
         "command": "python -m bench.policy_versions " + " ".join(sys.argv[1:]),
