@@ -85,7 +85,11 @@ def prose(text: str) -> str:
 def model_tables(model: type[BaseModel], path: str, level: int, seen: set[type[BaseModel]]) -> list[str]:
     """One table for a model's fields, then one for each model nested in it (each model once)."""
     doc = inspect.cleandoc(model.__dict__.get("__doc__") or "")
-    out = [f"{'#' * level} `{path}`", "", prose(doc.split("\n\n")[0]), ""] if doc else [f"{'#' * level} `{path}`", ""]
+    out = (
+        [f"{'#' * level} `{path}`", "", prose(doc.split("\n\n")[0]), ""]
+        if doc
+        else [f"{'#' * level} `{path}`", ""]
+    )
     out += ["| key | type | default | description |", "|---|---|---|---|"]
     nested: list[tuple[str, type[BaseModel]]] = []
     for name, field in model.model_fields.items():
