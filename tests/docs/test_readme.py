@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -55,3 +56,11 @@ def test_every_recorded_run_has_its_provenance_and_known_targets() -> None:
                 op, bound = target.split()
                 assert op in render.OPS, f"{path.name}: unknown comparison in {target!r}"
                 float(bound)  # a number, or the line is malformed
+
+
+def test_readme_links_point_at_files_that_exist() -> None:
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", README.read_text())
+    local = [link for link in links if not link.startswith(("http://", "https://"))]
+    assert local, "the README links to its docs pages"
+    missing = [link for link in local if not (REPO / link).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
