@@ -127,6 +127,8 @@ class SluiceConfig(Frozen):
             sensitive_headers=tuple(self.proxy.sensitive_headers),
             keep_erased_s=self.rewards.keep_erased_s,
             checkpoints_dir=self.trainer.output_dir / "checkpoints",
+            policy_push_dir=self.trainer.output_dir / "push",
+            policy_servers=tuple(self.trainer.policy_server_urls()),
         )
 
 

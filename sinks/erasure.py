@@ -30,6 +30,7 @@ from confluent_kafka import Producer
 
 from sinks.erasure_models import ErasureEvent, ErasureRequest, ErasureResult
 from sinks.erasure_receipt import build_receipt
+from sinks.erasure_weights import erase_from_weights
 from sinks.exceptions import AccessDenied, ErasureError, NotFound
 from sinks.faults import CrashPlan
 from sinks.principal import Principal
@@ -228,7 +229,8 @@ def erase(
         update={"status": "completed", "tombstones": tombstones, "completed_at": datetime.now(UTC)}
     )
     mark(con, done)
-    return done.model_copy(update={"places": build_receipt(cfg, done, ids)})
+    weights = erase_from_weights(con, cfg, ids, done.erasure_id)
+    return done.model_copy(update={"places": [*build_receipt(cfg, done, ids), weights]})
 
 
 def erasure_producer(cfg: SinkSettings) -> Producer:

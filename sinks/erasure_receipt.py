@@ -4,10 +4,9 @@ Places: DuckDB (rows deleted, by table), the compacted topics (tombstones), the 
 (not compactable: their copies expire with the topic's retention), the stage workers and their
 changelogs (purged when they read the erasure event), every proxy's linking state (purged when it reads
 the erasure topic), exports (from the registry of written exports, each manifest listing its
-trajectories) and trainer checkpoints (``trainer_state.json`` lists the trajectories each was trained
-on). Exports are rewritten without the erased trajectories (``sinks.export.rewrite``) and listed with
-their paths; checkpoints cannot be edited (the weights learned from the data), so they are listed with
-what the operator must do.
+trajectories). Exports are rewritten without the erased trajectories (``sinks.export.rewrite``) and listed with
+their paths. The weights (policy versions, pushed files, checkpoints) have their own place, filled by
+``sinks.erasure_weights``.
 
     sluice erase --subject user-42     # prints this receipt
 """
@@ -71,20 +70,6 @@ def rewrite_exports(cfg: SinkSettings, ids: set[str]) -> tuple[list[str], list[s
     return done, failed, dropped
 
 
-def checkpoints_holding(cfg: SinkSettings, ids: set[str]) -> list[str]:
-    """Trainer checkpoints whose weights were trained on an erased trajectory."""
-    root = cfg.path(cfg.checkpoints_dir)
-    found: list[str] = []
-    for state in sorted(root.glob("*/trainer_state.json")):
-        try:
-            taken = json.loads(state.read_text()).get("taken_versions") or {}
-        except (OSError, ValueError):
-            continue
-        if ids & set(taken):
-            found.append(str(state.parent))
-    return found
-
-
 def build_receipt(cfg: SinkSettings, result: ErasureResult, ids: list[str]) -> list[ErasurePlace]:
     wanted = set(ids)
     deleted = ", ".join(f"{n} {t}" for t, n in sorted(result.rows_deleted.items()) if n) or "no rows held"
@@ -127,18 +112,6 @@ def build_receipt(cfg: SinkSettings, result: ErasureResult, ids: list[str]) -> l
                 "these exports could not be rewritten, delete them: " + "; ".join(failed) if failed else None
             ),
             paths=rewritten,
-        )
-    )
-    ckpts = checkpoints_holding(cfg, wanted)
-    places.append(
-        ErasurePlace(
-            place="checkpoints",
-            removed="nothing: weights cannot be edited" if ckpts else "no checkpoint was trained on them",
-            operator_action="the weights learned from the erased data: delete these checkpoints (and any "
-            "model served from them) and retrain from an earlier one or the base model"
-            if ckpts
-            else None,
-            paths=ckpts,
         )
     )
     return places

@@ -32,3 +32,7 @@ class SinkSettings(Settings):
     sensitive_headers: tuple[str, ...] = ()
     keep_erased_s: float = 0.0
     checkpoints_dir: Path = Path("var/trainer/checkpoints")
+    policy_push_dir: Path = Path("var/trainer/push")
+    policy_servers: tuple[str, ...] = Field(
+        (), description="The trainer's policy servers: an erasure stops them serving tainted versions."
+    )

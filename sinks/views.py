@@ -203,6 +203,7 @@ VIEWS: dict[str, Callable[[str], str]] = {
     "dead_letters": _simple("dead_letters"),
     "lineage": lambda cond: _LINEAGE.format(cond=cond),
     "erasures": _simple("erasures"),
+    "erased_trajectories": _simple("erased_trajectories"),
     "sink_offsets": _simple("offsets"),
     "evolution_ledger": _simple("evolution_ledger"),
     "policy_lineage": lambda cond: _POLICY_LINEAGE.format(cond=cond),

@@ -192,6 +192,10 @@ class PolicyLineage(_Model):
     samples: int = Field(0, ge=0)
     tenants: dict[str, int] = Field(default_factory=dict, description="tenant -> training rows.")
     reward_sources: dict[str, int] = Field(default_factory=dict, description="source -> training rows.")
+    rebuild_of: list[str] = Field(
+        default_factory=list,
+        description="Versions an erasure tainted that this one rebuilds: their rows minus the erased ones.",
+    )
     trained_at: datetime = Field(default_factory=utcnow)
 
 

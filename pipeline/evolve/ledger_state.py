@@ -20,7 +20,7 @@ from sluice.broker_config import BrokerConfig
 from sluice.evolution import LedgerEntry, Proposal, scope_key
 from sluice.topics_config import TopicsConfig
 
-Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "aborted", "set_aside"]
+Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "aborted", "set_aside", "erased"]
 
 TERMINAL_DECISIONS = {
     "reject": "rejected",
@@ -31,6 +31,7 @@ TERMINAL_DECISIONS = {
     "hold": "set_aside",
     "skip": "set_aside",  # a weights candidate superseded by a newer one, or of a line turned down
     "ungated": "promoted",  # a version the trainer served directly (trainer.promotion: direct)
+    "erased": "erased",  # a version trained on erased data (or descending from one): never served again
 }
 
 

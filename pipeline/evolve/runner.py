@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from governance.evolve.gates import GateResult
+from pipeline.demo.summary import id_list, rows
 from pipeline.evolve.backend import EvalBackendError, EvalClient
 from pipeline.evolve.evidence import recorded_prompts, scope_system_prompt, scope_trajectories
 from pipeline.evolve.gates.canary import read_canary, start_assignment
@@ -207,12 +208,19 @@ class EvolveRunner:
             if state.canary_started_at is not None:
                 last = out.last_weights_canary.get(scope)
                 out.last_weights_canary[scope] = max(state.canary_started_at, last or state.canary_started_at)
-            if state.status in ("rejected", "rolled_back", "aborted"):
+            if state.status in ("rejected", "rolled_back", "aborted", "erased"):
                 dead.add(str(p.policy_version))
                 continue
             if state.status != "pending":
                 continue
             parent = p.lineage.parent if p.lineage else None
+            erased = self.erased_in(p)
+            if erased:  # trained while its data was being erased: it never serves
+                dead.add(str(p.policy_version))
+                out.stale.add(p.proposal_id)
+                self.reject(p, "erased", f"erased: trained on {erased} erased trajectory version(s)", report)
+                on_servers(self.fleet, "discard", str(p.policy_version))
+                continue
             if parent in dead:
                 dead.add(str(p.policy_version))
                 out.stale.add(p.proposal_id)
@@ -228,6 +236,17 @@ class EvolveRunner:
                 on_servers(self.fleet, "discard", str(older.proposal.policy_version))
             newest[scope] = state
         return out
+
+    def erased_in(self, p: Proposal) -> int:
+        """How many trajectories of the candidate's lineage were erased since it trained."""
+        ids = sorted({i.trajectory_id for i in p.lineage.items}) if p.lineage else []
+        if not ids:
+            return 0
+        got = rows(
+            self.client,
+            f"SELECT count(*) AS n FROM erased_trajectories WHERE trajectory_id IN ({id_list(ids)})",
+        )
+        return int(got[0]["n"]) if got else 0
 
     # ------------------------------------------------------------------ weights: the gates
     def gate_weights(self, p: Proposal, current: OverlayAssignment | None, report: PassReport) -> bool:

@@ -62,7 +62,8 @@ def test_tenant_keys_erase_only_their_own(broker: LocalBroker, tmp_path: Path) -
     got = read_topic(cfg.broker, cfg.topics.name("trajectories_audited"), expect=3, timeout_s=20)
     assert sorted(k for k, v in got if v is None) == [b"acme~a0", b"acme~a1", b"acme~g0"]
     places = {p.place: p for p in result.places}
-    assert set(places) == {"duckdb", "topics", "stages", "proxy", "exports", "checkpoints"}
+    assert set(places) == {"duckdb", "topics", "stages", "proxy", "exports", "weights"}
+    assert places["weights"].removed == "no policy version was trained on them"
     assert "trajectory_versions" in places["duckdb"].removed and places["exports"].paths == []
 
 
@@ -89,7 +90,7 @@ def test_failed_publish_is_recorded_and_a_retry_completes(broker: LocalBroker, t
     assert [k for k, v in got if v is None] == [b"acme~a1"]
 
 
-def test_receipt_rewrites_exports_and_lists_checkpoints(broker: LocalBroker, tmp_path: Path) -> None:
+def test_receipt_rewrites_exports_and_deletes_checkpoints_trained_on_them(broker: LocalBroker, tmp_path: Path) -> None:
     _, cfg = write_config(broker, tmp_path)
     _fill(cfg)
     admin = ensure_admin_key(cfg)
@@ -108,9 +109,9 @@ def test_receipt_rewrites_exports_and_lists_checkpoints(broker: LocalBroker, tmp
     places = {p.place: p for p in result.places}
     assert sorted(places["exports"].paths) == sorted(str(p) for p in exports.values())
     assert "2 rows dropped from 2 export files" in places["exports"].removed
-    assert places["checkpoints"].paths == [str(ckpt)] and "retrain" in (
-        places["checkpoints"].operator_action or ""
-    )
+    # no lineage recorded it (a re-sampling trainer's checkpoint): deleted all the same, as trained on a1
+    assert places["weights"].paths == [str(ckpt)] and not ckpt.exists()
+    assert "1 checkpoints that trained on them deleted" in places["weights"].removed
     lines = [json.loads(line) for line in exports["jsonl"].read_text().splitlines()]
     assert sorted(r["trajectory_id"] for r in lines) == ["acme~a0", "globex~g0"]
     assert sorted(pq.read_table(exports["parquet"])["trajectory_id"].to_pylist()) == ["acme~a0", "globex~g0"]

@@ -53,6 +53,7 @@ class TaskFeeder:
         self.taken: OrderedDict[str, int] = OrderedDict(taken or {})
         self.pending: OrderedDict[str, TrainingTask] = OrderedDict()
         self.erased: OrderedDict[str, None] = OrderedDict()
+        self.newly_erased: list[str] = []  # tombstones read since the last ``take_erased``
         self.counts: Counter[str] = Counter()
         self.skip_reasons: Counter[str] = Counter()
         self.consumer = Consumer(cfg.broker.consumer_config(cfg.trainer.consumer_group))
@@ -74,6 +75,12 @@ class TaskFeeder:
         return offsets
 
     # ----------------------------------------------------------------------------- consuming
+
+    def take_erased(self) -> list[str]:
+        """Trajectory ids erased (tombstones read) since the last call: the live trainer rebuilds the
+        versions that trained on them."""
+        out, self.newly_erased = self.newly_erased, []
+        return out
 
     def take(self, n: int, timeout_s: float) -> tuple[list[TrainingTask], dict[str, Any]]:
         """Up to n tasks (waiting at most timeout_s for them) and the feeder's counters."""
@@ -122,6 +129,8 @@ class TaskFeeder:
             self.counts["erased_pending"] += 1
         self.erased[tid] = None
         self.erased.move_to_end(tid)
+        self.newly_erased.append(tid)
+        del self.newly_erased[:-ERASED_LIMIT]
         while len(self.erased) > ERASED_LIMIT:
             self.erased.popitem(last=False)
 

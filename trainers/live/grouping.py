@@ -79,6 +79,15 @@ class GroupAssembler:
                 self.counts["superseded"] += 1
             group.members[item.trajectory_id] = item
 
+    def forget(self, erased: set[str]) -> None:
+        """Erased trajectories leave every group they wait in (an emptied group goes too)."""
+        for key in list(self.groups):
+            group = self.groups[key]
+            for tid in erased & group.members.keys():
+                del group.members[tid]
+            if not group.members:
+                del self.groups[key]
+
     def waiting(self) -> list[LiveItem]:
         """Items whose samples wait in a group (for checkpoints: they have not trained)."""
         seen: dict[str, LiveItem] = {}

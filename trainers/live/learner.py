@@ -164,6 +164,22 @@ class LiveLearner(CheckpointedLearner):
         log.info("%s: candidates %s turned down; training goes on from %s", scope.name, settled.gone, target)
         return {"turned_down": settled.gone, "reset_to": target}
 
+    @torch.no_grad()
+    def reset_scope(self, scope_name: str, target: str) -> str:
+        """An erasure tainted the line after ``target``: the scope's weights go back to ``target`` (the base
+        when no copy of it is held), its Adam moments are cleared, and every copy of a newer version is
+        dropped from memory. Returns the version the line now starts from."""
+        scope = self.bank.activate(scope_name)
+        used = target if target in scope.snapshots else self.bank.base_name
+        self.bank.load(scope, scope.snapshots.get(used, self.bank.base))
+        scope.opt.state.clear()
+        scope.parent = used
+        scope.pending = []
+        scope.snapshots = {v: w for v, w in scope.snapshots.items() if v in (used, self.bank.base_name)}
+        scope.resets += 1
+        log.info("%s: an erasure took the line back to %s", scope.name, used)
+        return used
+
     def publish(self, scope_name: str = SHARED_SCOPE) -> dict[str, Any]:
         """Push the scope's current weights under its current version: a candidate (gated, or any own
         scope: only its tenant is served it, by name), or the version every request gets (direct, shared)."""
@@ -178,6 +194,7 @@ class LiveLearner(CheckpointedLearner):
         if self.promotion == "gated":
             scope.pending.append(name)
         scope.parent = name
+        self.bank.prune(scope)
         return {"push_s": outcome.push_s, "pushed_servers": outcome.pushed, "push_errors": len(outcome.errors),
                 "swap_ms": outcome.swap_ms_max, "pushed_version": scope.version, "pushed_name": name,
                 "push_role": role}  # fmt: skip

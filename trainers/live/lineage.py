@@ -48,6 +48,7 @@ def build_lineage(
     parent: str | None,
     promotion: Literal["gated", "direct"] = "gated",
     scope: str = SHARED_SCOPE,
+    rebuild_of: list[str] | None = None,
 ) -> PolicyLineage:
     """The lineage of the version one update made from ``rows`` (its parent's lineage holds the rest)."""
     items: dict[tuple[str, int], LineageItem] = {}
@@ -72,6 +73,7 @@ def build_lineage(
         parent=parent,
         scope=scope,
         promotion=promotion,
+        rebuild_of=list(rebuild_of or []),
         items=sorted(items.values(), key=lambda i: (i.trajectory_id, i.version)),
         samples=len(rows),
         tenants=dict(tenants),

@@ -28,12 +28,13 @@ from typing import Any
 import ray
 
 from sluice.events import trajectory_owner
-from sluice.evolution import SHARED_SCOPE
+from sluice.evolution import SHARED_SCOPE, policy_version_name
 from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
 from trainers.live.lineage import LineageLedger, build_lineage
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.samples import LiveItem, LiveRow
+from trainers.live.scopes import MAX_SNAPSHOTS
 from trainers.live.staleness import apply_staleness, in_scope
 from trainers.loop_core import OnStep, RunSetup, TrainingLoop
 
@@ -63,6 +64,7 @@ class LiveLoop(TrainingLoop):
         super().__init__(tcfg, run, feeder, learner, on_step)
         self.ledger = ledger
         self.lineages = 0
+        self.pending_erased: set[str] = set()  # erased while an update ran: handled on the next turn
         self.live = tcfg.live
         self.groups = GroupAssembler(
             tcfg.group_size, self.live.group_wait_s, self.live.baseline_decay, tcfg.scale_rewards
@@ -71,6 +73,9 @@ class LiveLoop(TrainingLoop):
         self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
         # learning scope -> rows trained since its last published version (push_every > 1: several updates)
         self.unpublished: dict[str, list[LiveRow]] = {}
+        # learning scope -> its newest published versions and the rows each trained on (an erasure rebuilds
+        # the tainted ones from these, minus the erased rows)
+        self.published: dict[str, list[tuple[str, list[LiveRow]]]] = {}
         self.totals: Counter[str] = Counter()
         self.serving: dict[str, str] = {}
         self.version = 0  # the shared scope's
@@ -88,6 +93,7 @@ class LiveLoop(TrainingLoop):
         self._write_state()
 
     def _turn(self, start: float) -> Iterator[dict[str, Any]]:
+        yield from self._erasures(start)
         items, self.feeder_stats = ray.get(self.feeder.take.remote(TAKE_BATCH, self.t.poll_timeout_s))
         now = time.monotonic()
         if items:
@@ -150,6 +156,11 @@ class LiveLoop(TrainingLoop):
             )
             return None
         lm = ray.get(self.learner.train.remote(kept, scope))
+        erased = set(ray.get(self.feeder.take_erased.remote()))
+        if erased:  # erased while this update ran: its version is not published (the next turn rebuilds)
+            self.pending_erased |= erased
+            if any(r.sample.trajectory_id in erased for r in kept):
+                lm["due_push"] = False
         if lm.get("reset_to"):  # the rows trained since the last push went with the refused weights
             self.unpublished.pop(scope, None)
         if lm.get("updated", True):
@@ -228,20 +239,85 @@ class LiveLoop(TrainingLoop):
         self._record(m)
         return m
 
-    def _publish(self, kept: list[LiveRow], lm: dict[str, Any], scope: str) -> dict[str, Any]:
+    def _publish(
+        self, kept: list[LiveRow], lm: dict[str, Any], scope: str, rebuild_of: list[str] | None = None
+    ) -> dict[str, Any]:
         """Record the new version's lineage in the ledger, then push it (nothing is pushed unrecorded);
         a direct own-scope version is then routed to its tenant. The lineage holds every row trained since
         the scope's last published version (its parent), whichever update trained it."""
         rows = self.unpublished.get(scope) or kept
-        lineage = build_lineage(rows, lm["version_name"], lm.get("parent_version"), self.t.promotion, scope)
+        lineage = build_lineage(
+            rows, lm["version_name"], lm.get("parent_version"), self.t.promotion, scope, rebuild_of
+        )
         if self.ledger is not None and not self.ledger.record(lineage):
             return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0, "unrecorded_versions": 1}
         self.unpublished.pop(scope, None)
         self.lineages += 1
+        line = self.published.setdefault(scope, [])
+        line.append((lineage.version, rows))
+        del line[:-MAX_SNAPSHOTS]
         pushed = ray.get(self.learner.publish.remote(scope))
         if self.ledger is not None and self.t.promotion == "direct" and scope != SHARED_SCOPE:
             self.ledger.route(lineage)
         return {**pushed, "lineage_trajectories": len(lineage.items)}
+
+    # ----------------------------------------------------------------------------- erasure
+
+    def _erasures(self, start: float) -> Iterator[dict[str, Any]]:
+        """Tombstones read by the feeder: forget the erased trajectories' waiting rows; for each learning
+        line that trained on one, go back to its newest untainted version and rebuild the rest of the line
+        from the same rows minus the erased ones (one update per tainted version, no staleness check: it
+        replays updates already made), published as a candidate with ``rebuild_of``."""
+        erased = self.pending_erased | set(ray.get(self.feeder.take_erased.remote()))
+        self.pending_erased = set()
+        if not erased:
+            return
+        self.items = {t: i for t, i in self.items.items() if t not in erased}
+        self.groups.forget(erased)
+        for scope, queue in self.ready.items():
+            self.ready[scope] = deque((r, at) for r, at in queue if r.sample.trajectory_id not in erased)
+        for scope in sorted(set(self.published) | set(self.unpublished)):
+            m = self._rebuild(scope, erased, start)
+            if m is not None:
+                self._record(m)
+                yield m
+
+    def _rebuild(self, scope: str, erased: set[str], start: float) -> dict[str, Any] | None:
+        line = self.published.get(scope, [])
+        hit = [i for i, (_, rows) in enumerate(line) if any(r.sample.trajectory_id in erased for r in rows)]
+        loose = self.unpublished.get(scope, [])
+        if not hit and not any(r.sample.trajectory_id in erased for r in loose):
+            return None
+        first = hit[0] if hit else len(line)
+        base = policy_version_name(*self.base)
+        target = line[first - 1][0] if first > 0 else base
+        used = ray.get(self.learner.reset_scope.remote(scope, target))
+        keep = next((i + 1 for i, (name, _) in enumerate(line) if name == used), 0)
+        tainted = [name for name, _ in line[keep:]]
+        replay = [[r for r in rows if r.sample.trajectory_id not in erased] for _, rows in line[keep:]]
+        replay.append([r for r in loose if r.sample.trajectory_id not in erased])
+        self.published[scope] = line[:keep]
+        self.unpublished.pop(scope, None)
+        self.totals["rebuilds"] += 1
+        self.log.info(
+            "%s: erasure reached %s; rebuilding from %s", scope, tainted or "unpublished rows", used
+        )
+        trained: list[LiveRow] = []
+        lm: dict[str, Any] | None = None
+        for rows in replay:
+            if rows:
+                lm = ray.get(self.learner.train.remote(rows, scope))
+                trained += rows
+        if lm is None or not trained:
+            return None  # nothing left to learn from: the line serves its untainted version
+        lm.pop("due_push", None)
+        self.unpublished[scope] = trained
+        self.versions[scope] = lm["policy_version"]
+        pushed = self._publish(trained, {**lm, "parent_version": used}, scope, rebuild_of=tainted)
+        return {"step": self.state.step, "mode": "live", "scope": scope, "rebuild_of": tainted,
+                "rebuilt_from": used, "rebuilt_version": lm["version_name"], "rebuilt_samples": len(trained),
+                "elapsed_s": time.monotonic() - start, "rebuilds_total": self.totals["rebuilds"],
+                "policy_version": lm["policy_version"], **pushed}  # fmt: skip
 
     def _recorded(self, m: dict[str, Any]) -> None:
         self._write_state()

@@ -26,6 +26,8 @@ import torch
 
 from sluice.evolution import SHARED_SCOPE, parse_policy_version, policy_version_name
 
+MAX_SNAPSHOTS = 6  # copies of a line's versions held for going back (a rejected candidate, an erasure)
+
 
 @dataclass
 class ScopeState:
@@ -133,3 +135,11 @@ class ScopeBank:
             scope.snapshots[scope.version_name()] = self.copy()
         else:
             scope.snapshots[scope.version_name()] = {n: t.clone() for n, t in scope.weights.items()}
+
+    def prune(self, scope: ScopeState, keep: int = MAX_SNAPSHOTS) -> None:
+        """Hold at most ``keep`` copies of a line's versions: never the base, the current parent or a
+        candidate the gates have not decided (a full fine-tune's copy is a whole model)."""
+        needed = {self.base_name, scope.parent, *scope.pending}
+        spare = [v for v in scope.snapshots if v not in needed]
+        while len(scope.snapshots) > keep and spare:
+            del scope.snapshots[spare.pop(0)]

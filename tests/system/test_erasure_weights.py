@@ -1,0 +1,149 @@
+"""Erasure reaches the weights, on the real stack: broker, tiny-model policy server, proxy, stage worker,
+DuckDB sink and `sluice train` (live, ``trainer.promotion: direct`` so versions serve without waiting on
+gates). A subject's trajectories train versions 1..k beside another subject's; the subject is erased.
+
+Then, within a bounded time: no policy server holds or serves a tainted version, no pushed file or
+checkpoint of one is on disk, the receipt's ``weights`` place lists the tainted versions, the rollback,
+the discards and the deleted files, and the trainer rebuilds the line from the other subject's rows as a
+new version (``rebuild_of`` in its lineage, no erased trajectory in it). The other subject's calls are
+answered throughout.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from app.config import SluiceConfig, load_config
+from app.up import running_stack
+from pipeline.demo.summary import wait_until
+from pipeline.evolve.ledger_state import proposal_states, read_ledger
+from sinks.clients import connect_client
+from sinks.erasure_models import ErasureRequest
+from sluice.events import scoped_trajectory_id
+from tests.system.conftest import stack_config
+
+pytestmark = pytest.mark.slow
+KEY, TENANT, TASK = "sk-sluice-acme", "acme", "erase-me"
+RUN = uuid.uuid4().hex[:6]
+SUBJECT, OTHER = f"subject-gone-{RUN}", f"subject-kept-{RUN}"
+
+
+def _config(tmp: Path) -> Path:
+    path = stack_config(tmp)
+    data = yaml.safe_load(path.read_text())
+    data["stages"]["workers"] = 1
+    model_url = data["proxy"]["backends"][0]["base_url"].removesuffix("/v1")
+    data["trainer"] = {
+        **data["trainer"],
+        "mode": "live",
+        "promotion": "direct",
+        "models": ["sluice-tiny*"],
+        "policy_servers": [model_url],
+        "group_size": 4,
+        "max_staleness": 8,
+        "learning_rate": 1e-3,
+        "poll_timeout_s": 0.5,
+        "progress": False,
+        "checkpoint_every": 1,
+        "live": {"group_wait_s": 3, "update_samples": 8, "update_wait_s": 1, "default_scope": "shared"},
+    }
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _call(http: httpx.Client, proxy: str, subject: str, reward: float | None) -> tuple[str, int]:
+    tid = f"{subject[:12]}-{uuid.uuid4().hex[:8]}"
+    headers = {"authorization": f"Bearer {KEY}", "x-sluice-trajectory-id": tid, "x-sluice-task-id": TASK,
+               "x-sluice-subject-id": subject}  # fmt: skip
+    body = {"model": "sluice-tiny", "messages": [{"role": "user", "content": "Say yes."}], "max_tokens": 4}
+    resp = http.post(f"{proxy}/v1/chat/completions", json=body, headers=headers)
+    if reward is not None and resp.status_code == 200:
+        auth = {"authorization": f"Bearer {KEY}"}
+        http.post(
+            f"{proxy}/v1/trajectories/{tid}/rewards", headers=auth, json={"name": "score", "value": reward}
+        )
+        http.post(f"{proxy}/v1/trajectories/{tid}/end", headers=auth, json={"outcome": "done"})
+    return tid, resp.status_code
+
+
+def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuilds(tmp_path: Path) -> None:
+    path = _config(tmp_path)
+    cfg: SluiceConfig = load_config(path)
+    proxy = f"http://{cfg.proxy.host}:{cfg.proxy.port}"
+    model = cfg.trainer.policy_servers[0]
+    push_dir = cfg.path(cfg.trainer.output_dir) / "push"
+    with (
+        running_stack(cfg, path, with_trainer=True, log_path=tmp_path / "up.log", sink=io.StringIO()),
+        httpx.Client(timeout=60) as http,
+    ):
+        gone: list[str] = []
+        for i in range(8):  # both subjects' trajectories in every group: every version learns from both
+            gone.append(_call(http, proxy, SUBJECT, float(i % 2))[0])
+            _call(http, proxy, OTHER, float((i + 1) % 2))
+
+        def policy() -> dict[str, Any]:
+            return http.get(f"{model}/v1/policy").json()
+
+        wait_until(lambda: policy()["serving_version"] not in ("", "0"), 180, "a trained version serving")
+        trained = {v for v in policy()["versions"] if v != "0"}
+        assert trained and any(push_dir.glob("policy-v*.safetensors"))
+
+        # the other subject keeps calling while the erasure runs
+        stop, codes = threading.Event(), []
+
+        def keep_calling() -> None:
+            with httpx.Client(timeout=60) as h:
+                while not stop.is_set():
+                    codes.append(_call(h, proxy, OTHER, None)[1])
+
+        caller = threading.Thread(target=keep_calling, daemon=True)
+        caller.start()
+        client = connect_client(cfg.sink_settings(), None)
+        try:
+            wait_until(
+                lambda: (
+                    client.query("SELECT count(*) FROM policy_lineage").read_all().column(0)[0].as_py() > 0
+                ),
+                60,
+                "lineage rows",
+            )
+            result = client.erase(ErasureRequest(scope="subject", target=SUBJECT, requested_by="test"))
+        finally:
+            client.close()
+        weights = next(p for p in result.places if p.place == "weights")
+        assert "tainted policy versions" in weights.removed and "rolled back" in weights.removed
+        tainted = {v for v in trained if f"'{v}'" in weights.removed}
+        assert tainted, weights.removed
+        assert "out of its reach" in (weights.operator_action or "")
+
+        # no server serves or holds a tainted version; no file of one is on disk
+        status = policy()
+        assert status["serving_version"] not in tainted and not tainted & set(status["versions"])
+        on_disk = {p.name for p in push_dir.glob("policy-v*")}
+        assert not {f"policy-v{v}.safetensors" for v in tainted} & on_disk
+        for ckpt in (cfg.path(cfg.trainer.output_dir) / "checkpoints").glob("*/trainer_state.json"):
+            assert str(yaml.safe_load(ckpt.read_text()).get("policy_version")) not in tainted
+
+        # the trainer rebuilds the line without the subject: a new version, recorded with rebuild_of
+        def rebuilt() -> list[Any]:
+            states = proposal_states(read_ledger(cfg.broker, cfg.topics, 15)).values()
+            return [s.proposal for s in states if s.proposal.lineage and s.proposal.lineage.rebuild_of]
+
+        wait_until(lambda: bool(rebuilt()), 120, "the rebuilt version's proposal in the ledger")
+        lineage = rebuilt()[0].lineage
+        erased_ids = {scoped_trajectory_id(TENANT, t) for t in gone}
+        assert lineage is not None and not erased_ids & {i.trajectory_id for i in lineage.items}
+        assert lineage.rebuild_of and set(lineage.rebuild_of) <= tainted and lineage.items
+        wait_until(lambda: policy()["serving_version"] == lineage.version, 60, "the rebuilt version serving")
+        assert not tainted & set(policy()["versions"])
+        stop.set()
+        caller.join(30)
+        assert codes and set(codes) == {200}
