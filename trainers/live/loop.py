@@ -31,7 +31,7 @@ from sluice.events import trajectory_owner
 from sluice.evolution import SHARED_SCOPE
 from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
-from trainers.live.lineage import LineageLedger, build_lineage
+from trainers.live.lineage import LineageLedger, UnpublishedRows, build_lineage
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.samples import LiveItem, LiveRow
 from trainers.live.staleness import apply_staleness, in_scope
@@ -69,8 +69,7 @@ class LiveLoop(TrainingLoop):
         )
         self.ready: dict[str, deque[tuple[LiveRow, float]]] = {}  # learning scope -> rows ready to train
         self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
-        # learning scope -> rows trained since its last published version (push_every > 1: several updates)
-        self.unpublished: dict[str, list[LiveRow]] = {}
+        self.unpublished = UnpublishedRows()  # per scope, what its next version trained on since its parent
         self.totals: Counter[str] = Counter()
         self.serving: dict[str, str] = {}
         self.version = 0  # the shared scope's
@@ -150,10 +149,8 @@ class LiveLoop(TrainingLoop):
             )
             return None
         lm = ray.get(self.learner.train.remote(kept, scope))
-        if lm.get("reset_to"):  # the rows trained since the last push went with the refused weights
-            self.unpublished.pop(scope, None)
         if lm.get("updated", True):
-            self.unpublished.setdefault(scope, []).extend(kept)
+            self.unpublished.trained(scope, kept, reset=bool(lm.get("reset_to")))
         if lm.pop("due_push", False):
             lm.update(self._publish(kept, lm, scope))
         now = time.monotonic()
@@ -232,11 +229,11 @@ class LiveLoop(TrainingLoop):
         """Record the new version's lineage in the ledger, then push it (nothing is pushed unrecorded);
         a direct own-scope version is then routed to its tenant. The lineage holds every row trained since
         the scope's last published version (its parent), whichever update trained it."""
-        rows = self.unpublished.get(scope) or kept
+        rows = self.unpublished.since_parent(scope) or kept
         lineage = build_lineage(rows, lm["version_name"], lm.get("parent_version"), self.t.promotion, scope)
         if self.ledger is not None and not self.ledger.record(lineage):
             return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0, "unrecorded_versions": 1}
-        self.unpublished.pop(scope, None)
+        self.unpublished.published(scope)
         self.lineages += 1
         pushed = ray.get(self.learner.publish.remote(scope))
         if self.ledger is not None and self.t.promotion == "direct" and scope != SHARED_SCOPE:
