@@ -47,6 +47,8 @@ def closure() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print("# Versions the test suite passed with (python -m infra.freeze_constraints > infra/constraints.txt).")
+    print(
+        "# Versions the test suite passed with (python -m infra.freeze_constraints > infra/constraints.txt)."
+    )
     for name, version in sorted(closure().items()):
         print(f"{name}=={version}")

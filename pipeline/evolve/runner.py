@@ -45,6 +45,11 @@ from sluice.events import new_id, utcnow
 from sluice.evolution import ALL_TENANTS, Evidence, LedgerEntry, OverlayAssignment, Proposal, scope_key
 from trainers.serving.policy_client import PolicyFleet
 
+TURNED_DOWN = ("rejected", "rolled_back", "erased")
+"""Outcomes that turn a weights candidate's line down: its descendants are set aside. An aborted canary (the
+test reached its cap or could not show the asked-for effect, but the candidate was not worse) does not:
+the versions trained after it have seen more data and get their own turn at the gates."""
+
 
 class _Newest(BaseModel):
     """What ``set_aside_stale`` found: the proposals it set aside, and per scope the last weights canary."""
@@ -196,7 +201,7 @@ class EvolveRunner:
     # ------------------------------------------------------------------ weights: which candidate
     def set_aside_stale(self, states: dict[str, ProposalState], report: PassReport) -> _Newest:
         """Per scope only the newest pending weights candidate is gated: older ones are set aside as
-        stale, and so is one whose line descends from a version the gates turned down."""
+        stale, and so is one whose line descends from a version the gates turned down (``TURNED_DOWN``)."""
         out = _Newest()
         dead: set[str] = set()
         newest: dict[str, ProposalState] = {}
@@ -208,7 +213,7 @@ class EvolveRunner:
             if state.canary_started_at is not None:
                 last = out.last_weights_canary.get(scope)
                 out.last_weights_canary[scope] = max(state.canary_started_at, last or state.canary_started_at)
-            if state.status in ("rejected", "rolled_back", "aborted", "erased"):
+            if state.status in TURNED_DOWN:
                 dead.add(str(p.policy_version))
                 continue
             if state.status != "pending":

@@ -90,7 +90,9 @@ def test_failed_publish_is_recorded_and_a_retry_completes(broker: LocalBroker, t
     assert [k for k, v in got if v is None] == [b"acme~a1"]
 
 
-def test_receipt_rewrites_exports_and_deletes_checkpoints_trained_on_them(broker: LocalBroker, tmp_path: Path) -> None:
+def test_receipt_rewrites_exports_and_deletes_checkpoints_trained_on_them(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
     _, cfg = write_config(broker, tmp_path)
     _fill(cfg)
     admin = ensure_admin_key(cfg)

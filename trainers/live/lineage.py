@@ -4,6 +4,10 @@
 version with its tenant, training rows, reward and reward sources, and totals per tenant and per source.
 The parent's lineage holds the rest, so a version's whole data is the union along its parents.
 
+``UnpublishedRows`` keeps, per scope, what the next published version will have trained on since its
+parent: every update's rows when a version is published every few updates (``live.push_every``), none of
+the rows whose weights a turned-down line took with it.
+
 ``LineageLedger`` records it on the ledger topic before the version can serve any request:
 
 * ``trainer.promotion: gated``: a weights *proposal* that the control plane's gates take up, scoped to
@@ -79,6 +83,26 @@ def build_lineage(
         tenants=dict(tenants),
         reward_sources=dict(sources),
     )
+
+
+class UnpublishedRows:
+    """Per learning scope, the rows trained since its last published version."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[LiveRow]] = {}
+
+    def trained(self, scope: str, rows: list[LiveRow], reset: bool = False) -> None:
+        """An update of ``scope`` trained ``rows``; ``reset``: it first went back to a kept version, so the
+        rows trained since the last push left with the refused weights."""
+        if reset:
+            self.rows.pop(scope, None)
+        self.rows.setdefault(scope, []).extend(rows)
+
+    def since_parent(self, scope: str) -> list[LiveRow]:
+        return list(self.rows.get(scope, []))
+
+    def published(self, scope: str) -> None:
+        self.rows.pop(scope, None)
 
 
 def weights_proposal(lineage: PolicyLineage) -> Proposal:

@@ -31,7 +31,7 @@ from sluice.events import trajectory_owner
 from sluice.evolution import SHARED_SCOPE, policy_version_name
 from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
-from trainers.live.lineage import LineageLedger, build_lineage
+from trainers.live.lineage import LineageLedger, UnpublishedRows, build_lineage
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.samples import LiveItem, LiveRow
 from trainers.live.scopes import MAX_SNAPSHOTS
@@ -71,8 +71,7 @@ class LiveLoop(TrainingLoop):
         )
         self.ready: dict[str, deque[tuple[LiveRow, float]]] = {}  # learning scope -> rows ready to train
         self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
-        # learning scope -> rows trained since its last published version (push_every > 1: several updates)
-        self.unpublished: dict[str, list[LiveRow]] = {}
+        self.unpublished = UnpublishedRows()  # per scope, what its next version trained on since its parent
         # learning scope -> its newest published versions and the rows each trained on (an erasure rebuilds
         # the tainted ones from these, minus the erased rows)
         self.published: dict[str, list[tuple[str, list[LiveRow]]]] = {}
@@ -161,10 +160,8 @@ class LiveLoop(TrainingLoop):
             self.pending_erased |= erased
             if any(r.sample.trajectory_id in erased for r in kept):
                 lm["due_push"] = False
-        if lm.get("reset_to"):  # the rows trained since the last push went with the refused weights
-            self.unpublished.pop(scope, None)
         if lm.get("updated", True):
-            self.unpublished.setdefault(scope, []).extend(kept)
+            self.unpublished.trained(scope, kept, reset=bool(lm.get("reset_to")))
         if lm.pop("due_push", False):
             lm.update(self._publish(kept, lm, scope))
         now = time.monotonic()
@@ -245,13 +242,13 @@ class LiveLoop(TrainingLoop):
         """Record the new version's lineage in the ledger, then push it (nothing is pushed unrecorded);
         a direct own-scope version is then routed to its tenant. The lineage holds every row trained since
         the scope's last published version (its parent), whichever update trained it."""
-        rows = self.unpublished.get(scope) or kept
+        rows = self.unpublished.since_parent(scope) or kept
         lineage = build_lineage(
             rows, lm["version_name"], lm.get("parent_version"), self.t.promotion, scope, rebuild_of
         )
         if self.ledger is not None and not self.ledger.record(lineage):
             return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0, "unrecorded_versions": 1}
-        self.unpublished.pop(scope, None)
+        self.unpublished.published(scope)
         self.lineages += 1
         line = self.published.setdefault(scope, [])
         line.append((lineage.version, rows))
@@ -276,7 +273,7 @@ class LiveLoop(TrainingLoop):
         self.groups.forget(erased)
         for scope, queue in self.ready.items():
             self.ready[scope] = deque((r, at) for r, at in queue if r.sample.trajectory_id not in erased)
-        for scope in sorted(set(self.published) | set(self.unpublished)):
+        for scope in sorted(set(self.published) | set(self.unpublished.rows)):
             m = self._rebuild(scope, erased, start)
             if m is not None:
                 self._record(m)
@@ -285,7 +282,7 @@ class LiveLoop(TrainingLoop):
     def _rebuild(self, scope: str, erased: set[str], start: float) -> dict[str, Any] | None:
         line = self.published.get(scope, [])
         hit = [i for i, (_, rows) in enumerate(line) if any(r.sample.trajectory_id in erased for r in rows)]
-        loose = self.unpublished.get(scope, [])
+        loose = self.unpublished.since_parent(scope)
         if not hit and not any(r.sample.trajectory_id in erased for r in loose):
             return None
         first = hit[0] if hit else len(line)
@@ -297,7 +294,7 @@ class LiveLoop(TrainingLoop):
         replay = [[r for r in rows if r.sample.trajectory_id not in erased] for _, rows in line[keep:]]
         replay.append([r for r in loose if r.sample.trajectory_id not in erased])
         self.published[scope] = line[:keep]
-        self.unpublished.pop(scope, None)
+        self.unpublished.published(scope)
         self.totals["rebuilds"] += 1
         self.log.info(
             "%s: erasure reached %s; rebuilding from %s", scope, tainted or "unpublished rows", used
@@ -311,7 +308,7 @@ class LiveLoop(TrainingLoop):
         if lm is None or not trained:
             return None  # nothing left to learn from: the line serves its untainted version
         lm.pop("due_push", None)
-        self.unpublished[scope] = trained
+        self.unpublished.trained(scope, trained)
         self.versions[scope] = lm["policy_version"]
         pushed = self._publish(trained, {**lm, "parent_version": used}, scope, rebuild_of=tainted)
         return {"step": self.state.step, "mode": "live", "scope": scope, "rebuild_of": tainted,

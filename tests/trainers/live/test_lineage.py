@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sluice.evolution import ALL_TENANTS
-from trainers.live.lineage import build_lineage, weights_proposal
+from trainers.live.lineage import UnpublishedRows, build_lineage, weights_proposal
 from trainers.live.samples import LiveRow, LiveSample
 
 
@@ -38,3 +38,17 @@ def test_the_weights_proposal_carries_the_lineage_and_names_the_version() -> Non
     p = weights_proposal(lin)
     assert p.surface == "weights" and p.policy_version == "3" and p.tenant == ALL_TENANTS
     assert p.lineage == lin and "from v2" in p.rationale and "acme: 1" in p.rationale
+
+
+def test_a_version_published_after_several_updates_names_the_rows_of_all_of_them() -> None:
+    pending = UnpublishedRows()
+    pending.trained("acme", [row("acme~a", 1, "acme", ["api"])])  # update 1: not published (push_every 2)
+    pending.trained("acme", [row("acme~b", 1, "acme", ["api"])])  # update 2: published as acme.2
+    pending.trained("globex", [row("globex~c", 1, "globex", ["api"])])  # another scope's own rows
+    lin = build_lineage(pending.since_parent("acme"), "acme.2", "0", scope="acme")
+    assert [i.trajectory_id for i in lin.items] == ["acme~a", "acme~b"] and lin.samples == 2
+    pending.published("acme")
+    pending.trained("acme", [row("acme~d", 1, "acme", ["api"])])
+    pending.trained("acme", [row("acme~e", 1, "acme", ["api"])], reset=True)  # acme.2's line turned down
+    assert [r.sample.trajectory_id for r in pending.since_parent("acme")] == ["acme~e"]
+    assert [r.sample.trajectory_id for r in pending.since_parent("globex")] == ["globex~c"]
