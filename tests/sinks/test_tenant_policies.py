@@ -62,8 +62,9 @@ def promoted(p: Proposal, at: int) -> list[LedgerEntry]:
     ]
 
 
-def test_each_tenant_sees_the_version_it_is_served_its_lineage_and_reward_by_version(tmp_path: Path) -> None:
-    path = tmp_path / "s.duckdb"
+def build_store(path: Path) -> dict[str, Proposal]:
+    """acme and globex promoted their own versions, the shared scope its "1" (initech has no own scope);
+    acme's trajectories were served by "0" and then acme.1. Returns the proposals by version."""
     store = DuckDBStore(path)
     acme = [served_by(make_trajectory(f"acme~t{i}", "acme", 1, reward=0.2), "0") for i in range(2)]
     acme += [served_by(make_trajectory(f"acme~u{i}", "acme", 1, reward=0.9), "acme.1") for i in range(2)]
@@ -81,6 +82,12 @@ def test_each_tenant_sees_the_version_it_is_served_its_lineage_and_reward_by_ver
         write(store, records + ledger_records(entries, start=100))
     finally:
         store.close()
+    return {"acme.1": p_acme, "globex.1": p_globex, "1": p_shared}
+
+
+def test_each_tenant_sees_the_version_it_is_served_its_lineage_and_reward_by_version(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    p_acme = build_store(path)["acme.1"]
 
     got = {r["tenant"]: r for r in rows(path, "SELECT * FROM tenant_policies")}
     assert got["acme"]["served_version"] == "acme.1" and got["acme"]["served_by"] == "own"
