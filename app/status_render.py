@@ -95,7 +95,8 @@ def render_tenant_policies(policies: list[dict] | str) -> list[str]:
         lineage = "-"
         if p.get("lineage_parent") is not None:
             lineage = (
-                f"from {p['lineage_parent']}: {p['lineage_trajectories']} of {p['lineage_tenants']} tenant(s)"
+                f"parent {p['lineage_parent']}, {p['lineage_trajectories']} own rows, "
+                f"{p['lineage_tenants']} tenant(s)"
             )
         rows.append(
             [

@@ -17,7 +17,7 @@ def test_status_shows_each_tenants_served_version_lineage_and_reward_by_version(
     assert lines[0] == "tenant policies" and lines[1].split()[:3] == ["tenant", "served", "by"]
     by_tenant = {line.split()[0]: line for line in lines[2:]}
     assert by_tenant["acme"].split()[1:3] == ["acme.1", "own"]
-    assert "from 0: 2 of 1 tenant(s)" in by_tenant["acme"]
+    assert "parent 0, 2 own rows, 1 tenant(s)" in by_tenant["acme"]
     assert "0: 0.2 (2)  acme.1: 0.9 (2)" in by_tenant["acme"]
     assert by_tenant["globex"].split()[1:3] == ["globex.1", "own"]
     assert by_tenant["initech"].split()[1:3] == ["1", "shared"]
