@@ -4,7 +4,8 @@ Reads only what the services already publish: consumer-group offsets and high wa
 (lag per topic, and throughput as the change of committed offsets over ``--interval`` seconds), the proxy's
 and the stage workers' Prometheus ``/metrics`` (spool depth, pending reward joins), the sink's position, and
 the trainer's JSONL metrics log (last step and reward), and each policy server's ``GET /v1/policy`` (the
-version it serves, against the learner's), and, while the sink runs, the store's per-tenant counts. The
+version it serves, against the learner's), and, while the sink runs, the store's per-tenant counts and
+per-tenant policies (the version each tenant is served now, its lineage, its reward by version). The
 broker is probed with a plain socket first, so a stopped stack costs no librdkafka retries. A service that
 is down shows as ``down`` and the command exits 1.
 
@@ -61,6 +62,9 @@ class Status:
     sink: Figures | str = "down"
     trainer: Figures | str = "not running"
     tenants: list[dict] | str = "sink down"  # per tenant: trajectories, rewarded, steps (from the store)
+    # per tenant: the policy version it is served now, its lineage share, its reward by version (the store's
+    # ``tenant_policies`` view)
+    tenant_policies: list[dict] | str = "sink down"
     services: dict[str, dict] = field(default_factory=dict)  # every service: state, detail, restarts
     policy: PolicyView | None = None  # serving version per policy server, and the learner's
 
@@ -115,9 +119,9 @@ def consumer_groups(cfg: SluiceConfig) -> list[tuple[str, str]]:
     return pairs
 
 
-def tenant_figures(cfg: SluiceConfig) -> list[dict] | str:
-    """Per tenant: landed trajectories, how many rewarded, their steps; read from the running sink as
-    the operator (``sink.admin_key`` or its key file), else why not."""
+def tenant_figures(cfg: SluiceConfig, sql: str | None = None) -> list[dict] | str:
+    """Per tenant: landed trajectories, how many rewarded, their steps (or the rows of ``sql``); read from
+    the running sink as the operator (``sink.admin_key`` or its key file), else why not."""
     from sinks.admin_key import read_admin_key
     from sinks.clients.http_client import SinkHttpClient, probe_sink
     from sinks.exceptions import SinkError
@@ -132,7 +136,7 @@ def tenant_figures(cfg: SluiceConfig) -> list[dict] | str:
             return "operator key unreadable"
         client = SinkHttpClient(url, key, timeout_s=5.0)
         try:
-            return client.query(TENANT_SQL).read_all().to_pylist()
+            return client.query(sql or TENANT_SQL).read_all().to_pylist()
         finally:
             client.close()
     except SinkError as err:
@@ -142,6 +146,10 @@ def tenant_figures(cfg: SluiceConfig) -> list[dict] | str:
 TENANT_SQL = (
     "SELECT tenant, count(*) AS trajectories, count(*) FILTER (WHERE rewarded) AS rewarded, "
     "CAST(coalesce(sum(step_count), 0) AS BIGINT) AS steps FROM trajectories GROUP BY tenant ORDER BY tenant"
+)
+TENANT_POLICY_SQL = (
+    "SELECT tenant, served_version, served_by, lineage_parent, lineage_trajectories, lineage_tenants, "
+    "reward_by_version FROM tenant_policies ORDER BY tenant"
 )
 
 
@@ -192,6 +200,8 @@ def collect(cfg: SluiceConfig, interval_s: float = 2.0) -> Status:
     status.stages = stage_counters(cfg)
     status.trainer = trainer_progress(cfg)
     status.tenants = tenant_figures(cfg) if isinstance(status.sink, dict) else "sink down"
+    if isinstance(status.sink, dict):
+        status.tenant_policies = tenant_figures(cfg, TENANT_POLICY_SQL)
     elapsed = time.monotonic() - t0
     status.services = {
         name: asdict(health)
@@ -263,7 +273,8 @@ def status_command(config_path: Path | None, interval: float, as_json: bool) -> 
 
     Services first (exit 1 when the broker is unreachable or a service is down), then per topic the
     records and each consumer group's lag and throughput, per tenant the landed trajectories, the
-    proxy's, stage workers' and sink's counters, the trainer's step and each policy server's version."""
+    proxy's, stage workers' and sink's counters, the trainer's step and each policy server's version, and
+    per tenant the policy version it is served, that version's lineage and its reward by version."""
     cfg = load_or_exit(config_path)
     status = collect(cfg, interval)
     click.echo(json.dumps(status_data(status), indent=2) if as_json else render(status))

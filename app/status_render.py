@@ -75,6 +75,42 @@ def render_policy(view: PolicyView) -> list[str]:
     return [head, *table(["server", "serving", "kept", "behind", "error"], rows)] if rows else []
 
 
+def reward_by_version(versions: list[dict] | None) -> str:
+    """``0: 0.25 (12)  acme.1: 0.8 (6)``: mean reward (rewarded trajectories) per serving version."""
+    parts = []
+    for v in versions or []:
+        mean = "-" if v.get("mean_reward") is None else f"{v['mean_reward']:.3g}"
+        parts.append(f"{v['policy_version']}: {mean} ({v.get('rewarded', 0)})")
+    return "  ".join(parts) or "-"
+
+
+def render_tenant_policies(policies: list[dict] | str) -> list[str]:
+    """Per tenant: the version it is served and why (its own scope's, the shared one's, the default), that
+    version's parent and this tenant's trajectories in its lineage (of how many tenants), reward by version."""
+    if isinstance(policies, str):
+        return [f"policies  {policies}"]
+    rows: list[list[object]] = []
+    for p in policies:
+        served = p.get("served_version") or "default"
+        lineage = "-"
+        if p.get("lineage_parent") is not None:
+            lineage = (
+                f"parent {p['lineage_parent']}, {p['lineage_trajectories']} own rows, "
+                f"{p['lineage_tenants']} tenant(s)"
+            )
+        rows.append(
+            [
+                p["tenant"],
+                served,
+                p.get("served_by", "-"),
+                lineage,
+                reward_by_version(p.get("reward_by_version")),
+            ]
+        )
+    header = ["tenant", "served", "by", "lineage (own trajectories)", "mean reward by version (rewarded)"]
+    return ["tenant policies", *table(header, rows)] if rows else []
+
+
 def render(status: Status) -> str:
     lines = render_services(status.services)
     lines.append(f"broker    {status.broker}")
@@ -97,6 +133,7 @@ def render(status: Status) -> str:
             "tenants (landed in the store)",
             *table(["tenant", "trajectories", "rewarded", "steps"], rows),
         ]
+    lines += render_tenant_policies(status.tenant_policies)
     for name in ("proxy", "stages", "sink", "trainer"):
         lines += render_figures(name, getattr(status, name))
     if status.policy is not None:

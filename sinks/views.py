@@ -7,7 +7,9 @@ query time (``STEP_RECORD_FIELDS``), ``eligibility_decisions`` and ``lineage`` c
 describe. ``evolution_ledger`` is the control plane's ledger, ``overlay_trajectories`` each
 trajectory served under an overlay assignment with its arm and outcome, ``overlay_outcomes`` their
 counts and rewards per tenant, task, overlay and arm, ``policy_lineage`` the trajectory versions each model
-policy version trained on. Each template takes a row condition, so a tenant's connection gets the same names as
+policy version trained on, ``policy_rewards`` each tenant's trajectories and mean reward per policy version
+that served them, ``tenant_policies`` per tenant the version it is served now (from the ledger), that
+version's lineage and its reward by version. Each template takes a row condition, so a tenant's connection gets the same names as
 TEMP views filtered to its rows (``tenant_view_ddl``).
 
     sluice query "SELECT * FROM steps LIMIT 5"
@@ -179,6 +181,65 @@ _POLICY_LINEAGE = """
     WHERE {cond}"""
 
 
+# Per tenant and the policy version that served its trajectories (the model version of each trajectory's
+# first step): how many, how many rewarded, their mean reward: what each version earned for that tenant.
+_POLICY_REWARDS = """
+    SELECT t.tenant, s.model_version AS policy_version, count(*) AS trajectories,
+           count_if(t.rewarded) AS rewarded, avg(t.reward) FILTER (WHERE t.rewarded) AS mean_reward,
+           min(t.first_step_at) AS first_served, max(t.ended_at) AS last_ended_at
+    FROM (SELECT trajectory_id, tenant, rewarded, reward, first_step_at, ended_at
+          FROM store.trajectory_versions WHERE {cond}
+          QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY version DESC) = 1) AS t
+    JOIN (SELECT trajectory_id, model_version FROM store.steps WHERE {cond} AND model_version IS NOT NULL
+          QUALIFY row_number() OVER (PARTITION BY trajectory_id ORDER BY step_index) = 1) AS s
+    USING (trajectory_id)
+    GROUP BY t.tenant, s.model_version"""
+
+# The model policy each scope's assignment serves, read back from the ledger: every entry that changed an
+# assignment carries it whole (``diff.after``), and a direct (ungated) version names itself. The newest
+# such entry of a tenant's whole scope (no task) wins; ``*`` is the shared scope every tenant falls back on.
+_SCOPE_POLICY = """
+    SELECT tenant AS scope_tenant, policy, proposal_id, created_at AS since
+    FROM (SELECT tenant, proposal_id, created_at,
+                 CASE WHEN json_type(diff -> '$.after') = 'OBJECT' THEN diff ->> '$.after.active_policy'
+                      ELSE policy_version END AS policy
+          FROM store.evolution_ledger
+          WHERE task_id IS NULL AND (json_type(diff -> '$.after') = 'OBJECT'
+                                     OR (kind = 'promotion' AND decision = 'ungated'))
+          QUALIFY row_number() OVER (PARTITION BY tenant ORDER BY created_at DESC) = 1)"""
+
+# Per tenant: the version it is served now (its own scope's, else the shared scope's, else the servers'
+# default: NULL), where that came from, the served version's lineage as this tenant's share of it (its
+# trajectories; how many tenants in all, never their names) and the tenant's reward by version. The proxy
+# routes by the same rule (``pipeline/proxy/overlay_routing.py``: the narrowest assignment naming a policy).
+_TENANT_POLICIES = f"""
+    SELECT * FROM (
+        WITH scopes AS ({_SCOPE_POLICY}),
+             rewards AS ({_POLICY_REWARDS.format(cond="TRUE")}),
+             lineage AS (SELECT policy_version, any_value(parent) AS parent, any_value(scope) AS scope,
+                                count(DISTINCT tenant) AS tenants, list(tenant) AS item_tenants
+                         FROM ({_POLICY_LINEAGE.format(cond="TRUE")}) GROUP BY policy_version),
+             tenants AS (SELECT DISTINCT tenant FROM store.trajectory_versions
+                         UNION SELECT DISTINCT tenant FROM store.evolution_ledger WHERE tenant <> '*')
+        SELECT t.tenant,
+               coalesce(o.policy, s.policy) AS served_version,
+               CASE WHEN o.policy IS NOT NULL THEN 'own' WHEN s.policy IS NOT NULL THEN 'shared'
+                    ELSE 'default' END AS served_by,
+               CASE WHEN o.policy IS NOT NULL THEN o.since ELSE s.since END AS served_since,
+               CASE WHEN o.policy IS NOT NULL THEN o.proposal_id ELSE s.proposal_id END AS proposal_id,
+               l.scope AS lineage_scope, l.parent AS lineage_parent,
+               len(list_filter(l.item_tenants, lambda x: x = t.tenant)) AS lineage_trajectories,
+               coalesce(l.tenants, 0) AS lineage_tenants,
+               (SELECT list({{'policy_version': r.policy_version, 'trajectories': r.trajectories,
+                              'rewarded': r.rewarded, 'mean_reward': r.mean_reward}} ORDER BY r.first_served)
+                FROM rewards r WHERE r.tenant = t.tenant) AS reward_by_version
+        FROM tenants t
+        LEFT JOIN scopes o ON o.scope_tenant = t.tenant AND o.policy IS NOT NULL
+        LEFT JOIN scopes s ON s.scope_tenant = '*' AND s.policy IS NOT NULL
+        LEFT JOIN lineage l ON l.policy_version = coalesce(o.policy, s.policy))
+    WHERE @cond"""
+
+
 def _training_set(cond: str) -> str:
     """The latest versions the join stage sent to the train topic: the decision it carried, not a rule
     taken again (a version without one, undecided, is not in it)."""
@@ -208,6 +269,8 @@ VIEWS: dict[str, Callable[[str], str]] = {
     "evolution_ledger": _simple("evolution_ledger"),
     "policy_lineage": lambda cond: _POLICY_LINEAGE.format(cond=cond),
     "overlay_trajectories": lambda cond: _OVERLAY_TRAJECTORIES.format(cond=cond),
+    "policy_rewards": lambda cond: _POLICY_REWARDS.format(cond=cond),
+    "tenant_policies": lambda cond: _TENANT_POLICIES.replace("@cond", cond),
     "overlay_outcomes": lambda cond: _OVERLAY_OUTCOMES.format(
         trajectories=_OVERLAY_TRAJECTORIES.format(cond=cond)
     ),
@@ -226,6 +289,8 @@ TENANT_VIEWS = (
     "policy_lineage",
     "overlay_trajectories",
     "overlay_outcomes",
+    "policy_rewards",
+    "tenant_policies",
 )
 
 

@@ -11,6 +11,8 @@ landed yet are asked of the proxy with the same key (``pending.py``) and listed 
     GET /trajectories/{id}      steps (redactions highlighted), versions, rewards, reasons
     GET /status                 every service's state, lag, throughput, dead letters, spool, restarts
     GET /learning               mean reward by serving policy version
+    GET /policies               per tenant: the policy version it is served, its lineage, reward by version
+    GET /policies/{version}     the trajectory versions one policy version trained on
     GET /evolution              the control plane's proposals, where each stands
     GET /evolution/{id}         one proposal's ledger: evidence, every gate, decisions, diff
 """
@@ -286,6 +288,19 @@ def make_app(
         rows = await console.query(session, q.LEARNING_SQL)
         svg = learning_svg([(r["policy_version"], r["mean_reward"]) for r in rows])
         return console.page("learning.html", session, rows=rows, svg=svg)
+
+    @routes.get("/policies")
+    async def policies(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        rows = await console.query(session, q.TENANT_POLICIES_SQL)
+        return console.page("policies.html", session, rows=rows)
+
+    @routes.get("/policies/{version}")
+    async def version_lineage(request: web.Request) -> web.Response:
+        session, version, items = await _lookup(console, request, "version", q.version_lineage_sql)
+        if not items:
+            return console.not_found(session, f"lineage of policy version {version}")
+        return console.page("policy_lineage.html", session, version=version, items=items, head=items[0])
 
     @routes.get("/evolution")
     async def evolution(request: web.Request) -> web.Response:

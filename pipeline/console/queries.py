@@ -1,4 +1,5 @@
-"""The console's SQL: trajectory filters, one trajectory's steps and versions, the learning curve.
+"""The console's SQL: trajectory filters, one trajectory's steps and versions, the learning curve, the
+policy each tenant is served and the lineage of a policy version.
 
 Every query runs through the store's query client with the caller's own API key, so a tenant's key
 reads its tenant's rows only (the store scopes the views; ``sinks/scoped_query.py``) and the console adds
@@ -164,6 +165,23 @@ def lineage_sql(proposal_id: str) -> str:
     return (
         "SELECT policy_version, parent, trajectory_id, trajectory_version, tenant, samples, reward, "
         f"reward_sources FROM policy_lineage WHERE proposal_id = {quote_literal(proposal_id)} "
+        "ORDER BY trajectory_id, trajectory_version LIMIT 500"
+    )
+
+
+# Per tenant (the caller's own row for a tenant's key): the policy version it is served now, its lineage
+# share and its reward by version (the store's `tenant_policies` view, read from the ledger).
+TENANT_POLICIES_SQL = """
+    SELECT tenant, served_version, served_by, served_since, lineage_scope, lineage_parent,
+           lineage_trajectories, lineage_tenants, reward_by_version
+    FROM tenant_policies ORDER BY tenant"""
+
+
+def version_lineage_sql(policy_version: str) -> str:
+    """The trajectory versions one policy version trained on (the caller's own, for a tenant's key)."""
+    return (
+        "SELECT policy_version, parent, scope, proposal_id, trajectory_id, trajectory_version, tenant, samples, "
+        f"reward, reward_sources FROM policy_lineage WHERE policy_version = {quote_literal(policy_version)} "
         "ORDER BY trajectory_id, trajectory_version LIMIT 500"
     )
 

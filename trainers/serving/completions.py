@@ -1,4 +1,6 @@
-"""POST /v1/completions: raw text (or token-id) prompts, n choices per prompt, echo, logprobs, token ids."""
+"""POST /v1/completions: raw text (or token-id) prompts, n choices per prompt, echo, logprobs, token ids;
+``echo`` + ``logprobs`` + ``max_tokens: 0`` scores the prompts (each token's log-probability), generating
+nothing."""
 
 from __future__ import annotations
 
@@ -77,8 +79,11 @@ class CompletionServing:
         return choices
 
     async def complete(self, req: CompletionRequest, asked: str | None = None) -> dict[str, Any]:
-        """Every prompt's choices, decoded by policy version ``asked`` (None or not kept: the default)."""
+        """Every prompt's choices, decoded by policy version ``asked`` (None or not kept: the default).
+        ``echo`` with ``logprobs`` and ``max_tokens: 0`` scores the prompts instead (``score``)."""
         prompts = self._prompts(req)
+        if req.echo and req.logprobs is not None and req.max_tokens == 0:
+            return await self.score(req, prompts, asked)
         for ids in prompts:
             self._args(req, ids, asked)  # validate every prompt before generating any
         versions: list[str] = []  # prompts run as separate jobs: a swap may fall between them
@@ -95,6 +100,39 @@ class CompletionServing:
             "choices": choices,
             "usage": usage(sum(map(len, prompts)), completion_tokens),
             EXTENSION_FIELD: extension(versions, asked),
+        }
+
+    async def score(
+        self, req: CompletionRequest, prompts: list[list[int]], asked: str | None
+    ) -> dict[str, Any]:
+        """The prompts echoed with each token's log-probability under the version (the first token's is
+        None), generating nothing: the legacy OpenAI way to score a text, as vLLM answers it too."""
+        if any(len(ids) < 1 for ids in prompts):
+            raise RequestError("a prompt to score needs at least one token")
+        version, lps = await self.engine.score(prompts, asked)
+        choices = []
+        for i, (ids, lp) in enumerate(zip(prompts, lps, strict=True)):
+            tokens = [self.engine.tokenizer.decode([t]) for t in ids]
+            offsets, pos = [], 0
+            for t in tokens:
+                offsets.append(pos)
+                pos += len(t)
+            choice: dict[str, Any] = {
+                "index": i, "text": "".join(tokens), "finish_reason": "length",
+                "logprobs": {"tokens": tokens, "token_logprobs": [None, *lp], "top_logprobs": None,
+                             "text_offset": offsets},
+            }  # fmt: skip
+            if req.return_token_ids:
+                choice["prompt_token_ids"] = ids
+            choices.append(choice)
+        return {
+            "id": new_id("cmpl"),
+            "object": "text_completion",
+            "created": now(),
+            "model": req.model,
+            "choices": choices,
+            "usage": usage(sum(map(len, prompts)), 0),
+            EXTENSION_FIELD: extension([version], asked),
         }
 
     def stream(

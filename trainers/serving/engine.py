@@ -157,6 +157,25 @@ class GenerateEngine:
             else:
                 loop.call_soon_threadsafe(_settle, fut, (result, waited), None)
 
+    async def score(self, prompts: list[list[int]], asked: str | None) -> tuple[str, list[list[float]]]:
+        """Under policy version ``asked`` (None or not kept: the default), each prompt token's log-probability
+        given the tokens before it (the first token has none: ``len(ids) - 1`` values per prompt). Runs on
+        the generate thread between batches, one forward pass per prompt; returns the version used."""
+
+        @torch.no_grad()
+        def run() -> tuple[str, list[list[float]]]:
+            version = self.versions.resolve(asked)
+            self.versions.activate(version)
+            out = []
+            for ids in prompts:
+                x = torch.tensor([ids], dtype=torch.long)
+                logits = self.model(x).logits[0, :-1].float()  # [len-1, vocab]
+                out.append(torch.log_softmax(logits, -1).gather(1, x[0, 1:, None])[:, 0].tolist())
+            return version, out
+
+        result, _waited = await self.between_batches(run)
+        return result
+
     def token_text(self, token_id: int) -> str:
         return "" if token_id in self._special else self.tokenizer.decode([token_id])
 

@@ -1,0 +1,168 @@
+"""How well a model knows a secret it should not: the exposure of a planted canary (Carlini et al., "The
+Secret Sharer", 2019).
+
+A canary is a string of a fixed format with a random secret (``CanaryFormat``: ``"code {secret}"`` with six
+digits). Planted in some training data, it is measured in a model: the canary and ``n - 1`` other random
+secrets of the same format are ranked by the model's log-likelihood of the text after a prompt that does
+not contain it; ``exposure = log2(n) - log2(rank)``. A model that never saw the canary ranks it anywhere
+(expected exposure about log2(e) = 1.44 bits at any n); one that memorised it ranks it first
+(``log2(n)``). Where this departs from the paper: the rank is taken over ``n`` sampled candidates rather
+than the whole secret space (the paper's estimate for large spaces), ties count against the canary, and the
+score is the completion's summed token log-probability under a ``Scorer``, a model in this process
+(``TorchScorer``) or a policy version on a model server (``ServerScorer``: ``/v1/completions`` with
+``echo``, ``logprobs`` and ``max_tokens: 0``; header ``x-sluice-policy-version``), so a served version is
+measured as it serves.
+
+    reading = measure_exposure(TorchScorer(model, tokenizer), "The code is", "code 417093", fmt, n=256)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CanaryFormat(BaseModel):
+    """The shape of a canary: ``template`` with ``{secret}`` replaced by ``length`` symbols of ``alphabet``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    template: str = "code {secret}"
+    alphabet: str = "0123456789"
+    length: int = Field(6, ge=1)
+
+    def secret(self, rng: random.Random) -> str:
+        return "".join(rng.choice(self.alphabet) for _ in range(self.length))
+
+    def text(self, secret: str) -> str:
+        return self.template.format(secret=secret)
+
+    @property
+    def space(self) -> int:
+        return len(self.alphabet) ** self.length
+
+
+class Scorer(Protocol):
+    """Summed log-probability of each completion's tokens after ``prompt`` (one float per completion)."""
+
+    def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]: ...
+
+
+class ExposureReading(BaseModel):
+    exposure: float = Field(description="log2(n) - log2(rank): 0 when ranked last, log2(n) when first.")
+    rank: int = Field(ge=1, description="The canary's rank among the n candidates (1: the likeliest).")
+    n: int
+    canary_logprob: float
+    median_logprob: float
+
+
+def exposure_from_rank(rank: int, n: int) -> float:
+    if not 1 <= rank <= n:
+        raise ValueError(f"rank {rank} is not in [1, {n}]")
+    return math.log2(n) - math.log2(rank)
+
+
+def rank_of(scores: Sequence[float], index: int) -> int:
+    """1 + how many other candidates score at least as high as ``scores[index]`` (ties count against it)."""
+    mine = scores[index]
+    return 1 + sum(1 for i, s in enumerate(scores) if i != index and s >= mine)
+
+
+def candidates(fmt: CanaryFormat, canary_secret: str, n: int, seed: int) -> list[str]:
+    """The canary's text first, then ``n - 1`` distinct other secrets of the same format."""
+    if n < 2 or n > fmt.space:
+        raise ValueError(f"n={n} candidates must be in [2, {fmt.space}] for this format")
+    rng = random.Random(seed)
+    seen, out = {canary_secret}, [fmt.text(canary_secret)]
+    while len(out) < n:
+        s = fmt.secret(rng)
+        if s not in seen:
+            seen.add(s)
+            out.append(fmt.text(s))
+    return out
+
+
+def measure_exposure(
+    scorer: Scorer, prompt: str, canary_secret: str, fmt: CanaryFormat, n: int = 256, seed: int = 0
+) -> ExposureReading:
+    """The canary's exposure in the model ``scorer`` reads, after ``prompt`` (which must not contain it)."""
+    if canary_secret in prompt:
+        raise ValueError("the prompt contains the canary: exposure measures what the model knows")
+    texts = candidates(fmt, canary_secret, n, seed)
+    scores = scorer(prompt, texts)
+    rank = rank_of(scores, 0)
+    ordered = sorted(scores)
+    return ExposureReading(
+        exposure=exposure_from_rank(rank, n),
+        rank=rank,
+        n=n,
+        canary_logprob=scores[0],
+        median_logprob=ordered[len(ordered) // 2],
+    )
+
+
+def completion_ids(tokenizer: object, prompt: str, completion: str) -> tuple[list[int], list[int]]:
+    """Token ids of the prompt and of the completion after it (tokenised apart: one boundary for all)."""
+    enc = tokenizer(prompt, add_special_tokens=False)["input_ids"]  # type: ignore[operator]
+    return list(enc), list(tokenizer(completion, add_special_tokens=False)["input_ids"])  # type: ignore[operator]
+
+
+@dataclass
+class TorchScorer:
+    """A causal LM in this process; completions scored in batches of ``batch`` (right-padded)."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    batch: int = 32
+
+    @torch.no_grad()
+    def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]:
+        out: list[float] = []
+        rows = [completion_ids(self.tokenizer, prompt, c) for c in completions]
+        for start in range(0, len(rows), self.batch):
+            chunk = rows[start : start + self.batch]
+            seqs = [p + c for p, c in chunk]
+            width = max(map(len, seqs))
+            x = torch.zeros(len(seqs), width, dtype=torch.long)
+            mask = torch.zeros(len(seqs), width, dtype=torch.long)
+            for i, s in enumerate(seqs):
+                x[i, : len(s)] = torch.tensor(s)
+                mask[i, : len(s)] = 1
+            logits = self.model(input_ids=x, attention_mask=mask).logits.float()  # [B, T, vocab]
+            lp = torch.log_softmax(logits[:, :-1], -1).gather(2, x[:, 1:, None])[..., 0]  # [B, T-1]
+            for i, (p, c) in enumerate(chunk):
+                out.append(float(lp[i, len(p) - 1 : len(p) + len(c) - 1].sum()))
+        return out
+
+
+@dataclass
+class ServerScorer:
+    """A policy version on a model server (``sluice serve-model`` or any server that scores an echoed
+    prompt); ``version`` None scores the server's default."""
+
+    url: str  # the server's root, e.g. http://127.0.0.1:8000
+    tokenizer: object
+    version: str | None = None
+    model: str = "policy"
+    timeout_s: float = 120.0
+
+    def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]:
+        import httpx
+
+        headers = {"x-sluice-policy-version": self.version} if self.version else {}
+        out: list[float] = []
+        rows = [completion_ids(self.tokenizer, prompt, c) for c in completions]
+        with httpx.Client(timeout=self.timeout_s) as http:
+            for p, c in rows:
+                body = {"model": self.model, "prompt": p + c, "echo": True, "logprobs": 0, "max_tokens": 0}
+                resp = http.post(f"{self.url}/v1/completions", json=body, headers=headers)
+                resp.raise_for_status()
+                lps = resp.json()["choices"][0]["logprobs"]["token_logprobs"]
+                out.append(float(sum(lps[len(p) :])))
+        return out
