@@ -162,8 +162,14 @@ def service_specs(
                 ready_timeout_s=max(300, cfg.up.ready_timeout_s),
             )
         )
-    if with_evolve or cfg.evolve.enabled:
+    gates = with_evolve or cfg.evolve.enabled
+    if gates:
         specs.append(ServiceSpec("evolve", sluice_argv("evolve", "serve", config=config_path)))
+    if (with_trainer or cfg.trainer.enabled) and cfg.trainer.promotion == "gated" and not gates:
+        say(
+            "note: trainer.promotion is gated and the control plane is not running here: trained versions "
+            "wait as candidates until its gates promote them (sluice up --evolve, or sluice evolve serve)"
+        )
     return specs
 
 
