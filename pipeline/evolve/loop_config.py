@@ -17,6 +17,7 @@ from pydantic import Field
 from governance.evolve.probes import DEFAULT_PROBES, SafetyProbe
 from governance.evolve.sequential import SequentialConfig
 from pipeline.evolve.config import ProposeConfig
+from pipeline.evolve.http_calls import CallPolicy
 from sluice.frozen import Frozen
 from trainers.config import TaskConfig
 
@@ -32,6 +33,9 @@ class EvalBackendConfig(Frozen):
     temperature: float = Field(0.0, ge=0, le=2, description="0: greedy, so arms differ by the overlay only.")
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(2, ge=1, le=64)
+    http: CallPolicy = Field(
+        default_factory=CallPolicy, description="Connection keep-alive and retries of each evaluation call."
+    )
 
 
 class ShadowConfig(Frozen):
