@@ -88,6 +88,12 @@ class LimitsConfig(Frozen):
     cooldown_after_rollback_s: float = Field(
         3600.0, ge=0, description="No new canary in a scope for this long after a rollback there."
     )
+    max_undecided: int = Field(
+        3,
+        ge=1,
+        description="Passes on which a proposal's shadow or offline gate could not be decided (the backend "
+        "failed every retry) before the proposal is dropped; until then it stays pending.",
+    )
 
 
 class EvolveConfig(Frozen):

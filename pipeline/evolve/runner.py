@@ -8,7 +8,10 @@ assignment with a share of traffic, decided by the sequential test on live rewar
 
 One ``run_pass`` reads the state from the topics (assignments and ledger), advances every running
 canary, then takes pending proposals while the limits allow (canaries at once, cool-down after a
-rollback in the scope). A gate that fails ends its proposal with a ``reject`` decision.
+rollback in the scope). A gate that fails ends its proposal with a ``reject`` decision. A gate that
+could not be decided (its backend failed every retry) is not a failure of the proposal: the ledger
+records ``undecided`` with the tries and the error, the proposal stays pending and is gated again on a
+later pass, and only after ``limits.max_undecided`` such passes is it dropped (a ``drop`` decision).
 """
 
 from __future__ import annotations
@@ -116,6 +119,21 @@ class EvolveRunner:
         self.record(_entry(p, "decision", decision=decision, summary=why))
         report.add(p.proposal_id, decision, why)
 
+    def undecided(self, state: ProposalState, gate: str, err: EvalBackendError, report: PassReport) -> None:
+        """The gate's backend failed every retry: record it, keep the proposal pending until the limit."""
+        p = state.proposal
+        n, limit = state.undecided_passes + 1, self.cfg.limits.max_undecided
+        evidence = {"gate": gate, "error": str(err), "attempts": err.attempts, "undecided_passes": n,
+                    "max_undecided": limit}  # fmt: skip
+        why = f"{gate}: the backend failed after {err.attempts} attempt(s): {err}"
+        self.record(_entry(p, "decision", gate=gate, decision="undecided", evidence=evidence,
+                           summary=f"{why}; pending, undecided pass {n} of {limit}"))  # fmt: skip
+        report.add(p.proposal_id, "undecided", f"{why} (pass {n} of {limit})")
+        if n >= limit:
+            self.record(_entry(p, "decision", gate=gate, decision="drop", evidence=evidence,
+                               summary=f"dropped: {gate} undecided on {n} passes, the backend failing"))  # fmt: skip
+            report.add(p.proposal_id, "drop", f"{gate} undecided on {n} passes (limit {limit})")
+
     # ------------------------------------------------------------------ one pass
     def run_pass(self, now: datetime | None = None) -> PassReport:
         now = now or utcnow()
@@ -155,14 +173,17 @@ class EvolveRunner:
                     p.proposal_id, "wait", f"cool-down after the rollback in {scope} at {last.isoformat()}"
                 )
                 continue
-            if self.gate_proposal(p, assignments.get(scope), report):
+            if self.gate_proposal(state, assignments.get(scope), report):
                 running += 1
                 busy.add(scope)
         return report
 
     # ------------------------------------------------------------------ gates before the canary
-    def gate_proposal(self, p: Proposal, current: OverlayAssignment | None, report: PassReport) -> bool:
+    def gate_proposal(
+        self, state: ProposalState, current: OverlayAssignment | None, report: PassReport
+    ) -> bool:
         """Replay, shadow, offline; on success start the canary. True when a canary started."""
+        p = state.proposal
         assert p.candidate is not None
         control = current.active if current else None
         replay = run_replay(
@@ -182,7 +203,7 @@ class EvolveRunner:
         try:
             shadow = run_shadow(self.eval, prompts, grader, control, p.candidate, self.cfg.shadow)
         except EvalBackendError as err:
-            self.reject(p, "reject", f"shadow: the backend failed: {err}", report)
+            self.undecided(state, "shadow", err, report)
             return False
         self.record(
             gate_entry(p, shadow, [Evidence(query="recorded prompts", numbers={"ids": replay.counted_ids})])
@@ -204,7 +225,7 @@ class EvolveRunner:
                 self.eval, held_prompts, grader, system, model, control, p.candidate, self.cfg.offline
             )
         except EvalBackendError as err:
-            self.reject(p, "reject", f"offline: the backend failed: {err}", report)
+            self.undecided(state, "offline", err, report)
             return False
         self.record(gate_entry(p, offline, [ev]))
         if not offline.passed:
