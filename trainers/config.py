@@ -96,6 +96,12 @@ class ServeConfig(Frozen):
     )
     publish_events: bool = Field(False, description="Also publish policy events to the policy-events topic.")
     max_push_mb: int = Field(2048, ge=1, description="Largest weight push accepted in a request body.")
+    keep_alive_s: int = Field(
+        65,
+        ge=1,
+        description="Idle seconds a client's connection is kept open; above its clients' own idle expiry "
+        "(the proxy's pool keeps 30 s, httpx 5 s), so the server never closes one a client is about to reuse.",
+    )
 
     @model_validator(mode="after")
     def _versions(self) -> ServeConfig:

@@ -3,6 +3,8 @@
 The shadow evaluation and the offline regression send the same prompts twice (control, candidate) to
 the backend the proxy would have used; nothing here goes through the proxy, so nothing is recorded as
 traffic. The backend's key is read from its config and only ever placed in the Authorization header.
+Each call is idempotent (the same body asked again), so a connection-level failure or a 502/503/504 is
+tried again (``evolve.eval.http``); ``EvalBackendError`` carries how many tries were made.
 """
 
 from __future__ import annotations
@@ -10,15 +12,18 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
-
+from pipeline.evolve.http_calls import CallFailed, open_client, post_json
 from pipeline.evolve.loop_config import EvalBackendConfig
 from pipeline.proxy.config import BackendConfig, ProxyConfig
 from sluice.events import POLICY_VERSION_HEADER
 
 
 class EvalBackendError(RuntimeError):
-    """The backend could not be reached or answered with an error."""
+    """The backend could not be reached or answered with an error, after ``attempts`` tries."""
+
+    def __init__(self, message: str, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.attempts = attempts
 
 
 def pick_backend(proxy: ProxyConfig, cfg: EvalBackendConfig, model: str) -> BackendConfig:
@@ -54,7 +59,7 @@ class EvalClient:
 
     def __init__(self, proxy: ProxyConfig, cfg: EvalBackendConfig) -> None:
         self._proxy, self._cfg = proxy, cfg
-        self._http = httpx.Client(timeout=cfg.timeout_s)
+        self._http = open_client(cfg.timeout_s, cfg.http)
 
     def close(self) -> None:
         self._http.close()
@@ -87,12 +92,15 @@ class EvalClient:
         key = backend.credential()
         if key:
             headers["authorization"] = f"Bearer {key}"
+        url = f"{backend.base_url}/chat/completions"
         try:
-            resp = self._http.post(f"{backend.base_url}/chat/completions", json=sent, headers=headers)
-        except httpx.HTTPError as err:
-            raise EvalBackendError(f"backend {backend.name}: {type(err).__name__}") from None
+            resp, tries = post_json(self._http, url, sent, headers, self._cfg.http)
+        except CallFailed as err:
+            raise EvalBackendError(f"backend {backend.name}: {err}", err.attempts) from None
         if resp.status_code >= 400:
-            raise EvalBackendError(f"backend {backend.name} answered {resp.status_code}: {resp.text[:200]}")
+            raise EvalBackendError(
+                f"backend {backend.name} answered {resp.status_code}: {resp.text[:200]}", tries
+            )
         choices = resp.json().get("choices") or []
         if not choices:
             raise EvalBackendError(f"backend {backend.name} answered no choices")

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 
 from governance.evolve.diagnosis_config import DiagnosisConfig
+from pipeline.evolve.http_calls import CallPolicy
 from sluice.frozen import Frozen
 
 ProposerName = Literal["tool_format", "missing_fact", "model"]
@@ -32,6 +33,7 @@ class ModelProposerConfig(Frozen):
     max_tokens: int = Field(96, ge=8, le=2048)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_chars: int = Field(400, ge=20, le=4000, description="Longest draft accepted.")
+    http: CallPolicy = Field(default_factory=CallPolicy, description="Connection keep-alive and retries.")
 
 
 class ProposersConfig(Frozen):

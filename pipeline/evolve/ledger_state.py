@@ -1,6 +1,8 @@
 """Where each proposal stands, read from the ledger topic: the ledger is the control plane's state.
 
-A proposal is *pending* until a gate rejects it, its canary starts, or it is put aside; a canary is
+A proposal is *pending* until a gate rejects it, its canary starts, or it is put aside; a gate that could
+not be decided (``undecided``: its backend failed) leaves it pending, and too many such passes *drop* it
+(``drop``: nothing was decided about the change itself). A canary is
 *running* until it is promoted, *rolled back* (a ``rollback`` decision: it lost to control, its calls
 failed more, or an operator undid it) or *aborted* (an ``abort``: the sequential test reached its cap
 undecided, or the scope's assignment moved on). Both of the last two end the canary the same way (the
@@ -20,7 +22,9 @@ from sluice.broker_config import BrokerConfig
 from sluice.evolution import LedgerEntry, Proposal, scope_key
 from sluice.topics_config import TopicsConfig
 
-Status = Literal["pending", "rejected", "canary", "promoted", "rolled_back", "aborted", "set_aside", "erased"]
+Status = Literal[
+    "pending", "rejected", "canary", "promoted", "rolled_back", "aborted", "set_aside", "dropped", "erased"
+]
 
 TERMINAL_DECISIONS = {
     "reject": "rejected",
@@ -32,6 +36,7 @@ TERMINAL_DECISIONS = {
     "skip": "set_aside",  # a weights candidate superseded by a newer one, or of a line turned down
     "ungated": "promoted",  # a version the trainer served directly (trainer.promotion: direct)
     "erased": "erased",  # a version trained on erased data (or descending from one): never served again
+    "drop": "dropped",
 }
 
 
@@ -76,6 +81,11 @@ class ProposalState(BaseModel):
     @property
     def scope(self) -> str:
         return scope_key(self.proposal.tenant, self.proposal.task_id)
+
+    @property
+    def undecided_passes(self) -> int:
+        """Passes on which a gate of the proposal could not be decided (its backend failed)."""
+        return sum(1 for e in self.entries if e.kind == "decision" and e.decision == "undecided")
 
 
 def proposal_states(entries: list[LedgerEntry]) -> dict[str, ProposalState]:

@@ -19,6 +19,7 @@ from pydantic import Field
 from governance.evolve.probes import DEFAULT_PROBES, SafetyProbe
 from governance.evolve.sequential import SequentialConfig
 from pipeline.evolve.config import ProposeConfig
+from pipeline.evolve.http_calls import CallPolicy
 from sluice.frozen import Frozen
 from trainers.config import TaskConfig
 
@@ -34,6 +35,9 @@ class EvalBackendConfig(Frozen):
     temperature: float = Field(0.0, ge=0, le=2, description="0: greedy, so arms differ by the overlay only.")
     timeout_s: float = Field(120.0, gt=0)
     concurrency: int = Field(2, ge=1, le=64)
+    http: CallPolicy = Field(
+        default_factory=CallPolicy, description="Connection keep-alive and retries of each evaluation call."
+    )
 
 
 class ShadowConfig(Frozen):
@@ -97,6 +101,12 @@ class LimitsConfig(Frozen):
         ge=0,
         description="The highest rate of weights candidates: a scope starts a weights canary at most once "
         "per this many seconds (the candidates in between are superseded and set aside as stale).",
+    )
+    max_undecided: int = Field(
+        3,
+        ge=1,
+        description="Passes on which a proposal's shadow or offline gate could not be decided (the backend "
+        "failed every retry) before the proposal is dropped; until then it stays pending.",
     )
 
 

@@ -8,7 +8,10 @@ assignment with a share of traffic, decided by the sequential test on live rewar
 
 One ``run_pass`` reads the state from the topics (assignments and ledger), advances every running
 canary, then takes pending proposals while the limits allow (canaries at once, cool-down after a
-rollback in the scope). A gate that fails ends its proposal with a ``reject`` decision.
+rollback in the scope). A gate that fails ends its proposal with a ``reject`` decision. A gate that
+could not be decided (its backend failed every retry) is not a failure of the proposal: the ledger
+records ``undecided`` with the tries and the error, the proposal stays pending and is gated again on a
+later pass, and only after ``limits.max_undecided`` such passes is it dropped (a ``drop`` decision).
 """
 
 from __future__ import annotations
@@ -142,6 +145,23 @@ class EvolveRunner:
         self.record(_entry(p, "decision", decision=decision, summary=why))
         report.add(p.proposal_id, decision, why)
 
+    def undecided(self, state: ProposalState, gate: str, err: EvalBackendError, report: PassReport) -> None:
+        """The gate's backend failed every retry: record it, keep the proposal pending until the limit."""
+        p = state.proposal
+        n, limit = state.undecided_passes + 1, self.cfg.limits.max_undecided
+        evidence = {"gate": gate, "error": str(err), "attempts": err.attempts, "undecided_passes": n,
+                    "max_undecided": limit}  # fmt: skip
+        why = f"{gate}: the backend failed after {err.attempts} attempt(s): {err}"
+        self.record(_entry(p, "decision", gate=gate, decision="undecided", evidence=evidence,
+                           summary=f"{why}; pending, undecided pass {n} of {limit}"))  # fmt: skip
+        report.add(p.proposal_id, "undecided", f"{why} (pass {n} of {limit})")
+        if n >= limit:
+            self.record(_entry(p, "decision", gate=gate, decision="drop", evidence=evidence,
+                               summary=f"dropped: {gate} undecided on {n} passes, the backend failing"))  # fmt: skip
+            report.add(p.proposal_id, "drop", f"{gate} undecided on {n} passes (limit {limit})")
+            if is_weights_candidate(p):  # a dropped candidate never serves: it leaves the servers too
+                on_servers(self.fleet, "discard", str(p.policy_version))
+
     # ------------------------------------------------------------------ one pass
     def run_pass(self, now: datetime | None = None) -> PassReport:
         now = now or utcnow()
@@ -193,7 +213,7 @@ class EvolveRunner:
                     )
                     continue
             gate = self.gate_weights if weights else self.gate_proposal
-            if gate(p, assignments.get(scope), report):
+            if gate(state, assignments.get(scope), report):
                 running += 1
                 busy.add(scope)
         return report
@@ -254,9 +274,13 @@ class EvolveRunner:
         return int(got[0]["n"]) if got else 0
 
     # ------------------------------------------------------------------ weights: the gates
-    def gate_weights(self, p: Proposal, current: OverlayAssignment | None, report: PassReport) -> bool:
+    def gate_weights(
+        self, state: ProposalState, current: OverlayAssignment | None, report: PassReport
+    ) -> bool:
         """Replay (evidence, and no regression against the parent), shadow (not worse than the serving
-        version), offline (held-out and safety probes); then the canary. True when a canary started."""
+        version), offline (held-out and safety probes); then the canary. True when a canary started. A
+        backend that fails every retry leaves the candidate pending (undecided), never turned down."""
+        p = state.proposal
         candidate = str(p.policy_version)
         control = (current.active_policy if current else None) or serving_default(
             self.fleet, p.lineage.parent if p.lineage else None
@@ -300,7 +324,8 @@ class EvolveRunner:
         except NoGrader as err:
             return self.turn_down(p, f"no grader: {err}", report)
         except EvalBackendError as err:
-            return self.turn_down(p, f"the backend failed: {err}", report)
+            self.undecided(state, "weights gates", err, report)
+            return False
         self.record(gate_entry(p, offline, [ev]))
         if not offline.passed:
             return self.turn_down(p, f"offline: {offline.summary}", report)
@@ -320,8 +345,11 @@ class EvolveRunner:
         return False
 
     # ------------------------------------------------------------------ gates before the canary
-    def gate_proposal(self, p: Proposal, current: OverlayAssignment | None, report: PassReport) -> bool:
+    def gate_proposal(
+        self, state: ProposalState, current: OverlayAssignment | None, report: PassReport
+    ) -> bool:
         """Replay, shadow, offline; on success start the canary. True when a canary started."""
+        p = state.proposal
         assert p.candidate is not None
         control = current.active if current else None
         replay = run_replay(
@@ -341,7 +369,7 @@ class EvolveRunner:
         try:
             shadow = run_shadow(self.eval, prompts, grader, control, p.candidate, self.cfg.shadow)
         except EvalBackendError as err:
-            self.reject(p, "reject", f"shadow: the backend failed: {err}", report)
+            self.undecided(state, "shadow", err, report)
             return False
         self.record(
             gate_entry(p, shadow, [Evidence(query="recorded prompts", numbers={"ids": replay.counted_ids})])
@@ -363,7 +391,7 @@ class EvolveRunner:
                 self.eval, held_prompts, grader, system, model, control, p.candidate, self.cfg.offline
             )
         except EvalBackendError as err:
-            self.reject(p, "reject", f"offline: the backend failed: {err}", report)
+            self.undecided(state, "offline", err, report)
             return False
         self.record(gate_entry(p, offline, [ev]))
         if not offline.passed:

@@ -94,7 +94,12 @@ def serve(
     )
     engine = GenerateEngine(model, tokenizer, max_batch=serve_cfg.max_batch, versions=policy).start()
     app = build_app(engine, serve_cfg, max_positions, source, policy, recorder, server_url)
-    server = _Server(uvicorn.Config(app, host=serve_cfg.host, port=port, log_level="warning", lifespan="off"))
+    server = _Server(
+        uvicorn.Config(
+            app, host=serve_cfg.host, port=port, log_level="warning", lifespan="off",
+            timeout_keep_alive=serve_cfg.keep_alive_s,
+        )
+    )  # fmt: skip
     server.ready_line = (
         f"serve-model ready: http://{serve_cfg.host}:{port}/v1 model={serve_cfg.model_name} weights={source}"
         f" device={device}"

@@ -7,7 +7,8 @@ parsed strictly: exactly one call to that function whose arguments are a JSON ob
 ``text`` (or, from a backend without tool calls, content that is exactly such an object), and the text
 must read as a draft: one to three lines, within ``max_chars``, at least three words, no refusal, no
 chat-template tokens, not a copied line of the evidence listing (a small model's habits). Any
-other answer, an HTTP error or a timeout gives no proposal, with the reason noted and logged.
+other answer, an HTTP error or a timeout gives no proposal, with the reason noted and logged. The call
+is idempotent: a connection-level failure or a 502/503/504 is tried again (``http``) before that.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.evolve.config import ModelProposerConfig
+from pipeline.evolve.http_calls import CallFailed, open_client, post_json
 from pipeline.evolve.proposers.base import ProposerContext, draft_proposal
 from sluice.evolution import FailureCluster, HarnessItem, MemoryEntry, Proposal, Surface
 
@@ -126,7 +128,7 @@ class ModelProposer:
 
     def __init__(self, cfg: ModelProposerConfig, client: httpx.Client | None = None) -> None:
         self.cfg = cfg
-        self._client = client or httpx.Client(timeout=cfg.timeout_s)
+        self._client = client or open_client(cfg.timeout_s, cfg.http)
 
     def _request(self, cluster: FailureCluster, context: ProposerContext) -> dict[str, Any]:
         function, what = _function(cluster.surface)
@@ -158,8 +160,10 @@ class ModelProposer:
             headers["Authorization"] = f"Bearer {self.cfg.api_key.get_secret_value()}"
         url = self.cfg.base_url.rstrip("/") + "/chat/completions"
         try:
-            resp = self._client.post(url, json=self._request(cluster, context), headers=headers)
-        except httpx.HTTPError as err:
+            resp, _tries = post_json(
+                self._client, url, self._request(cluster, context), headers, self.cfg.http
+            )
+        except CallFailed as err:
             context.note(self.name, cluster, f"{self.cfg.model} at {self.cfg.base_url} did not answer: {err}")
             return None
         if resp.status_code != 200:

@@ -240,6 +240,23 @@ def test_unknown_fields_pass_through(server: str) -> None:
     assert r.status_code == 200 and r.headers["x-sluice-ignored-fields"] == "frobnicate"
 
 
+def test_an_idle_connection_outlives_the_clients_pool_expiry(server: str) -> None:
+    """The server keeps an idle connection open longer than its clients' pools keep it (httpx: 5 s), so
+    no client sends on a connection the server is closing: after 6 s idle the same connection answers."""
+    body = {"model": "sluice-tiny", "messages": MESSAGES, "max_tokens": 2}
+
+    def local_port(r: httpx.Response) -> int:
+        return r.extensions["network_stream"].get_extra_info("client_addr")[1]
+
+    with httpx.Client(timeout=60, limits=httpx.Limits(keepalive_expiry=30)) as http:
+        first = http.post(f"{server}/chat/completions", json=body)
+        port = local_port(first)
+        time.sleep(6)
+        second = http.post(f"{server}/chat/completions", json=body)
+        assert first.status_code == second.status_code == 200
+        assert local_port(second) == port
+
+
 def test_cli_rejects_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"trainer": {"serve": {"port": "nope"}}}))
