@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from pipeline.evolve.runner import PassReport
+from pipeline.evolve.entries import PassReport
 from pipeline.evolve.settings import EvolveSettings
 from pipeline.evolve.wiring import open_runner
 

@@ -4,9 +4,10 @@ none whose line the gates turned down; an inconclusive (aborted) canary does not
 from __future__ import annotations
 
 from app.config import SluiceConfig
+from pipeline.evolve.entries import PassReport
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
-from pipeline.evolve.runner import EvolveRunner, PassReport
+from pipeline.evolve.runner import EvolveRunner
 from sluice.evolution import LedgerEntry, PolicyLineage, Proposal
 from trainers.live.lineage import weights_proposal
 
