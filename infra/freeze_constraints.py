@@ -23,10 +23,11 @@ def norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def closure() -> dict[str, str]:
-    """Installed version of every distribution the roots reach through their declared requirements."""
+def closure(roots: list[tuple[str, tuple[str, ...]]]) -> dict[str, str]:
+    """Installed version of every distribution the roots (name, extras) reach through their declared
+    requirements, markers evaluated here, by normalised name (the roots included)."""
     seen: set[tuple[str, str]] = set()
-    todo = [(root, extra) for root, extras in ROOTS for extra in ("", *extras)]
+    todo = [(root, extra) for root, extras in roots for extra in ("", *extras)]
     pins: dict[str, str] = {}
     while todo:
         dist, extra = todo.pop()
@@ -43,12 +44,13 @@ def closure() -> dict[str, str]:
             if req.marker and not req.marker.evaluate({"extra": extra}):
                 continue
             todo += [(req.name, e) for e in ("", *sorted(req.extras))]
-    return {name: version for name, version in pins.items() if name not in SKIP}
+    return pins
 
 
 if __name__ == "__main__":
     print(
-        "# Versions the test suite passed with (python -m infra.freeze_constraints > infra/constraints.txt)."
+        "# The versions the test suite passed with: python -m infra.freeze_constraints > infra/constraints.txt"
     )
-    for name, version in sorted(closure().items()):
-        print(f"{name}=={version}")
+    for name, version in sorted(closure(ROOTS).items()):
+        if name not in SKIP:
+            print(f"{name}=={version}")

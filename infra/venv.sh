@@ -11,4 +11,6 @@ elif [ "${SLUICE_SYSTEM_PYTHON:-0}" != "1" ]; then
     export VIRTUAL_ENV="$PWD/.venv"
     export PATH="$VIRTUAL_ENV/bin:$PATH"
 fi
-PIP=(python -m pip install -q --disable-pip-version-check)
+# --no-compile: byte-compiling every module of torch, ray and transformers at install time is most of an
+# install's CPU; Python compiles what is imported on first use instead (once, into __pycache__).
+PIP=(python -m pip install -q --disable-pip-version-check --no-compile)

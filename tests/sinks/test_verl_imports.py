@@ -5,15 +5,14 @@ only happens to be on one machine, as cloudpickle once was) fails here, not on a
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
+
+from infra import freeze_constraints
 
 REPO = Path(__file__).resolve().parents[2]
 VERL_DIR = REPO / "var" / "verl"
@@ -81,35 +80,8 @@ print(json.dumps({"error": error, "refused": sorted(set(refused))}))
 """
 
 
-def norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def dependency_closure(root: str, extras: tuple[str, ...]) -> set[str]:
-    """Distribution names reachable from ``root[extras]`` through declared requirements, markers evaluated."""
-    seen: set[tuple[str, str]] = set()
-    todo = [(root, extra) for extra in ("", *extras)]
-    names: set[str] = set()
-    while todo:
-        dist, extra = todo.pop()
-        if (norm(dist), extra) in seen:
-            continue
-        seen.add((norm(dist), extra))
-        try:
-            requires = md.requires(dist) or []
-        except md.PackageNotFoundError:
-            continue  # declared for another platform or Python; nothing of it can be imported here
-        names.add(norm(dist))
-        for line in requires:
-            req = Requirement(line)
-            if req.marker and not req.marker.evaluate({"extra": extra}):
-                continue
-            todo += [(req.name, e) for e in ("", *sorted(req.extras))]
-    return names
-
-
 def test_verl_dataset_imports_resolve_in_var_verl_or_the_declared_dependencies() -> None:
-    closure = dependency_closure("sluice-rl", TEST_EXTRAS)
+    closure = set(freeze_constraints.closure([("sluice-rl", TEST_EXTRAS)]))
     reached = {"pydantic", "pyarrow", "datasets"}  # a base dependency, one of its own, a dev extra
     assert reached <= closure, f"the dependency walk missed {reached - closure}"
     proc = subprocess.run(
