@@ -30,6 +30,9 @@ from sluice.events import (
     POLICY_VERSION_HEADER,
     PolicyRole,
 )
+from sluice.policy_http import DISCARD_PATH, POLICY_PATH, PROMOTE_PATH, ROLLBACK_PATH, WEIGHTS_PATH
+
+__all__ = ["DISCARD_PATH", "POLICY_PATH", "PROMOTE_PATH", "ROLLBACK_PATH", "WEIGHTS_PATH"]
 
 VERSION_HEADER = POLICY_VERSION_HEADER  # on a response: the version that answered
 REQUEST_VERSION_HEADER = POLICY_VERSION_HEADER  # on a request: the version it asks for (absent: the default)
@@ -39,11 +42,6 @@ PARENT_HEADER = "x-sluice-policy-parent"  # on a safetensors push: the version i
 EXTENSION_FIELD = POLICY_EXTENSION_FIELD
 
 SAFETENSORS_CONTENT_TYPE = "application/octet-stream"
-POLICY_PATH = "/v1/policy"
-WEIGHTS_PATH = "/v1/policy/weights"
-ROLLBACK_PATH = "/v1/policy/rollback"
-PROMOTE_PATH = "/v1/policy/promote"
-DISCARD_PATH = "/v1/policy/discard"
 
 PushRole = Literal["serve", "candidate"]
 VersionName = Annotated[str, Field(min_length=1, max_length=128)]
