@@ -77,7 +77,9 @@ def explain(entries: list[dict[str, Any]]) -> str:
         when = str(e.get("created_at"))[:19]
         head = f"{when}  {e['kind']}"
         if e.get("gate"):
-            head += f" [{e['gate']}] {'passed' if e.get('passed') else 'failed'}"
+            head += f" [{e['gate']}]"
+            if e.get("passed") is not None:  # an undecided gate neither passed nor failed
+                head += " passed" if e["passed"] else " failed"
         if e.get("decision"):
             head += f" -> {e['decision']}"
         lines.append(f"{head}  ({e.get('actor')})")

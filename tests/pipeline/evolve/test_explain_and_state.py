@@ -107,6 +107,10 @@ def test_explain_tells_what_why_evidence_gates_and_outcome() -> None:
          "surface": "memory", "tenant": TENANT, "task_id": TASK, "summary": "candidate 1.000 vs control 0.000",
          "evidence": json.dumps({"numbers": {"prompts": 6, "gain": 1.0}}), "diff": "{}",
          "created_at": "2026-12-02 10:01:00", "actor": "sluice-evolve"},
+        {"proposal_id": p.proposal_id, "kind": "decision", "gate": "offline", "passed": None,
+         "decision": "undecided", "surface": "memory", "tenant": TENANT, "task_id": TASK,
+         "summary": "offline: the backend failed", "evidence": json.dumps({"attempts": 3}), "diff": "{}",
+         "created_at": "2026-12-02 10:02:00", "actor": "sluice-evolve"},
         {"proposal_id": p.proposal_id, "kind": "rollback", "decision": "rollback", "surface": "memory",
          "tenant": TENANT, "task_id": TASK, "summary": "candidate loses to control",
          "evidence": json.dumps({"numbers": {"reward": {"control_mean": 0.5, "candidate_mean": 0.0}}}),
@@ -119,6 +123,7 @@ def test_explain_tells_what_why_evidence_gates_and_outcome() -> None:
     assert "the answers lack company facts" in out
     assert "[shadow] passed -> pass" in out and "prompts=6" in out
     assert "-> rollback" in out and "candidate_mean=0.0" in out
+    assert "decision [offline] -> undecided" in out  # neither passed nor failed
     assert explain([]) == "no ledger entries for this proposal"
 
 
