@@ -81,6 +81,12 @@ KIND_WORDS: dict[str, frozenset[str]] = {
                               "individualnumber", "kojin_bango", "kojinbango", "resident_registration_number",
                               "nhs_no", "aadhaar_no", "aadhaarno", "social_insurance_number", "sozialversicherungsnummer",
                               "svnr", "nss", "rut", "curp", "rfc"}),
+    "PASSPORT_NUMBER": frozenset({"passport", "passeport", "reisepass", "reisepassnummer", "pasaporte",
+                                  "passaporte", "passaporto", "paszport", "paspoort"}),
+    "DATE_OF_BIRTH": frozenset({"dob", "birth", "birthdate", "birthday", "born", "geburtsdatum", "geburtstag",
+                                "nascimento", "nacimiento", "naissance", "nascita", "geboortedatum", "生年月日"}),
+    "STREET_ADDRESS": frozenset({"address", "street", "adresse", "anschrift", "endereco", "endereço", "direccion",
+                                 "dirección", "indirizzo", "adres", "住所", "strasse", "straße", "address1"}),
 }  # fmt: skip
 # ``<role>_name`` keys that name a person (``product_name``, ``table_name`` do not).
 PERSON_ROLES = frozenset(

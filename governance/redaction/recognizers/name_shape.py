@@ -71,7 +71,10 @@ def _capitalised(word: str) -> bool:
 
 
 def name_tokens(value: str) -> list[str] | None:
-    """The words of ``value`` if it is written like a personal name, else None."""
+    """The words of ``value`` if it is written like a personal name (in capitals too: ``KENJI HAYASHI``), else
+    None."""
+    if value.isupper() and not any(c.isdigit() for c in value):
+        value = value.title()
     words = value.split()
     if not 1 <= len(words) <= 5:
         return None

@@ -31,6 +31,15 @@ _BEFORE = re.compile(
     r"(?:reported|opened|filed|raised|logged|submitted|created|requested|approved|reviewed|signed|written)\s+by|"
     r"on\s+behalf\s+of|cc|assignee|reporter|reviewers?|contact\s+person)\b|\bm)\.?[,:]?[ \t]+"
 )
+# A label or an introduction before a name: "Full name:", "Surname: HAYASHI", "Passenger:", "my name is",
+# "je m'appelle", "me llamo"
+_LABEL = re.compile(
+    r"(?i)\b(?:(?:(?:full|given|first|last|family|legal|maiden|middle|patient|customer|guest|employee|contact|"
+    r"account|card)[ \t]+)?(?:names?|holder)|surname|nombre|nom|pr[ée]nom|vorname|nachname|apellidos?|nome|"
+    r"sobrenome|passenger|travell?er|titular|nom[ \t]+de[ \t]+famille)[ \t]*[:：][ \t]*"
+    r"|\b(?:my[ \t]+name[ \t]+is|je[ \t]+m'appelle|me[ \t]+llamo|ich[ \t]+hei(?:ß|ss)e|mi[ \t]+chiamo|"
+    r"meu[ \t]+nome[ \t]+é|chamo-me|name[ \t]+is)[ \t]+"
+)
 # Between two names of one list: "Siobhan O'Connor and Nguyen Van An", "Ana Souza, Li Wei".
 _LIST_JOIN = re.compile(r"[ \t]*(?:,|&|/|\band\b|\bund\b|\bet\b|\by\b|\be\b)[ \t]*")
 _AFTER = re.compile(
@@ -59,6 +68,9 @@ _CUE_WORDS = frozenset(
         "called", "phoned", "emailed", "wrote", "asked", "agreed", "said", "says", "complained", "requested",
         "reported", "confirmed", "mentioned", "replied", "wants", "needs", "discharged", "signed",
         "approved", "angerufen", "rief", "appelé", "demandé", "llamó", "llamado", "pidió",
+        "name", "names", "holder", "surname", "nombre", "nom", "prénom", "prenom", "vorname", "nachname",
+        "apellido", "apellidos", "nome", "sobrenome", "passenger", "traveller", "traveler", "titular", "llamo",
+        "appelle", "heiße", "heisse", "chiamo", "chamo",
     }
 )  # fmt: skip
 _CUE_NOUNS = frozenset(
@@ -103,9 +115,17 @@ def _name_after(text: str, pos: int, min_words: int = 1) -> tuple[int, int] | No
         return None
     start, end = words[0][0], words[-1][1]
     span = text[start:end]
-    if name_tokens(span) is None or product_like(span, text, end, start):
+    if span.isupper() and len(words) < 2 and min_words > 0 and not _labelled(text, start):
+        return None  # one word in capitals after "Hi": a shout, not a name
+    shown = span.title() if span.isupper() else span
+    if name_tokens(span) is None or product_like(shown, text, end, start):
         return None
     return start, end
+
+
+def _labelled(text: str, start: int) -> bool:
+    line_start = text.rfind("\n", 0, start) + 1
+    return any(m.end() == start for m in _LABEL.finditer(text, line_start, start))
 
 
 def _name_before(text: str, end: int) -> tuple[int, int] | None:
@@ -129,14 +149,14 @@ class PersonCueRecognizer(SluiceLocalRecognizer):
         return (
             _TRIGGERS.search(text) is not None
             and has_cue_word(text)
-            and any(rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER))
+            and any(rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER, _LABEL))
         )
 
     def analyze(
         self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
         spans: set[tuple[int, int]] = set()
-        for rx in (_BEFORE, _SIGN_OFF):
+        for rx in (_BEFORE, _SIGN_OFF, _LABEL):
             for m in rx.finditer(text):
                 found = _name_after(text, m.end())
                 while found:  # and the names listed with it (of two words or more)

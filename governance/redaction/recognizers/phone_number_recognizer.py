@@ -29,6 +29,7 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS
 from governance.redaction.recognizers.base import SluiceLocalRecognizer
+from governance.redaction.recognizers.phone_regions import NO_TRUNK_PREFIX, guess_regions
 
 _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
@@ -101,6 +102,17 @@ def epoch_like(raw: str) -> bool:
     return 1_000_000_000 <= seconds < 2_100_000_000
 
 
+def isbn_like(raw: str, text: str, start: int) -> bool:
+    """An ISBN, not a phone number: 13 digits from 978/979 whose ISBN-13 check digit holds, or any number
+    right after the word ISBN."""
+    if "ISBN" in text[max(0, start - 12) : start].upper():
+        return True
+    digits = [ord(c) - 48 for c in raw if c.isdigit()]
+    if len(digits) != 13 or digits[:2] != [9, 7] or digits[2] not in (8, 9):
+        return False
+    return sum(d * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10 == 0
+
+
 def _overlaps(spans: dict[tuple[int, int], float], start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in spans)
 
@@ -114,7 +126,7 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
     BARE_SCORE: ClassVar[float] = 0.4
     PREFILTER = re.compile(r"\d[\d \t().\-/]{5,}\d")
     NEEDS_NUMBER_RUN = True
-    VERSION: ClassVar[str] = "2"
+    VERSION: ClassVar[str] = "3"
 
     def __init__(self, regions: list[str] | None = None, supported_language: str = "en") -> None:
         self.regions = list(regions or ["US"])
@@ -128,14 +140,19 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
         self, text: str, entities: list[str] | None = None, nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
         spans: dict[tuple[int, int], float] = {}
-        for i, region in enumerate(self.regions):
-            if i and region not in _NANP and not _TRUNK_CANDIDATE.search(text):
+        guessed = [r for r in guess_regions(text) if r not in self.regions]
+        for i, region in enumerate(self.regions + guessed):
+            no_trunk = region in NO_TRUNK_PREFIX and i >= len(self.regions)
+            if i and region not in _NANP and not no_trunk and not _TRUNK_CANDIDATE.search(text):
                 continue  # +CC numbers were found by the first region's pass already
             for start, end, raw in valid_numbers(text, region):
                 if _dotted_id(raw.strip("[]() ")) or _inside_token(text, start, end):
                     continue
+                if isbn_like(raw, text, start):
+                    continue
                 international = raw.startswith("+") or raw.startswith("00")
-                if not international and region not in _NANP and not raw.lstrip("(").startswith("0"):
+                national = raw.lstrip("(").startswith("0") or (no_trunk and " " in raw.strip())
+                if not international and region not in _NANP and not national:
                     continue
                 span = (start, end)
                 if span in spans:
@@ -146,6 +163,8 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
                 else:
                     spans[span] = self.BARE_SCORE
         for m in _NANP_SHAPE.finditer(text):
+            if isbn_like(m.group(), text, m.start()):
+                continue
             if not _inside_token(text, m.start(), m.end()) and not _overlaps(spans, m.start(), m.end()):
                 spans[m.span()] = self.SCORE
         for m in _GROUPED.finditer(text):
@@ -159,6 +178,8 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
             ):
                 continue
             if _overlaps(spans, m.start(), m.end()) or _inside_token(text, m.start(), m.end()):
+                continue
+            if isbn_like(raw, text, m.start()):
                 continue
             worded = _PHONE_WORDS.search(text, max(0, m.start() - 40), m.start()) is not None
             if worded and epoch_like(raw):  # "phone …, ts 1717171717171": a clock reading, not a number

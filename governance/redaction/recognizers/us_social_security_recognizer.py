@@ -4,8 +4,8 @@ Presidio scores ``078-05-1120``-shaped numbers 0.5 and bare nine digits 0.05, an
 ranges (000, 666, 9xx area; 00 group; 0000 serial) and published sample numbers. Presidio's lemma
 context cannot see words in the text with the no-op NLP engine, so this recognizer looks itself: a
 match with ``SSN``/``social security`` shortly before it, or under an ``ssn``-named JSON key
-(``{"ssn": "123456780"}``), is lifted to 0.85. In such a context a grouped ``ddd-dd-dddd`` is an SSN even
-where Presidio rejects the number: the writer said it is one.
+(``{"ssn": "123456780"}``), is lifted to 0.85. In such a context a ``ddd-dd-dddd`` or a bare nine-digit
+run is an SSN even where Presidio rejects the number: the writer said it is one.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from governance.redaction.recognizers.base import RefinedPresidio, context_words
 _KEY_WORDS = frozenset(
     {"ssn", "social_security_number", "socialsecuritynumber", "social", "tax_id", "taxid", "tin"}
 )
+# the name, then a few of the words that lead to the number ("SSN on file is", "social security number:")
 _TEXT_BEFORE = re.compile(
-    r"(?i)\b(?:ssn|ss#|social\s+security(?:\s+(?:number|no\.?|#))?)\W{0,6}(?:is\W{0,3})?$"
+    r"(?i)(?:\b(?:ssn|social\s+security)\b|\bss#)[^\w\n]{0,6}"
+    r"(?:(?:numbers?|no|nr|on|file|is|was|reads|of|the|applicant|holder|us)\b[^\w\n]{0,4}){0,5}$"
 )
 
 
-_GROUPED = re.compile(r"(?<![\d-])\d{3}([- ])\d{2}\1\d{4}(?![\d-])")
+_GROUPED = re.compile(r"(?<![\d-])\d{3}([- ]?)\d{2}\1\d{4}(?![\d-])")
 _WHOLE = re.compile(r"\s*\d{3}([- ]?)\d{2}\1\d{4}\s*")
 
 
