@@ -51,9 +51,13 @@ def test_addresses_under_keys(plain: Redactor, body: dict) -> None:
 
 
 def test_address_lines_in_yaml_and_network_addresses(plain: Redactor) -> None:
-    out, _, counts = plain.redact_text("customer:\n  address: 88 Willow Crescent, Dunedin\n  ip_address: 10.2.3.4\n")
+    out, _, counts = plain.redact_text(
+        "customer:\n  address: 88 Willow Crescent, Dunedin\n  ip_address: 10.2.3.4\n"
+    )
     assert "Willow Crescent" not in out and counts["STREET_ADDRESS"] == 1
-    out, _, counts = plain.redact_payload(json.dumps({"email_address": "x", "mac_address": "00:1a:2b:3c:4d:5e"}))
+    out, _, counts = plain.redact_payload(
+        json.dumps({"email_address": "x", "mac_address": "00:1a:2b:3c:4d:5e"})
+    )
     assert counts["STREET_ADDRESS"] == 0, out
 
 
@@ -133,7 +137,9 @@ def test_passport_after_its_name(plain: Redactor, text: str, number: str) -> Non
 
 
 def test_passport_under_its_key_and_order_ids_elsewhere(plain: Redactor) -> None:
-    out, _, counts = plain.redact_payload(json.dumps({"passportNumber": "GK 8831054", "order_id": "AB1234567"}))
+    out, _, counts = plain.redact_payload(
+        json.dumps({"passportNumber": "GK 8831054", "order_id": "AB1234567"})
+    )
     assert "8831054" not in out and "AB1234567" in out and counts["PASSPORT_NUMBER"] == 1
     _, _, counts = plain.redact_text("Order AB1234567 ships from gate C4J7R2X19.")
     assert counts["PASSPORT_NUMBER"] == 0

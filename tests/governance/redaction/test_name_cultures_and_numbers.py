@@ -49,7 +49,10 @@ def test_products_shouts_and_places_are_not_people(ner: Redactor, text: str) -> 
 
 @pytest.mark.parametrize(
     ("text", "digits"),
-    [("SSN 219099999 for the W-2", "219099999"), ("Social security number on file: 536 22 8719", "536 22 8719")],
+    [
+        ("SSN 219099999 for the W-2", "219099999"),
+        ("Social security number on file: 536 22 8719", "536 22 8719"),
+    ],
 )
 def test_undashed_ssn_in_context(ner: Redactor, text: str, digits: str) -> None:
     out, _, counts = ner.redact_text(text)
@@ -63,7 +66,9 @@ def test_nine_digits_without_a_name_are_not_an_ssn(ner: Redactor) -> None:
 
 def test_region_guess() -> None:
     assert guess_regions("Lagos office, +234 line") == ["NG"]
-    assert "PL" in guess_regions("Biuro w Warszawie? No: Warsaw, 120 zł") and guess_regions("plain text") == []
+    assert (
+        "PL" in guess_regions("Biuro w Warszawie? No: Warsaw, 120 zł") and guess_regions("plain text") == []
+    )
 
 
 @pytest.mark.parametrize(
