@@ -61,14 +61,17 @@ _CUE = (
     r"(?i:\bborn\b(?:[ \t]+(?:on|in))?|\bd\.?o\.?b\b\.?|date[ \t]+of[ \t]+birth|birth[ \t_\-]?date|\bbirthday|"
     r"\bb\.[ \t]|\bnée?\b(?:[ \t]+le)?|date[ \t]+de[ \t]+naissance|\bgeboren(?:[ \t]+am)?|\bgeb\.|geburtsdatum|"
     r"geburtstag|data[ \t]+de[ \t]+nascimento|nascid[oa]s?[ \t]+(?:em|a|no|na)|fecha[ \t]+de[ \t]+nacimiento|"
-    r"nacid[oa][ \t]+el|nat[oa][ \t]+il|data[ \t]+di[ \t]+nascita|geboortedatum|geboren[ \t]+op|"
+    r"nasceu(?:[ \t]+em)?|naci[óo](?:[ \t]+el)?|nacid[oa][ \t]+el|nat[oa][ \t]+il|data[ \t]+di[ \t]+nascita|geboortedatum|geboren[ \t]+op|"
     r"data[ \t]+urodzenia|urodzon[ya]|生年月日|出生日期|생년월일)"
 )
-_AFTER_CUE = re.compile(_CUE + r"[^\n\d]{0,24}?(?P<v>" + DATE + r")(?![\d])")
+# the date after the cue on its line, or on the next (a passport page prints the label above the value)
+_AFTER_CUE = re.compile(
+    _CUE + r"(?:[^\n\d]{0,40}?|[^\n\d,;|\t]{0,40}?\r?\n[ \t]*)(?P<v>" + DATE + r")(?![\d])"
+)
 _WHOLE_DATE = re.compile(r"\s*(?P<v>" + DATE + r")\s*")
 CUE_WORDS = frozenset(
     {"born", "dob", "birth", "birthdate", "birthday", "né", "née", "naissance", "geboren",
-     "geb", "geburtsdatum", "geburtstag", "nascimento", "nascido", "nascida", "nacimiento", "nacido", "nacida",
+     "geb", "geburtsdatum", "geburtstag", "nascimento", "nascido", "nascida", "nasceu", "nació", "nacio", "nacimiento", "nacido", "nacida",
      "nato", "nata", "nascita", "geboortedatum", "urodzenia", "urodzony", "urodzona"}
 )  # fmt: skip
 _CJK_CUES = ("生年月日", "出生日期", "생년월일")

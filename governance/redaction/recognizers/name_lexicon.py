@@ -66,7 +66,12 @@ GIVEN_NAMES = vocabulary(
     "minh anh hương huong linh thảo thao tuấn tuan dũng dung hùng hung quang trang ngọc ngoc "
     "wei fang jing xiaoming xiu ying yan hui lei jun ming jian hao "
     "ji-hoon jihoon min-jun minjun seo-yeon seoyeon ji-woo jiwoo eun-ji eunji hye-jin hyejin sung-min "
-    "dong-hyun jae-won"
+    "dong-hyun jae-won "
+    # German, English-European given names that are not English words
+    "anna lena anne marie sophie lea lukas felix maximilian jonas leon paul emma mia hannah laura julia lisa "
+    "sarah katharina johanna friedrich wilhelm hans peter stefan thomas michael andreas christian markus "
+    "tobias florian sebastian matthias alexander priyanka harpreet gurpreet manpreet karthikeyan "
+    "noriko hiroko yutaka masahiro takashi"
 )
 FAMILY_FIRST = vocabulary(
     "nguyễn nguyen trần tran lê phạm pham hoàng hoang huỳnh huynh phan vũ vu võ vo đặng dang bùi bui đỗ "
@@ -80,9 +85,21 @@ _FAMILY_ENDINGS = re.compile(
     r"(?i)(?:ović|ovic|ević|evic|ić|ski|ska|cki|cka|dzki|wicz|ewicz|enko|chenko|escu|eanu|shvili|idze|"
     r"poulos|opoulou|akis|oglu|oğlu|sson|dottir|dóttir|yan|yev|yeva|ova|ová|ovna|ovich|"
     r"moto|yama|mura|kawa|gawa|shita|hara|zawa|saki|naka|mori|shima|uchi|bayashi|hashi|"
-    r"adeyemi|okonkwo|okafor|okeke|okoro|nwosu|nwachukwu|adebayo|adeleke|ogunleye|obi)$"
+    r"adeyemi|okonkwo|okafor|okeke|okoro|nwosu|nwachukwu|adebayo|adeleke|ogunleye|obi|"
+    r"mann|padhyay|opadhyay|swamy|samy|nathan|krishnan|arajan|jee|pande|kulkarni|reddy)$"
 )
 _NIGERIAN_START = re.compile(r"(?i)^(?:olu|ade|ayo|oye|ogun|oko|onye|nwa|chukwu|eze|ife|ola|oba|obi|ade)")
+
+
+_PINYIN = re.compile(
+    r"(?:(?:zh|ch|sh|[bpmfdtnlgkhjqxrzcsyw])?(?:iang|iong|uang|ang|eng|ing|ong|ian|iao|uan|uai|ai|ei|ui|ao|ou|iu|"
+    r"ie|ue|er|an|en|in|un|ua|uo|a|o|e|i|u)){1,3}"
+)
+
+
+def pinyin(word: str) -> bool:
+    """Written like a Chinese given name in pinyin, its syllables run together (``Weiming``, ``Jianguo``)."""
+    return len(word) <= 12 and _PINYIN.fullmatch(word.lower()) is not None
 
 
 def family_shaped(word: str) -> bool:

@@ -8,8 +8,8 @@
 - in a machine-readable zone (ICAO 9303: TD3 passports, two lines of 44; TD2, two of 36; TD1 cards,
   three of 30): the line that carries the document number and the birth date counts when the 7-3-1 check
   digits of both hold, and is reported whole (it also holds the nationality, birth date, sex and expiry);
-  the zone's name field (``ERIKSSON<<ANNA<MARIA``) is a ``PERSON``, as is a name written the MRZ way
-  anywhere (``SUBRAMANIAN<<MEENAKSHI``).
+  the zone's name field (``ERIKSSON<<ANNA<MARIA``) is a ``PERSON`` (a name written the MRZ way elsewhere
+  is ``machine_name_recognizer``'s).
 
 The check digits are computed here (a dozen lines): the ``mrz`` package on PyPI checks whole zones, but
 only zones already cut out of a document, and brings nothing else needed.
@@ -23,12 +23,12 @@ from typing import ClassVar
 from presidio_analyzer import AnalysisExplanation, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.key_context import KIND_WORDS, key_words
+from governance.redaction.key_context import KIND_WORDS, key_words, normal_key
 from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words
 
 SCORE = 0.9
 _NAMES = (
-    r"(?i:passport|passeport|reisepass(?:nummer|nr)?|pasaporte|passaporte|passaporto|paszport|paspoort|"
+    r"(?i:passport|passeport|reisepass(?:nummer|[\- ]?nr)?|pasaporte|passaporte|passaporto|paszport[a-z]{0,3}|paspoort|"
     r"旅券(?:番号)?|护照(?:号码?)?|여권(?:번호)?)"
 )
 _AFTER_NAME = re.compile(
@@ -36,10 +36,11 @@ _AFTER_NAME = re.compile(
     + r"[^\n\d]{0,30}?(?<![A-Za-z0-9])(?P<v>[A-Z]{1,2}[ \t]?\d{6,8}|(?=[A-Z]{0,3}\d)[A-Z0-9]{6,9})(?![A-Za-z0-9])"
 )
 _WHOLE = re.compile(r"\s*(?P<v>[A-Za-z0-9][A-Za-z0-9 \-]{4,13}[A-Za-z0-9])\s*")
-NAME_WORDS = KIND_WORDS["PASSPORT_NUMBER"]
+NAME_WORDS = KIND_WORDS["PASSPORT_NUMBER"] | {"paszportu", "paszportem"}
 _CJK_NAMES = ("旅券", "护照", "여권")
-_MRZ_LINE = re.compile(r"(?m)^[ \t]*(?P<v>[A-Z0-9<]{30}(?:[A-Z0-9<]{6}(?:[A-Z0-9<]{8})?)?)[ \t]*$")
-_MRZ_NAME = re.compile(r"(?<![A-Z0-9<])(?P<v>[A-Z]{2,}(?:<[A-Z]+)*<<[A-Z]{2,}(?:<[A-Z]+)*)")
+# a zone line on its own line, in a quoted string or a JSON list: exactly 30, 36 or 44 zone characters
+_MRZ_LINE = re.compile(r"(?<![A-Z0-9<])(?P<v>[A-Z0-9<]{30}(?:[A-Z0-9<]{6}(?:[A-Z0-9<]{8})?)?)(?![A-Z0-9<])")
+_NAME_LINE = re.compile(r"[PIACV][A-Z<][A-Z<]{3}[A-Z]")
 _VALUES = {**{str(d): d for d in range(10)}, **{chr(65 + i): 10 + i for i in range(26)}, "<": 0}
 
 
@@ -65,8 +66,13 @@ def mrz_data_line(line: str) -> bool:
 
 
 def names_passport(context: list[str] | None) -> bool:
+    """A key that names a passport (``passport_no``, ``travel_document_number``, ``旅券番号``)."""
     return any(
-        not NAME_WORDS.isdisjoint(key_words(c)) or any(n in c for n in _CJK_NAMES) for c in context or ()
+        not NAME_WORDS.isdisjoint(key_words(c))
+        or normal_key(c) in NAME_WORDS
+        or "traveldocument" in "".join(key_words(c))
+        or any(n in c for n in _CJK_NAMES)
+        for c in context or ()
     )
 
 
@@ -98,16 +104,12 @@ class PassportRecognizer(SluiceLocalRecognizer):
             line, start = m["v"], m.start("v")
             if mrz_data_line(line):
                 found.append(self.result(start, start + len(line), SCORE, "machine-readable zone"))
-            elif zone and "<<" in line:  # the zone's name line: after the type and country in TD3/TD2
+            elif "<<" in line and (zone or (len(line) in (44, 36) and _NAME_LINE.match(line))):
+                # the zone's name line: after the type and country in TD3/TD2
                 skip = 5 if len(line) in (44, 36) and line[0] in "PIACV" else 0
                 name = line[skip:].rstrip("<")
                 if name:
                     names.append((start + skip, start + skip + len(name)))
-        for m in _MRZ_NAME.finditer(text):
-            if not any(s <= m.start() < e for s, e in names) and not any(
-                r.start <= m.start() < r.end for r in found
-            ):
-                names.append(m.span("v"))
         return found + [self._person(s, e) for s, e in names]
 
     def _person(self, start: int, end: int) -> RecognizerResult:

@@ -66,11 +66,18 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
             r"(?<![A-Za-z_\d.,/-])(?<!\d[ -])(?P<v>\d{4}(?:[ -]?\d){8,15})(?![ -]?\d)(?![.,/-]\d)(?![A-Za-z_])",
             0.3,
         ),
+        Pattern(
+            # grouped as printed (4-4-4-4, 4-6-5, 4-6-4, 4-4-4-4-3, 6-13): a CSV cell between commas too
+            "grouped card number",
+            r"(?<![A-Za-z_\d./-])(?P<v>(?:\d{4}(?P<s>[ -])\d{4,6}(?P=s)\d{4,5}(?:(?P=s)\d{1,4}){0,2}|\d{6}[ -]\d{13}))"
+            r"(?![ -]?\d)(?![./-]\d)(?![A-Za-z_])",
+            0.3,
+        ),
     ]
     CONTEXT = ["credit", "card", "visa", "mastercard", "amex", "payment"]
     PREFILTER = re.compile(r"\d{4}(?:[ -]?\d){8}")
     NEEDS_NUMBER_RUN = True
-    VERSION = "3"
+    VERSION = "4"
     # any Luhn-valid number under a card-named key (``{"credit_card": …}``) is a card
     KEY_CONTEXT = KIND_WORDS["CREDIT_CARD"]
     KEY_CONTEXT_SCORE = CONTEXT_SCORE

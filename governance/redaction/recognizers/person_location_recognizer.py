@@ -80,7 +80,7 @@ def whole_name(text: str, start: int, end: int) -> tuple[int, int]:
     m = _HYPHENED_AFTER.match(text, end)
     if m is not None and m.group()[1].isupper():
         end = m.end()
-    while len(text[start:end].split()) < 5:
+    while len(text[start:end].split()) < 6:
         m = _NEXT_WORD.match(text, end)
         if m is None or not m.group(1)[0].isupper() or m.group(1).lower() in PRODUCT_WORDS:
             break

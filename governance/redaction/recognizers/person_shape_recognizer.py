@@ -29,6 +29,7 @@ from governance.redaction.recognizers.name_lexicon import (
     GIVEN_NAMES,
     VIETNAMESE_MIDDLE,
     family_shaped,
+    pinyin,
 )
 from governance.redaction.recognizers.name_shape import PARTICLES, product_like
 
@@ -62,10 +63,12 @@ def _name_at(words: list[str]) -> tuple[int, int] | None:
         low = _low(w)
         first = low.split("-")[0]
         nxt = _low(words[i + 1])
-        if low in FAMILY_FIRST and (nxt in VIETNAMESE_MIDDLE or nxt in GIVEN_NAMES or "-" in nxt):
-            return i, min(len(words), i + 4)
+        if low in FAMILY_FIRST and (
+            nxt in VIETNAMESE_MIDDLE or nxt in GIVEN_NAMES or "-" in nxt or (len(nxt) > 3 and pinyin(nxt))
+        ):
+            return i, len(words)
         if low in GIVEN_NAMES or first in GIVEN_NAMES:
-            return i, min(len(words), i + 4)
+            return i, len(words)
     if 2 <= len(words) <= 3 and family_shaped(words[-1]):
         return 0, len(words)
     return None

@@ -113,6 +113,29 @@ def isbn_like(raw: str, text: str, start: int) -> bool:
     return sum(d * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10 == 0
 
 
+# Regions tried for a national number (a trunk 0, or three digit groups) the text gives no region for
+FALLBACK_REGIONS = ("GB", "NG", "AU", "IN", "PL", "DE", "FR", "IE")
+
+
+def national_elsewhere(raw: str) -> bool:
+    """Valid as a national number of one of ``FALLBACK_REGIONS``: ``07033408304`` (Nigeria), ``08 9050
+    6168`` (Australia), ``61 859 88 80`` (Poland). An ISBN-10 is not one."""
+    digits = "".join(c for c in raw if c.isdigit())
+    if len(digits) == 10 and raw.count("-") == 3 and _isbn10(digits):
+        return False
+    for region in FALLBACK_REGIONS:
+        try:
+            if phonenumbers.is_valid_number(phonenumbers.parse(raw, region)):
+                return True
+        except phonenumbers.NumberParseException:
+            return False
+    return False
+
+
+def _isbn10(digits: str) -> bool:
+    return sum(int(d) * (10 - i) for i, d in enumerate(digits)) % 11 == 0
+
+
 def _overlaps(spans: dict[tuple[int, int], float], start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in spans)
 
@@ -140,7 +163,8 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
         self, text: str, entities: list[str] | None = None, nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
         spans: dict[tuple[int, int], float] = {}
-        guessed = [r for r in guess_regions(text) if r not in self.regions]
+        cued = guess_regions(text)
+        guessed = [r for r in cued if r not in self.regions]
         for i, region in enumerate(self.regions + guessed):
             no_trunk = region in NO_TRUNK_PREFIX and i >= len(self.regions)
             if i and region not in _NANP and not no_trunk and not _TRUNK_CANDIDATE.search(text):
@@ -151,14 +175,17 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
                 if isbn_like(raw, text, start):
                     continue
                 international = raw.startswith("+") or raw.startswith("00")
-                national = raw.lstrip("(").startswith("0") or (no_trunk and " " in raw.strip())
+                national = raw.lstrip("(").startswith("0") or (no_trunk and any(c in raw for c in " -."))
                 if not international and region not in _NANP and not national:
                     continue
                 span = (start, end)
-                if span in spans:
+                if spans.get(span) == self.SCORE:
                     continue
                 formatted = international or any(c in raw for c in " -.()/")
-                if formatted or _PHONE_WORDS.search(text, max(0, start - 40), start):
+                # a national number with its trunk 0 (ten or eleven digits: no id is written so) or in a text
+                # that names its country needs no phone word
+                placed = national and not no_trunk and (region in cued or 10 <= len(raw) <= 11)
+                if formatted or placed or _PHONE_WORDS.search(text, max(0, start - 40), start):
                     spans[span] = self.SCORE
                 else:
                     spans[span] = self.BARE_SCORE
@@ -184,5 +211,7 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
             worded = _PHONE_WORDS.search(text, max(0, m.start() - 40), m.start()) is not None
             if worded and epoch_like(raw):  # "phone …, ts 1717171717171": a clock reading, not a number
                 worded = False
+            if not worded and 9 <= digits <= 11 and (raw[0] in "0(" or raw.count(" ") >= 2):
+                worded = national_elsewhere(raw)
             spans[m.span()] = self.SCORE if worded and (digits >= 8 or raw[0] == "+") else self.BARE_SCORE
         return [self.result(s, e, score) for (s, e), score in spans.items()]

@@ -128,12 +128,15 @@ _JAPANESE = re.compile(
 _SYLLABLE_CLUSTERS = frozenset({"sh", "ch", "ts", "ky", "gy", "ny", "hy", "my", "ry", "by", "py", "j", "f"})
 _NOT_DISTRICTS = frozenset({"page", "range", "game", "rule", "note", "size", "type", "date", "time", "code",
                             "zone", "phase", "image", "stage", "issue", "one", "done", "make", "take", "use"})  # fmt: skip
-_KANJI = re.compile(r"(?P<v>[\u4e00-\u9fff]{1,8}\d{1,2}(?:丁目|-)\d{1,4}(?:番地?|-)\d{1,4}号?)")
+_KANJI = re.compile(
+    r"(?P<v>(?:[\u4e00-\u9fff]{1,6}[都道府県])?(?:[\u4e00-\u9fff]{1,6}[市区町村郡])*[\u4e00-\u9fff]{1,8}"
+    r"\d{1,2}(?:丁目|-)\d{1,4}(?:番地?|-)\d{1,4}号?)"
+)
 _TRAILING_SET = frozenset(_TRAILING_KINDS)
 _FRENCH_SET = frozenset(_FRENCH_KINDS)
 _LEADING_SET = frozenset(_LEADING_KINDS) - {"c"}
 _JAPANESE_CUE = re.compile(r"\d-\d{1,3}")
-ADDRESS_KEY_WORDS = KIND_WORDS["STREET_ADDRESS"] | {"addressline", "address2", "地址", "주소"}
+ADDRESS_KEY_WORDS = KIND_WORDS["STREET_ADDRESS"] | {"addressline", "address2", "地址", "주소", "addr"}
 _NOT_POSTAL = frozenset({"ip", "email", "mail", "mac", "wallet", "server", "host", "url", "web", "remote",
                          "bind", "listen", "memory", "contract", "btc", "eth", "base", "return", "ipv4", "ipv6",
                          "proxy", "gateway", "node", "peer", "socket", "broker", "hex", "mem", "reply"})  # fmt: skip
@@ -195,7 +198,7 @@ class StreetAddressRecognizer(SluiceLocalRecognizer):
             picked += [_GLUED, _SEPARATE_GERMAN]
         if "-" in text and _JAPANESE_CUE.search(text):
             picked.append(_JAPANESE)
-        if "丁目" in text or "番" in text:
+        if "丁目" in text or "番" in text or ("-" in text and any(c in text for c in "都道府県市区町村")):
             picked.append(_KANJI)
         return picked
 
