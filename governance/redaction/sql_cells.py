@@ -17,7 +17,7 @@ _VALUE = re.compile(r"\s*(?:'(?P<q>(?:[^']|'')*)'|(?P<b>[^,()\s']+))\s*(?P<sep>[
 
 def sql_cells(text: str) -> Iterator[tuple[str, int, int]]:
     """(column, start, end) of each quoted or bare value of each row of each INSERT in ``text``."""
-    if "insert" not in text.lower():
+    if "INSERT" not in text and "insert" not in text and "Insert" not in text:
         return
     for m in _INSERT.finditer(text):
         cols = [c.strip().strip('`"[]') for c in m["cols"].split(",")]

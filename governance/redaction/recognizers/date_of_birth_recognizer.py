@@ -68,12 +68,16 @@ _CUE = (
 _AFTER_CUE = re.compile(
     _CUE + r"(?:[^\n\d]{0,40}?|[^\n\d,;|\t]{0,40}?\r?\n[ \t]*)(?P<v>" + DATE + r")(?![\d])"
 )
+_DATE_IN = re.compile(r"(?<![\d])(?P<v>" + DATE + r")(?![\d])")
 _WHOLE_DATE = re.compile(r"\s*(?P<v>" + DATE + r")\s*")
 CUE_WORDS = frozenset(
     {"born", "dob", "birth", "birthdate", "birthday", "né", "née", "naissance", "geboren",
      "geb", "geburtsdatum", "geburtstag", "nascimento", "nascido", "nascida", "nasceu", "nació", "nacio", "nacimiento", "nacido", "nacida",
      "nato", "nata", "nascita", "geboortedatum", "urodzenia", "urodzony", "urodzona"}
 )  # fmt: skip
+# substrings of the cues (any case they are written in): texts holding none skip the word scan
+_HINTS = ("orn", "ORN", "ob", "OB", "o.b", "O.B", "irth", "IRTH", "né", "NÉ", "eb", "EB", "asc", "ASC", "aci",
+          "ACI", "ato", "ATO", "ata", "ATA", "aissance", "urodz", "Urodz", "URODZ", "生年月日", "出生日期", "생년월일")  # fmt: skip
 _CJK_CUES = ("生年月日", "出生日期", "생년월일")
 BIRTH_KEY_WORDS = KIND_WORDS["DATE_OF_BIRTH"] | {"urodzenia", "出生日期", "생년월일"}
 
@@ -93,11 +97,13 @@ class DateOfBirthRecognizer(SluiceLocalRecognizer):
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if names_birth(context):
             return True
+        if not any(h in text for h in _HINTS):
+            return False
         return (
-            not CUE_WORDS.isdisjoint(letter_words(text))
-            or any(c in text for c in _CJK_CUES)
+            any(c in text for c in _CJK_CUES)
             or "D.O.B" in text
             or "d.o.b" in text
+            or not CUE_WORDS.isdisjoint(letter_words(text))
         )
 
     def analyze(
@@ -109,8 +115,10 @@ class DateOfBirthRecognizer(SluiceLocalRecognizer):
         """The value under a birth key: the date in it, or the whole value when it holds a digit."""
         if not names_birth(context) or not any(c.isdigit() for c in text) or len(text) > 64:
             return None
-        m = _WHOLE_DATE.fullmatch(text)
-        if m is not None:
+        m = _WHOLE_DATE.fullmatch(text) or _DATE_IN.search(text)
+        if m is not None:  # the date itself ("01.11.1942. Vertrag vom …": the rest is another sentence)
             return self.result(*m.span("v"), SCORE, "date under a birth key", by_key=True)
+        if len(text.strip()) > 24:
+            return None
         start = len(text) - len(text.lstrip())
         return self.result(start, len(text.rstrip()), SCORE, "value under a birth key", by_key=True)

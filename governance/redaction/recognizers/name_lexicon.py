@@ -86,7 +86,8 @@ _FAMILY_ENDINGS = re.compile(
     r"poulos|opoulou|akis|oglu|oğlu|sson|dottir|dóttir|yan|yev|yeva|ova|ová|ovna|ovich|"
     r"moto|yama|mura|kawa|gawa|shita|hara|zawa|saki|naka|mori|shima|uchi|bayashi|hashi|"
     r"adeyemi|okonkwo|okafor|okeke|okoro|nwosu|nwachukwu|adebayo|adeleke|ogunleye|obi|"
-    r"mann|padhyay|opadhyay|swamy|samy|nathan|krishnan|arajan|jee|pande|kulkarni|reddy)$"
+    r"mann|padhyay|opadhyay|swamy|samy|nathan|krishnan|arajan|jee|pande|kulkarni|reddy|raman|vasan|murthy|"
+    r"pillai|iyer|iyengar|rajan)$"
 )
 _NIGERIAN_START = re.compile(r"(?i)^(?:olu|ade|ayo|oye|ogun|oko|onye|nwa|chukwu|eze|ife|ola|oba|obi|ade)")
 

@@ -45,6 +45,7 @@ _LABEL = re.compile(
 # A name in its own script after a label: "contact: 岡田結衣", "이름: 김민서"
 _NATIVE_AFTER = re.compile(
     r"[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7a3]{2,6}(?![\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7a3])"
+    r"|[\u0600-\u06ff]{2,}(?: [\u0600-\u06ff]{2,}){0,3}"
 )
 # Between two names of one list: "Siobhan O'Connor and Nguyen Van An", "Ana Souza, Li Wei".
 _LIST_JOIN = re.compile(r"[ \t]*(?:,|&|/|\band\b|\bund\b|\bet\b|\by\b|\be\b)[ \t]*")

@@ -34,7 +34,7 @@ from governance.redaction.recognizers.phone_regions import NO_TRUNK_PREFIX, gues
 _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
     r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us)|"
-    r"callback|voicemail|ring|handy|mobil|kontakt)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
+    r"callback|voicemail|ring|handy|mobil|kontakt|dzwoni[ćc]|zadzwo[ńn]|dzwo[ńn]|komórka|komorka)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
     r"numéro|número|nummer|ruf|portable|celular|móvil|appel|joindre|chiam|contatt|電話|携帯|电话|手机|전화|телефон"
     # a signature's one-letter labels at the start of a line: "M: …", "W: …", "T. …", "Ph: …"
     r"|(?m:^[ \t]*(?:[mtwpohf]|ph|mob|tél|off|dir)[ \t]*[.:]))"
@@ -175,7 +175,11 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
                 if isbn_like(raw, text, start):
                     continue
                 international = raw.startswith("+") or raw.startswith("00")
-                national = raw.lstrip("(").startswith("0") or (no_trunk and any(c in raw for c in " -."))
+                worded = _PHONE_WORDS.search(text, max(0, start - 40), start) is not None
+                # a country without a trunk prefix: written in groups, or named a phone number
+                national = raw.lstrip("(").startswith("0") or (
+                    no_trunk and (worded or any(c in raw for c in " -."))
+                )
                 if not international and region not in _NANP and not national:
                     continue
                 span = (start, end)
@@ -185,7 +189,7 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
                 # a national number with its trunk 0 (ten or eleven digits: no id is written so) or in a text
                 # that names its country needs no phone word
                 placed = national and not no_trunk and (region in cued or 10 <= len(raw) <= 11)
-                if formatted or placed or _PHONE_WORDS.search(text, max(0, start - 40), start):
+                if formatted or placed or worded:
                     spans[span] = self.SCORE
                 else:
                     spans[span] = self.BARE_SCORE

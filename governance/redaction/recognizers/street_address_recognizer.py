@@ -65,7 +65,7 @@ _GLUED_ENDINGS = (
     "gate", "gade", "katu", "tie",
 )  # fmt: skip
 _UNIT = (
-    r"(?:,?[ \t]+(?:apt|apartment|suite|ste|unit|flat|floor|fl|room|rm|bldg|building|no|#|piso|andar|apto|"
+    r"(?i:,?[ \t]+(?:apt|apartment|suite|ste|unit|flat|floor|fl|room|rm|bldg|building|no|#|piso|andar|apto|"
     r"appt|bte|wohnung|lok|m)\.?[ \t]*#?[ \t]*[\dA-Z][\w\-/]{0,6})?"
 )
 _NUMBER = r"\d{1,6}[A-Za-z]?(?:[/\-]\d{1,5}[A-Za-z]?)?"
@@ -122,7 +122,7 @@ _SEPARATE_GERMAN = re.compile(
     + r"(?![\w]))"
 )
 _JAPANESE = re.compile(
-    r"(?<![\w\-])(?P<v>(?P<w>[A-Za-zāōū]{2,16}(?:-[A-Za-zāōū]{2,16})?)[ \t]+"
+    r"(?<![A-Za-z0-9_\-])(?P<v>(?P<w>[A-Za-zāōū]{2,16}(?:-[A-Za-zāōū]{2,16})?)[ \t]+"
     r"(?:\d{1,2}-chome[ \t,]+\d{1,3}-\d{1,4}|\d{1,2}-\d{1,3}-\d{1,4})(?![\w\-]))"
 )
 _SYLLABLE_CLUSTERS = frozenset({"sh", "ch", "ts", "ky", "gy", "ny", "hy", "my", "ry", "by", "py", "j", "f"})
@@ -132,6 +132,17 @@ _KANJI = re.compile(
     r"(?P<v>(?:[\u4e00-\u9fff]{1,6}[都道府県])?(?:[\u4e00-\u9fff]{1,6}[市区町村郡])*[\u4e00-\u9fff]{1,8}"
     r"\d{1,2}(?:丁目|-)\d{1,4}(?:番地?|-)\d{1,4}号?)"
 )
+# India: a flat or house number, the building's name, then the cross or main road ("4th Cross")
+_INDIAN = re.compile(
+    r"(?<![\w])(?P<v>(?i:flat|house|plot|door|villa)[ \t]*(?i:no\.?)?[ \t]*\d{1,5}[A-Za-z]?,[ \t]+"
+    + _CAP
+    + r"(?:[ \t]+"
+    + _CAP
+    + r"){0,3}(?:,[ \t]+\d{1,2}(?:st|nd|rd|th)[ \t]+(?i:cross|main|block|stage|phase|sector)"
+    r"(?:[ \t]+(?i:road|rd))?)?)"
+)
+_INDIAN_SET = vocabulary("flat house plot door villa")
+_DIGIT = re.compile(r"\d")
 _TRAILING_SET = frozenset(_TRAILING_KINDS)
 _FRENCH_SET = frozenset(_FRENCH_KINDS)
 _LEADING_SET = frozenset(_LEADING_KINDS) - {"c"}
@@ -165,7 +176,7 @@ _ROMAJI_LETTERS = frozenset("aeiounkgsztdhbpmyrwfjc")
 
 
 def _glued(words: frozenset[str]) -> bool:
-    return any(w.endswith(_GLUED_ENDINGS) and len(w) > 4 for w in words)
+    return any(len(w) > 4 and w.endswith(_GLUED_ENDINGS) for w in words)
 
 
 def names_address(context: list[str] | None) -> bool:
@@ -194,6 +205,8 @@ class StreetAddressRecognizer(SluiceLocalRecognizer):
             picked.append(_FRENCH)
         if not words.isdisjoint(_LEADING_SET):
             picked.append(_LEADING)
+        if not words.isdisjoint(_INDIAN_SET):
+            picked.append(_INDIAN)
         if _glued(words):
             picked += [_GLUED, _SEPARATE_GERMAN]
         if "-" in text and _JAPANESE_CUE.search(text):
@@ -205,7 +218,7 @@ class StreetAddressRecognizer(SluiceLocalRecognizer):
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if names_address(context):
             return True
-        if not any(c.isdigit() for c in text[:4096]) and not re.search(r"\d", text):
+        if _DIGIT.search(text) is None:
             return False
         return bool(self._families(text))
 
