@@ -13,6 +13,14 @@ seeded eval set of bench/data (prose and JSON tool payloads; clean near-miss tex
 an end-to-end leak check through ``Redactor`` (does any labelled value survive?), and stock Presidio
 (pattern-only, raw JSON strings) on the same set for comparison.
 
+Held-out PII corpus (``bench/data/corpus_pii``, written apart from the recognizers, see its README): 383
+single payloads of street addresses, dates of birth, passport numbers and zones, names of twelve naming
+cultures in nine forms, undashed SSNs, national phone formats, card groupings and clean near misses, each
+redacted as one step event with the same settings (``bench/redaction_corpus.py``). Reported: leak rate per
+class, person leak on its name set, false placeholders per 20 clean records, must-keep strings lost. The
+headline ``structured_leak_max``, ``person_leak`` and ``clean_false_placeholders_per_20`` are the worse of
+the two independent sets.
+
 Throughput, single process, CPU time (``time.process_time``): 20-turn agent trajectories redacted
 (a) by ``Redactor`` on delta steps as the proxy sends them (state round-tripped through JSON each
 step, as the Faust table does), (b) by ``Redactor`` when an unlinked agent re-sends its whole
@@ -41,6 +49,7 @@ from contextlib import contextmanager
 from bench.data.agent_trajectories import as_resent, build_trajectories, history_texts, step_texts
 from bench.data.redaction_eval_set import EvalCase, build_eval_set
 from bench.data.unseen_eval_set import build_unseen_set
+from bench.redaction_corpus import load_corpus, score_corpus
 from bench.redaction_unseen import as_steps, score_sluice, score_texts
 from governance.config import RedactionConfig
 from governance.redaction import PlaceholderState, Redactor
@@ -262,19 +271,32 @@ def unseen_figures(args, ner_cfg: RedactionConfig, cfg: RedactionConfig, stock, 
           f"{shipped['clean_false_placeholder_types']}  stock+spaCy={stock_spacy['clean_false_placeholders_per_20']}")  # fmt: skip
     if shipped["variant_leak"]:
         print(f"  leaking variants: {shipped['variant_leak']}")
+    corpus = score_corpus(load_corpus(), shipped_redactor)
+    print(f"held-out PII corpus ({corpus['corpus_records']} records), leak rate per class: "
+          f"{corpus['corpus_leak_per_type']}; false placeholders per 20 clean records: "
+          f"{corpus['corpus_clean_false_placeholders_per_20']}; must-keep lost: {corpus['corpus_must_keep_lost_per_class']}")  # fmt: skip
+    worst = max(shipped["structured_leak_max"], corpus["corpus_structured_leak_max"])
     return {
         "unseen_trajectories": len(trajs),
-        "structured_leak_max": shipped["structured_leak_max"],
-        "structured_leak_max_type": shipped["structured_leak_max_type"],
-        "person_leak": shipped["person_leak"],
+        "structured_leak_max": worst,
+        "structured_leak_max_type": shipped["structured_leak_max_type"]
+        if shipped["structured_leak_max"] >= corpus["corpus_structured_leak_max"]
+        else corpus["corpus_structured_leak_max_type"],
+        "unseen_structured_leak_max": shipped["structured_leak_max"],
+        "person_leak": max(shipped["person_leak"], corpus["corpus_person_leak"]),
+        "unseen_person_leak": shipped["person_leak"],
         "person_leak_ner_off": no_ner["person_leak"],
-        "clean_false_placeholders_per_20": shipped["clean_false_placeholders_per_20"],
+        "clean_false_placeholders_per_20": max(
+            shipped["clean_false_placeholders_per_20"], corpus["corpus_clean_false_placeholders_per_20"]
+        ),
+        "unseen_clean_false_placeholders_per_20": shipped["clean_false_placeholders_per_20"],
         "ner_steps_per_s_per_core_unseen": round(unseen_rate, 1),
         "ner_windows_unseen": shipped_redactor.analyzer.ner_windows,
         "unseen_recall_per_type": shipped["recall_per_type"],
         "stock_presidio_structured_leak_max": stock_pat["structured_leak_max"],
         "stock_presidio_ner_person_leak": stock_spacy["person_leak"],
         "stock_presidio_ner_clean_false_placeholders_per_20": stock_spacy["clean_false_placeholders_per_20"],
+        **{k: v for k, v in corpus.items() if k != "corpus_leaked_ids"},
     }
 
 

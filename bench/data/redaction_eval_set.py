@@ -54,7 +54,7 @@ PROSE = {
     "IP_ADDRESS": ["Failed SSH login from {v} at 03:12 UTC.", "GET /api/v1/users 200 client={v} latency=12ms",
                    "Whitelist {v} in the security group.", "upstream connect error to [{v}]:443 reset",
                    "X-Forwarded-For: {v}", "ssh deploy@{v} -p 2222"],
-    "US_SSN": ["Applicant SSN: {v}, DOB 1984-07-19.", "Her social security number is {v}.",
+    "US_SSN": ["Applicant SSN: {v}, filed 2024-07-19.", "Her social security number is {v}.",
                "ssn={v} state=CA status=verified"],
     "OPENAI_API_KEY": ["export OPENAI_API_KEY={v}", "Here is my key {v}, why do I get 401?", "headers = {{'Authorization': 'Bearer {v}'}}",
                        "client = OpenAI(api_key=\"{v}\")"],

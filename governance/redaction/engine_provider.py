@@ -27,9 +27,11 @@ from governance.redaction.recognizers import (
     pattern_recognizer_factories,
     recognizer_version,
 )
+from governance.redaction.recognizers.machine_name_recognizer import MachineNameRecognizer
 from governance.redaction.recognizers.person_cue_recognizer import PersonCueRecognizer
 from governance.redaction.recognizers.person_key_recognizer import PersonKeyRecognizer
 from governance.redaction.recognizers.person_location_recognizer import PersonLocationRecognizer
+from governance.redaction.recognizers.person_shape_recognizer import PersonShapeRecognizer
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +120,12 @@ def build_engines(cfg: RedactionConfig) -> Engines:
         if ner_entities:
             recognizers.append(PersonLocationRecognizer(ner_entities, supported_language=lang))
         if "PERSON" in ner_entities:
-            recognizers += [PersonKeyRecognizer(lang), PersonCueRecognizer(lang)]
+            recognizers += [
+                PersonKeyRecognizer(lang),
+                PersonCueRecognizer(lang),
+                PersonShapeRecognizer(lang),
+                MachineNameRecognizer(lang),
+            ]
     stock = [e for e in entities if e not in factories and e not in NER_ENTITIES]
     recognizers += _stock_recognizers(stock, cfg.languages)
 

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import NamedTuple
 
+from governance.redaction.sql_cells import sql_cells
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SPLIT = re.compile(r"[\W_]+")  # any script: "contraseña", "パスワード" stay words
 
@@ -70,7 +72,7 @@ KIND_WORDS: dict[str, frozenset[str]] = {
     "CREDIT_CARD": frozenset({"card", "cc", "pan", "credit", "creditcard", "visa", "mastercard", "amex", "payment"}),
     "EMAIL_ADDRESS": frozenset({"email", "mail", "reply", "recipient", "sender", "correo", "courriel", "メール",
                                 "邮箱", "이메일", "почта"}),
-    "US_SSN": frozenset({"ssn", "social", "tax", "tin", "sin"}),
+    "US_SSN": frozenset({"ssn", "social", "tax", "tin", "sin", "taxpayer"}),
     "IBAN_CODE": frozenset({"iban", "bank", "account", "payout"}),
     "IP_ADDRESS": frozenset({"ip", "addr", "remote", "client", "source"}),
     "NATIONAL_ID": frozenset({"cpf", "aadhaar", "aadhar", "pan", "nino", "nhs", "sin", "dni", "nie", "nif",
@@ -81,6 +83,13 @@ KIND_WORDS: dict[str, frozenset[str]] = {
                               "individualnumber", "kojin_bango", "kojinbango", "resident_registration_number",
                               "nhs_no", "aadhaar_no", "aadhaarno", "social_insurance_number", "sozialversicherungsnummer",
                               "svnr", "nss", "rut", "curp", "rfc"}),
+    "PASSPORT_NUMBER": frozenset({"passport", "passeport", "reisepass", "reisepassnummer", "pasaporte",
+                                  "passaporte", "passaporto", "paszport", "paspoort", "travel_document_number",
+                                  "traveldocumentnumber", "travel_document", "reisepass_nr"}),
+    "DATE_OF_BIRTH": frozenset({"dob", "birth", "birthdate", "birthday", "born", "geburtsdatum", "geburtstag",
+                                "nascimento", "nacimiento", "naissance", "nascita", "geboortedatum", "生年月日", "urodzenia"}),
+    "STREET_ADDRESS": frozenset({"address", "street", "adresse", "anschrift", "endereco", "endereço", "direccion",
+                                 "dirección", "indirizzo", "adres", "住所", "strasse", "straße", "address1"}),
 }  # fmt: skip
 # ``<role>_name`` keys that name a person (``product_name``, ``table_name`` do not).
 PERSON_ROLES = frozenset(
@@ -93,7 +102,9 @@ PERSON_KEYS = frozenset(
      "contact_name", "assignee", "author", "owner", "patient", "patient_name", "employee", "employee_name",
      "recipient", "recipient_name", "sender", "sender_name", "display_name", "cardholder", "card_holder",
      "holder_name", "account_holder", "person", "signatory", "reporter", "requester", "contact", "fullname",
-     "firstname", "lastname", "attendee", "guardian", "next_of_kin", "emergency_contact"}
+     "firstname", "lastname", "attendee", "guardian", "next_of_kin", "emergency_contact", "beneficiary", "payee",
+     "passenger", "pax", "traveller", "traveler", "given_names", "vorname", "nachname", "prenom", "nom", "nome",
+     "sobrenome", "apellidos", "nombre", "imie", "nazwisko"}
 )  # fmt: skip
 
 
@@ -302,6 +313,7 @@ def keyed_spans(text: str) -> list[KeyedSpan]:
             if names_anything(m["k"]) and not code_or_placeholder(m["v"]):
                 spans.setdefault(m.span("v"), m["k"])
     cells = csv_cells(text) + (table_cells(text) if "|" in text else [])
+    cells += [KeyedSpan(k, s, e) for k, s, e in sql_cells(text) if names_anything(k)]
     spans.update({(s, e): k for k, s, e in cells if (s, e) not in spans})
     return [KeyedSpan(k, s, e) for (s, e), k in sorted(spans.items())]
 

@@ -30,14 +30,14 @@ def normalise(entity_type: str, value: str, phone_region: str = "US") -> str:
             return phonenumbers.format_number(num, phonenumbers.PhoneNumberFormat.E164)
         except phonenumbers.NumberParseException:
             return re.sub(r"\D", "", v)
-    if entity_type in ("CREDIT_CARD", "US_SSN", "IBAN_CODE", "NATIONAL_ID"):
+    if entity_type in ("CREDIT_CARD", "US_SSN", "IBAN_CODE", "NATIONAL_ID", "PASSPORT_NUMBER"):
         return _NON_ALNUM.sub("", v).upper()
     if entity_type == "IP_ADDRESS":
         try:
             return ipaddress.ip_address(v).compressed
         except ValueError:
             return v.lower()
-    if entity_type in ("PERSON", "LOCATION", "NRP"):
+    if entity_type in ("PERSON", "LOCATION", "NRP", "STREET_ADDRESS"):
         return _SPACES.sub(" ", v).casefold()
     return v
 

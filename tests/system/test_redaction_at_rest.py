@@ -26,6 +26,7 @@ import yaml
 
 from app.config import load_config
 from app.up import running_stack
+from governance.redaction.recognizers.passport_recognizer import check_digit
 from pipeline.demo.personas import PERSONAS, canaries
 from pipeline.stages.names import changelog_topics, ticks_topic
 from sluice.events import scoped_trajectory_id
@@ -68,7 +69,27 @@ AMEX = luhn_complete("37144963539843")
 PHONE_UNASSIGNED = "(211) 555-0147"
 HF_TOKEN = "hf_" + "Qk29XbLmT7vWc4RzN8pD3sYfG6hJ1aEuVo"
 NAMES = ("Oluwaseun Okonkwo-Bright", "Małgorzata Wiśniewska", "Haruto Fujisawa")
-CANARIES = [AWS_ID, DB_PASSWORD, CARD_NO_BRAND, AMEX, PHONE_UNASSIGNED, HF_TOKEN, *NAMES]
+# the types without a recognizer before: street addresses, dates of birth, passports and their zones
+STREET = "4417 Larkspur Ave"
+RUA = "Rua Visconde de Pirajá, 318"
+DOB = "19 November 1963"
+DOB_ISO = "1963-11-19"
+PASSPORT = "K7Q402185"
+CAPS_NAME = "ADAOBI NWANKWO"
+
+
+def mrz_zone() -> tuple[str, str]:
+    """A TD3 zone (ICAO 9303) for the canary passport, check digits computed as the standard says."""
+    number, birth, expiry = PASSPORT, "631119", "310402"
+    line2 = f"{number}{check_digit(number)}NGA{birth}{check_digit(birth)}F{expiry}{check_digit(expiry)}"
+    line2 += "<" * 14 + check_digit("<" * 14)
+    composite = line2[0:10] + line2[13:20] + line2[21:43]
+    return ("P<NGANWANKWO<<ADAOBI<CHIOMA").ljust(44, "<"), line2 + check_digit(composite)
+
+
+MRZ = mrz_zone()
+CANARIES = [AWS_ID, DB_PASSWORD, CARD_NO_BRAND, AMEX, PHONE_UNASSIGNED, HF_TOKEN, *NAMES, STREET, RUA, DOB,
+            DOB_ISO, PASSPORT, CAPS_NAME, *MRZ, "NWANKWO<<ADAOBI"]  # fmt: skip
 
 
 def conversation() -> list[dict]:
@@ -102,11 +123,20 @@ def conversation() -> list[dict]:
                     "contact": PHONE_UNASSIGNED,
                     "credit_card": AMEX,
                     "config": f'[default]\nregion = eu-west-1\ntoken = "{AWS_ID}"\n',
+                    "shipping_address": f"{RUA}, Ipanema, Rio de Janeiro",
+                    "date_of_birth": DOB_ISO,
+                    "passport_no": PASSPORT,
+                    "beneficiary": CAPS_NAME,
+                    "scan": "\n".join(MRZ),
                 },
                 ensure_ascii=False,
             ),
         },
-        {"role": "user", "content": f"Also, Dear {NAMES[2]} asked for the invoice to go out today."},
+        {
+            "role": "user",
+            "content": f"Also, Dear {NAMES[2]} asked for the invoice to go out today. Ship the spare to "
+            f"{STREET}, Apt 3, Tulsa; the account holder was born on {DOB}, passport number {PASSPORT}.",
+        },
     ]
 
 

@@ -17,6 +17,7 @@ from governance.redaction.recognizers.aws_access_key_id_recognizer import AwsAcc
 from governance.redaction.recognizers.aws_secret_access_key_recognizer import AwsSecretAccessKeyRecognizer
 from governance.redaction.recognizers.base import Prefiltered, SluicePatternRecognizer
 from governance.redaction.recognizers.credential_recognizer import CredentialRecognizer
+from governance.redaction.recognizers.date_of_birth_recognizer import DateOfBirthRecognizer
 from governance.redaction.recognizers.email_address_recognizer import EmailAddressRecognizer
 from governance.redaction.recognizers.github_token_recognizer import GithubTokenRecognizer
 from governance.redaction.recognizers.google_api_key_recognizer import GoogleApiKeyRecognizer
@@ -25,11 +26,13 @@ from governance.redaction.recognizers.ip_address_recognizer import IpAddressReco
 from governance.redaction.recognizers.jwt_recognizer import JwtRecognizer
 from governance.redaction.recognizers.national_id_recognizer import NationalIdRecognizer
 from governance.redaction.recognizers.openai_api_key_recognizer import OpenAiApiKeyRecognizer
+from governance.redaction.recognizers.passport_recognizer import PassportRecognizer
 from governance.redaction.recognizers.payment_card_recognizer import PaymentCardRecognizer
 from governance.redaction.recognizers.person_location_recognizer import NER_ENTITIES
 from governance.redaction.recognizers.phone_number_recognizer import PhoneNumberRecognizer
 from governance.redaction.recognizers.private_key_recognizer import PrivateKeyRecognizer
 from governance.redaction.recognizers.slack_token_recognizer import SlackTokenRecognizer
+from governance.redaction.recognizers.street_address_recognizer import StreetAddressRecognizer
 from governance.redaction.recognizers.stripe_key_recognizer import StripeKeyRecognizer
 from governance.redaction.recognizers.url_password_recognizer import UrlPasswordRecognizer
 from governance.redaction.recognizers.us_social_security_recognizer import UsSocialSecurityRecognizer
@@ -71,6 +74,9 @@ PII_ENTITIES: tuple[str, ...] = (
     "IP_ADDRESS",
     "US_SSN",
     "NATIONAL_ID",
+    "PASSPORT_NUMBER",
+    "DATE_OF_BIRTH",
+    "STREET_ADDRESS",
 )
 DEFAULT_ENTITIES: tuple[str, ...] = PII_ENTITIES + SECRET_ENTITIES
 FAMILIES: dict[str, tuple[str, ...]] = {"SECRET": SECRET_ENTITIES, "PII": PII_ENTITIES, "NER": NER_ENTITIES}
@@ -96,6 +102,9 @@ def pattern_recognizer_factories(
         "IP_ADDRESS": lambda lang: IpAddressRecognizer(supported_language=lang),
         "US_SSN": lambda lang: UsSocialSecurityRecognizer(supported_language=lang),
         "NATIONAL_ID": lambda lang: NationalIdRecognizer(supported_language=lang),
+        "PASSPORT_NUMBER": lambda lang: PassportRecognizer(supported_language=lang),
+        "DATE_OF_BIRTH": lambda lang: DateOfBirthRecognizer(supported_language=lang),
+        "STREET_ADDRESS": lambda lang: StreetAddressRecognizer(supported_language=lang),
     }
     for cls in SECRET_RECOGNIZERS:
         factories[cls.ENTITY] = lambda lang, cls=cls: cls(supported_language=lang)

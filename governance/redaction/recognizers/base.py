@@ -65,6 +65,11 @@ def has_number_run(text: str) -> bool:
     return _NUMBER_RUN.search(text) is not None
 
 
+def vocabulary(spaced: str) -> frozenset[str]:
+    """The words of a space-separated vocabulary (a long list of words reads best as one string)."""
+    return frozenset(spaced.split())
+
+
 def context_words(context: list[str] | None) -> set[str]:
     """Lower-cased words of the context strings: ``["aws_secret_access_key"]`` -> {aws, secret, ...}."""
     words: set[str] = set()

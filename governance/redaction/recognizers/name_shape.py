@@ -29,7 +29,14 @@ PRODUCT_WORDS = frozenset(
      "redshift", "lambda", "functions", "kafka", "spark", "linux", "windows", "ubuntu", "debian", "android",
      # roles and machinery that sign and file things without being anyone: "Logged by System Admin"
      "admin", "administrator", "system", "bot", "automation", "team", "support", "user", "operator", "staff",
-     "robot", "daemon", "scheduler", "agent", "assistant", "helpdesk", "desk", "department", "committee"}
+     "robot", "daemon", "scheduler", "agent", "assistant", "helpdesk", "desk", "department", "committee",
+     "coordinator", "director", "officer", "engineer", "specialist", "lead", "head", "clerk", "representative",
+     "consultant", "analyst", "developer", "designer", "secretary", "president", "accounts", "payable",
+     "receivable", "billing", "sales", "finance", "operations", "customer", "care",
+     # places and organisations whose names read like a person's: "Main Street Capital", "Noto Sans JP"
+     "street", "road", "avenue", "boulevard", "capital", "bank", "group", "holdings", "partners", "journal",
+     "times", "news", "records", "sans", "serif", "font", "inc", "ltd", "llc", "gmbh", "corp", "company",
+     "university", "college", "school", "hospital", "clinic", "hotel", "airport", "station"}
 )  # fmt: skip
 # Makers whose name leads a product name ("Ford Ranger", "Dell Latitude"): first word of a span.
 BRAND_WORDS = frozenset(
@@ -71,7 +78,10 @@ def _capitalised(word: str) -> bool:
 
 
 def name_tokens(value: str) -> list[str] | None:
-    """The words of ``value`` if it is written like a personal name, else None."""
+    """The words of ``value`` if it is written like a personal name (in capitals too: ``KENJI HAYASHI``), else
+    None."""
+    if value.isupper() and not any(c.isdigit() for c in value):
+        value = value.title()
     words = value.split()
     if not 1 <= len(words) <= 5:
         return None
@@ -80,6 +90,17 @@ def name_tokens(value: str) -> list[str] | None:
     if all(w.lower() in PARTICLES for w in words) or any(len(w) > 24 for w in words):
         return None
     return words
+
+
+_NATIVE = re.compile(
+    r"[\u4e00-\u9fff\u3040-\u30ff]{2,6}|[\uac00-\ud7a3]{2,4}|[\u0600-\u06ff]{2,}(?: [\u0600-\u06ff]{2,}){0,3}"
+)
+
+
+def native_name(value: str) -> bool:
+    """A name in its own script, as a person-named field holds it: two to six kanji or kana (``山口典子``),
+    two to four hangul syllables (``김민서``), one to four Arabic words (``محمد العلي``)."""
+    return _NATIVE.fullmatch(value.strip()) is not None
 
 
 def product_like(span: str, text: str, end: int, start: int | None = None) -> bool:

@@ -35,7 +35,7 @@ ISSUER_RANGES: tuple[tuple[int, int, int, tuple[int, ...]], ...] = (
     (3528, 3589, 4, (16, 17, 18, 19)),  # JCB
     (300, 305, 3, (14, 15, 16, 17, 18, 19)),  # Diners Club
     (36, 36, 2, (14, 15, 16, 17, 18, 19)),
-    (38, 39, 2, (16, 17, 18, 19)),
+    (38, 39, 2, (14, 16, 17, 18, 19)),
     (62, 62, 2, (16, 17, 18, 19)),  # UnionPay
     (50, 50, 2, (12, 13, 14, 15, 16, 17, 18, 19)),  # Maestro
     (56, 69, 2, (12, 13, 14, 15, 16, 17, 18, 19)),
@@ -66,11 +66,18 @@ class PaymentCardRecognizer(SluicePatternRecognizer):
             r"(?<![A-Za-z_\d.,/-])(?<!\d[ -])(?P<v>\d{4}(?:[ -]?\d){8,15})(?![ -]?\d)(?![.,/-]\d)(?![A-Za-z_])",
             0.3,
         ),
+        Pattern(
+            # grouped as printed (4-4-4-4, 4-6-5, 4-6-4, 4-4-4-4-3, 6-13): a CSV cell between commas too
+            "grouped card number",
+            r"(?<![A-Za-z_\d./-])(?P<v>(?:\d{4}(?P<s>[ -])\d{4,6}(?P=s)\d{4,5}(?:(?P=s)\d{1,4}){0,2}|\d{6}[ -]\d{13}))"
+            r"(?![ -]?\d)(?![./-]\d)(?![A-Za-z_])",
+            0.3,
+        ),
     ]
     CONTEXT = ["credit", "card", "visa", "mastercard", "amex", "payment"]
     PREFILTER = re.compile(r"\d{4}(?:[ -]?\d){8}")
     NEEDS_NUMBER_RUN = True
-    VERSION = "3"
+    VERSION = "4"
     # any Luhn-valid number under a card-named key (``{"credit_card": …}``) is a card
     KEY_CONTEXT = KIND_WORDS["CREDIT_CARD"]
     KEY_CONTEXT_SCORE = CONTEXT_SCORE

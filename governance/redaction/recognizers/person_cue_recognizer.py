@@ -17,7 +17,7 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words
-from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, product_like
+from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, native_name, product_like
 
 SCORE = 0.85
 _WORD = re.compile(r"[^\W\d_][^\W\d_'’\-]*(?:[-'’][^\W\d_]+)*")
@@ -30,6 +30,22 @@ _BEFORE = re.compile(
     r"the\s+(?:customer|client|patient|applicant|caller|employee|tenant|guest)|rufen\s+sie|"
     r"(?:reported|opened|filed|raised|logged|submitted|created|requested|approved|reviewed|signed|written)\s+by|"
     r"on\s+behalf\s+of|cc|assignee|reporter|reviewers?|contact\s+person)\b|\bm)\.?[,:]?[ \t]+"
+)
+# A label or an introduction before a name: "Full name:", "Surname: HAYASHI", "Passenger:", "my name is",
+# "je m'appelle", "me llamo"
+_LABEL = re.compile(
+    r"(?i)\b(?:(?:(?:full|given|first|last|family|legal|maiden|middle|patient|customer|guest|employee|contact|"
+    r"account|card)[ \t]+)?(?:names?|holder)|surname|nombre|nom|pr[ée]nom|vorname|nachname|apellidos?|nome|"
+    r"sobrenome|passenger|travell?er|titular|nom[ \t]+de[ \t]+famille|beneficiary|payee|recipient|contact|担当者|氏名|姓名|名前|이름)[ \t]*[:：][ \t]*"
+    # a printed document's label above its value: "Surname/Nom" then the name on the next line
+    r"|(?m:^[ \t]*(?:surname|given[ \t]+names?|nom|pr[ée]noms?|apellidos|nombres)(?:[ \t]*/[^\n]{0,30})?[ \t]*\r?\n[ \t]*)"
+    r"|\b(?:my[ \t]+name[ \t]+is|je[ \t]+m'appelle|me[ \t]+llamo|ich[ \t]+hei(?:ß|ss)e|mi[ \t]+chiamo|"
+    r"meu[ \t]+nome[ \t]+é|chamo-me|name[ \t]+is)[ \t]+"
+)
+# A name in its own script after a label: "contact: 岡田結衣", "이름: 김민서"
+_NATIVE_AFTER = re.compile(
+    r"[\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7a3]{2,6}(?![\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7a3])"
+    r"|[\u0600-\u06ff]{2,}(?: [\u0600-\u06ff]{2,}){0,3}"
 )
 # Between two names of one list: "Siobhan O'Connor and Nguyen Van An", "Ana Souza, Li Wei".
 _LIST_JOIN = re.compile(r"[ \t]*(?:,|&|/|\band\b|\bund\b|\bet\b|\by\b|\be\b)[ \t]*")
@@ -59,6 +75,9 @@ _CUE_WORDS = frozenset(
         "called", "phoned", "emailed", "wrote", "asked", "agreed", "said", "says", "complained", "requested",
         "reported", "confirmed", "mentioned", "replied", "wants", "needs", "discharged", "signed",
         "approved", "angerufen", "rief", "appelé", "demandé", "llamó", "llamado", "pidió",
+        "name", "names", "holder", "surname", "nombre", "nom", "prénom", "prenom", "vorname", "nachname",
+        "apellido", "apellidos", "nome", "sobrenome", "passenger", "traveller", "traveler", "titular", "llamo",
+        "appelle", "heiße", "heisse", "chiamo", "chamo", "contact", "beneficiary", "payee", "recipient", "prénoms",
     }
 )  # fmt: skip
 _CUE_NOUNS = frozenset(
@@ -103,9 +122,18 @@ def _name_after(text: str, pos: int, min_words: int = 1) -> tuple[int, int] | No
         return None
     start, end = words[0][0], words[-1][1]
     span = text[start:end]
-    if name_tokens(span) is None or product_like(span, text, end, start):
+    if span.isupper() and len(words) < 2 and min_words > 0 and not _labelled(text, start):
+        return None  # one word in capitals after "Hi": a shout, not a name
+    shown = span.title() if span.isupper() else span
+    if name_tokens(span) is None or product_like(shown, text, end, start):
         return None
     return start, end
+
+
+def _labelled(text: str, start: int) -> bool:
+    """A label ends right before ``start``: on its line, or alone on the line above."""
+    line_start = text.rfind("\n", 0, max(0, text.rfind("\n", 0, start))) + 1
+    return any(m.end() == start for m in _LABEL.finditer(text, line_start, start))
 
 
 def _name_before(text: str, end: int) -> tuple[int, int] | None:
@@ -127,17 +155,24 @@ class PersonCueRecognizer(SluiceLocalRecognizer):
         """Only texts with a cue reach Presidio (a call costs more than these searches); the cue words
         are looked up as a set first, the cue patterns run only where one occurs."""
         return (
-            _TRIGGERS.search(text) is not None
+            (
+                _TRIGGERS.search(text) is not None
+                or (not text.isascii() and _NATIVE_AFTER.search(text) is not None)
+            )
             and has_cue_word(text)
-            and any(rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER))
+            and any(rx.search(text) for rx in (_BEFORE, _SIGN_OFF, _AFTER, _LABEL))
         )
 
     def analyze(
         self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
         spans: set[tuple[int, int]] = set()
-        for rx in (_BEFORE, _SIGN_OFF):
+        for rx in (_BEFORE, _SIGN_OFF, _LABEL):
             for m in rx.finditer(text):
+                native = _NATIVE_AFTER.match(text, m.end()) if rx is _LABEL else None
+                if native is not None and native_name(native.group()):
+                    spans.add(native.span())
+                    continue
                 found = _name_after(text, m.end())
                 while found:  # and the names listed with it (of two words or more)
                     spans.add(found)

@@ -16,7 +16,7 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import names_kind
 from governance.redaction.recognizers.base import SluiceLocalRecognizer
-from governance.redaction.recognizers.name_shape import name_tokens
+from governance.redaction.recognizers.name_shape import name_tokens, native_name
 
 _NAME_PART = re.compile(r"^\s*(?P<v>[^<>,;\"()\d@]{2,80}?)\s*(?:<[^>]*>|\([^)]*\))?\s*$")
 SCORE = 0.85
@@ -41,7 +41,7 @@ class PersonKeyRecognizer(SluiceLocalRecognizer):
         if not _names_person(context):
             return None
         m = _NAME_PART.match(text)
-        if m is None or name_tokens(m.group("v")) is None:
+        if m is None or (name_tokens(m.group("v")) is None and not native_name(m.group("v"))):
             return None
         start, end = m.span("v")
         return self.result(start, end, SCORE, by_key=True)

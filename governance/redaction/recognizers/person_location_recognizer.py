@@ -18,10 +18,16 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
 from governance.redaction.recognizers.base import Prefiltered, has_any_word
-from governance.redaction.recognizers.name_shape import PERSON_CUE_BEFORE, name_tokens, product_like
+from governance.redaction.recognizers.name_lexicon import GIVEN_NAMES
+from governance.redaction.recognizers.name_shape import (
+    PERSON_CUE_BEFORE,
+    PRODUCT_WORDS,
+    name_tokens,
+    product_like,
+)
 
 NER_ENTITIES = ("PERSON", "LOCATION")
-_CAP = r"[A-ZÀ-ÖØ-ÞĀ-ſ][a-zß-öø-ÿā-ſ'’\-]+"
+_CAP = r"[A-ZÀ-ÖØ-ÞĀ-ſƠƯẠ-Ỹ][a-zß-öø-ÿā-ſơưạ-ỹ'’\-]+"  # Vietnamese letters too: "Nguyễn Thị"
 _SALUTATIONS = "dear hi hello mr mrs ms dr herr frau mme señor señora sr sra signor signora monsieur madame"
 _TWO_CAPITALISED = _CAP + r"[ \t]+(?:(?:van|der|de|da|di|del|von|le|la|du|dos|bin|al|el)[ \t]+)*" + _CAP
 _SALUTED = r"(?i:" + _SALUTATIONS.replace(" ", "|") + r")\.?[ \t]+[A-Z]"
@@ -51,7 +57,42 @@ class PersonLocationRecognizer(Prefiltered, SpacyRecognizer):
     def analyze(
         self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
-        return [r for r in super().analyze(text, entities, nlp_artifacts) if plausible(r, text)]
+        found = [r for r in super().analyze(text, entities, nlp_artifacts) if plausible(r, text)]
+        for r in found:
+            if r.entity_type == "PERSON":
+                r.start, r.end = whole_name(text, r.start, r.end)
+        return found
+
+
+_HYPHENED_BEFORE = re.compile(r"[^\W\d_]+-$")
+_HYPHENED_AFTER = re.compile(r"-[^\W\d_]+")
+_NEXT_WORD = re.compile(r"[ \t]+([^\W\d_][^\W\d_'’\-]*)")
+_PREV_WORD = re.compile(r"([^\W\d_][^\W\d_'’\-]*)[ \t]+$")
+
+
+def whole_name(text: str, start: int, end: int) -> tuple[int, int]:
+    """The model's span widened to the whole name: the other half of a hyphenated part (``Karl-`` before
+    ``Heinz``, ``-Bauer`` after ``Schmidt``), the capitalised parts that follow (``Ana Beatriz`` +
+    ``Nascimento Araújo``, up to five words in all) and the known given names just before."""
+    m = _HYPHENED_BEFORE.search(text, max(0, start - 25), start)
+    if m is not None and m.group()[0].isupper():
+        start = m.start()
+    m = _HYPHENED_AFTER.match(text, end)
+    if m is not None and m.group()[1].isupper():
+        end = m.end()
+    while len(text[start:end].split()) < 6:
+        m = _NEXT_WORD.match(text, end)
+        if m is None or not m.group(1)[0].isupper() or m.group(1).lower() in PRODUCT_WORDS:
+            break
+        if name_tokens(text[start : m.end()]) is None:
+            break
+        end = m.end()
+    while len(text[start:end].split()) < 5:
+        m = _PREV_WORD.search(text, max(0, start - 25), start)
+        if m is None or m.group(1).lower() not in GIVEN_NAMES or not m.group(1)[0].isupper():
+            break
+        start = m.start()
+    return start, end
 
 
 def plausible(r: RecognizerResult, text: str) -> bool:

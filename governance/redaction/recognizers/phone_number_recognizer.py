@@ -29,11 +29,12 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS
 from governance.redaction.recognizers.base import SluiceLocalRecognizer
+from governance.redaction.recognizers.phone_regions import NO_TRUNK_PREFIX, guess_regions
 
 _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
     r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us)|"
-    r"callback|voicemail|ring|handy|mobil|kontakt)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
+    r"callback|voicemail|ring|handy|mobil|kontakt|dzwoni[ćc]|zadzwo[ńn]|dzwo[ńn]|komórka|komorka)\b|telefon|téléphone|teléfono|telefone|rappel|llám|llama|"
     r"numéro|número|nummer|ruf|portable|celular|móvil|appel|joindre|chiam|contatt|電話|携帯|电话|手机|전화|телефон"
     # a signature's one-letter labels at the start of a line: "M: …", "W: …", "T. …", "Ph: …"
     r"|(?m:^[ \t]*(?:[mtwpohf]|ph|mob|tél|off|dir)[ \t]*[.:]))"
@@ -101,6 +102,40 @@ def epoch_like(raw: str) -> bool:
     return 1_000_000_000 <= seconds < 2_100_000_000
 
 
+def isbn_like(raw: str, text: str, start: int) -> bool:
+    """An ISBN, not a phone number: 13 digits from 978/979 whose ISBN-13 check digit holds, or any number
+    right after the word ISBN."""
+    if "ISBN" in text[max(0, start - 12) : start].upper():
+        return True
+    digits = [ord(c) - 48 for c in raw if c.isdigit()]
+    if len(digits) != 13 or digits[:2] != [9, 7] or digits[2] not in (8, 9):
+        return False
+    return sum(d * (3 if i % 2 else 1) for i, d in enumerate(digits)) % 10 == 0
+
+
+# Regions tried for a national number (a trunk 0, or three digit groups) the text gives no region for
+FALLBACK_REGIONS = ("GB", "NG", "AU", "IN", "PL", "DE", "FR", "IE")
+
+
+def national_elsewhere(raw: str) -> bool:
+    """Valid as a national number of one of ``FALLBACK_REGIONS``: ``07033408304`` (Nigeria), ``08 9050
+    6168`` (Australia), ``61 859 88 80`` (Poland). An ISBN-10 is not one."""
+    digits = "".join(c for c in raw if c.isdigit())
+    if len(digits) == 10 and raw.count("-") == 3 and _isbn10(digits):
+        return False
+    for region in FALLBACK_REGIONS:
+        try:
+            if phonenumbers.is_valid_number(phonenumbers.parse(raw, region)):
+                return True
+        except phonenumbers.NumberParseException:
+            return False
+    return False
+
+
+def _isbn10(digits: str) -> bool:
+    return sum(int(d) * (10 - i) for i, d in enumerate(digits)) % 11 == 0
+
+
 def _overlaps(spans: dict[tuple[int, int], float], start: int, end: int) -> bool:
     return any(s < end and start < e for s, e in spans)
 
@@ -114,7 +149,7 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
     BARE_SCORE: ClassVar[float] = 0.4
     PREFILTER = re.compile(r"\d[\d \t().\-/]{5,}\d")
     NEEDS_NUMBER_RUN = True
-    VERSION: ClassVar[str] = "2"
+    VERSION: ClassVar[str] = "3"
 
     def __init__(self, regions: list[str] | None = None, supported_language: str = "en") -> None:
         self.regions = list(regions or ["US"])
@@ -128,24 +163,39 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
         self, text: str, entities: list[str] | None = None, nlp_artifacts: NlpArtifacts | None = None
     ) -> list[RecognizerResult]:
         spans: dict[tuple[int, int], float] = {}
-        for i, region in enumerate(self.regions):
-            if i and region not in _NANP and not _TRUNK_CANDIDATE.search(text):
+        cued = guess_regions(text)
+        guessed = [r for r in cued if r not in self.regions]
+        for i, region in enumerate(self.regions + guessed):
+            no_trunk = region in NO_TRUNK_PREFIX and i >= len(self.regions)
+            if i and region not in _NANP and not no_trunk and not _TRUNK_CANDIDATE.search(text):
                 continue  # +CC numbers were found by the first region's pass already
             for start, end, raw in valid_numbers(text, region):
                 if _dotted_id(raw.strip("[]() ")) or _inside_token(text, start, end):
                     continue
+                if isbn_like(raw, text, start):
+                    continue
                 international = raw.startswith("+") or raw.startswith("00")
-                if not international and region not in _NANP and not raw.lstrip("(").startswith("0"):
+                worded = _PHONE_WORDS.search(text, max(0, start - 40), start) is not None
+                # a country without a trunk prefix: written in groups, or named a phone number
+                national = raw.lstrip("(").startswith("0") or (
+                    no_trunk and (worded or any(c in raw for c in " -."))
+                )
+                if not international and region not in _NANP and not national:
                     continue
                 span = (start, end)
-                if span in spans:
+                if spans.get(span) == self.SCORE:
                     continue
                 formatted = international or any(c in raw for c in " -.()/")
-                if formatted or _PHONE_WORDS.search(text, max(0, start - 40), start):
+                # a national number with its trunk 0 (ten or eleven digits: no id is written so) or in a text
+                # that names its country needs no phone word
+                placed = national and not no_trunk and (region in cued or 10 <= len(raw) <= 11)
+                if formatted or placed or worded:
                     spans[span] = self.SCORE
                 else:
                     spans[span] = self.BARE_SCORE
         for m in _NANP_SHAPE.finditer(text):
+            if isbn_like(m.group(), text, m.start()):
+                continue
             if not _inside_token(text, m.start(), m.end()) and not _overlaps(spans, m.start(), m.end()):
                 spans[m.span()] = self.SCORE
         for m in _GROUPED.finditer(text):
@@ -160,8 +210,12 @@ class PhoneNumberRecognizer(SluiceLocalRecognizer):
                 continue
             if _overlaps(spans, m.start(), m.end()) or _inside_token(text, m.start(), m.end()):
                 continue
+            if isbn_like(raw, text, m.start()):
+                continue
             worded = _PHONE_WORDS.search(text, max(0, m.start() - 40), m.start()) is not None
             if worded and epoch_like(raw):  # "phone …, ts 1717171717171": a clock reading, not a number
                 worded = False
+            if not worded and 9 <= digits <= 11 and (raw[0] in "0(" or raw.count(" ") >= 2):
+                worded = national_elsewhere(raw)
             spans[m.span()] = self.SCORE if worded and (digits >= 8 or raw[0] == "+") else self.BARE_SCORE
         return [self.result(s, e, score) for (s, e), score in spans.items()]

@@ -4,8 +4,8 @@ Presidio scores ``078-05-1120``-shaped numbers 0.5 and bare nine digits 0.05, an
 ranges (000, 666, 9xx area; 00 group; 0000 serial) and published sample numbers. Presidio's lemma
 context cannot see words in the text with the no-op NLP engine, so this recognizer looks itself: a
 match with ``SSN``/``social security`` shortly before it, or under an ``ssn``-named JSON key
-(``{"ssn": "123456780"}``), is lifted to 0.85. In such a context a grouped ``ddd-dd-dddd`` is an SSN even
-where Presidio rejects the number: the writer said it is one.
+(``{"ssn": "123456780"}``), is lifted to 0.85. In such a context a ``ddd-dd-dddd`` or a bare nine-digit
+run is an SSN even where Presidio rejects the number: the writer said it is one.
 """
 
 from __future__ import annotations
@@ -18,14 +18,20 @@ from presidio_analyzer.predefined_recognizers import UsSsnRecognizer as Presidio
 from governance.redaction.recognizers.base import RefinedPresidio, context_words
 
 _KEY_WORDS = frozenset(
-    {"ssn", "social_security_number", "socialsecuritynumber", "social", "tax_id", "taxid", "tin"}
+    {"ssn", "social_security_number", "socialsecuritynumber", "social", "tax_id", "taxid", "tin", "taxpayer"}
 )
+# the name, then a few of the words that lead to the number ("SSN on file is", "social security number:")
 _TEXT_BEFORE = re.compile(
-    r"(?i)\b(?:ssn|ss#|social\s+security(?:\s+(?:number|no\.?|#))?)\W{0,6}(?:is\W{0,3})?$"
+    r"(?i)(?:\b(?:ssn|social\s+security)\b|\bss#)[^\w\n]{0,6}"
+    r"(?:(?:numbers?|no|nr|on|file|is|was|reads|of|the|applicant|holder|us)\b[^\w\n]{0,4}){0,5}$"
 )
 
 
-_GROUPED = re.compile(r"(?<![\d-])\d{3}([- ])\d{2}\1\d{4}(?![\d-])")
+# or the name right after it: "is 141333661 the SSN we have on file?"
+_TEXT_AFTER = re.compile(
+    r"(?i)[^\w\n]{0,3}(?:is|was)[ \t]+(?:(?:the|my|his|her|our|your|their)[ \t]+)?(?:ssn|social\s+security)\b"
+)
+_GROUPED = re.compile(r"(?<![\d-])\d{3}([- ]?)\d{2}\1\d{4}(?![\d-])")
 _WHOLE = re.compile(r"\s*\d{3}([- ]?)\d{2}\1\d{4}\s*")
 
 
@@ -38,7 +44,9 @@ class UsSocialSecurityRecognizer(RefinedPresidio, PresidioUsSsnRecognizer):
 
     def refine(self, text: str, results: list[RecognizerResult]) -> list[RecognizerResult]:
         for r in results:
-            if r.score < self.KEY_CONTEXT_SCORE and _TEXT_BEFORE.search(text, max(0, r.start - 40), r.start):
+            if r.score < self.KEY_CONTEXT_SCORE and (
+                _TEXT_BEFORE.search(text, max(0, r.start - 40), r.start) or _TEXT_AFTER.match(text, r.end)
+            ):
                 r.score = self.KEY_CONTEXT_SCORE
         # what the writer calls an SSN is one, even a number Presidio rejects (a published sample such as
         # 123-45-6789, a never-issued range, an ITIN's 9xx area): the value leaks all the same
@@ -46,7 +54,9 @@ class UsSocialSecurityRecognizer(RefinedPresidio, PresidioUsSsnRecognizer):
         for m in _GROUPED.finditer(text):
             if any(s < m.end() and m.start() < e for s, e in taken):
                 continue
-            if _TEXT_BEFORE.search(text, max(0, m.start() - 40), m.start()):
+            if _TEXT_BEFORE.search(text, max(0, m.start() - 40), m.start()) or _TEXT_AFTER.match(
+                text, m.end()
+            ):
                 results.append(self.result(m.start(), m.end(), self.KEY_CONTEXT_SCORE, "ssn after its name"))
         return results
 

@@ -60,5 +60,5 @@ def test_guard_keeps_products_versions_and_ids(ner: Redactor, text: str) -> None
 def test_ner_reads_only_candidate_lines(ner: Redactor) -> None:
     code = "\n".join(f"    value_{i} = self.cache.get('k{i}', {i})" for i in range(200))
     before = ner.analyzer.ner_windows
-    ner.redact_text(code + "\n# Priya Venkataraman fixed the cache\n")
+    ner.redact_text(code + "\n# Siobhan Kettleborough fixed the cache\n")
     assert ner.analyzer.ner_windows - before == 1

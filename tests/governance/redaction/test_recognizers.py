@@ -55,6 +55,9 @@ POSITIVES = [
     ("US_SSN", "SSN: 078-05-1120", "078-05-1120"),
     ("NATIONAL_ID", "CPF do titular: 529.982.247-25", "529.982.247-25"),
     ("NATIONAL_ID", "codice fiscale RSSMRA85T10A562S", "RSSMRA85T10A562S"),
+    ("PASSPORT_NUMBER", "passport no. K0391742, issued 2019", "K0391742"),
+    ("DATE_OF_BIRTH", "DOB: 14/02/1977", "14/02/1977"),
+    ("STREET_ADDRESS", "mail it to 9 Elm Grove, Bath", "9 Elm Grove"),
     ("GITHUB_TOKEN", "token github_pat_11AAB2CDE0abcdefghijKLMNOP_qrstuvwxYZ0123456789abcdEFGHijklmnOPQRstuvwxyz0123",
      "github_pat_11AAB2CDE0abcdefghijKLMNOP_qrstuvwxYZ0123456789abcdEFGHijklmnOPQRstuvwxyz0123"),  # fmt: skip
     ("URL_PASSWORD", "curl -u admin:Pa55w0rd-2024 https://api.example.com/v2", "Pa55w0rd-2024"),
