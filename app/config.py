@@ -33,6 +33,7 @@ from sinks.config import SinkConfig
 from sinks.settings import SinkSettings, TenantKey
 from sluice.broker_config import BrokerConfig
 from sluice.errors import ConfigError, validation_problems
+from sluice.evolution import PolicyRoutes
 from sluice.frozen import Frozen
 from sluice.settings import Settings
 from sluice.topics_config import TopicsConfig
@@ -105,8 +106,13 @@ class SluiceConfig(Frozen):
 
     def proxy_settings(self) -> ProxySettings:
         """What the proxy reads."""
+        live = self.trainer.live
+        routes = PolicyRoutes(default_scope=live.default_scope, scopes=live.scopes, untrained=live.untrained)
         return self.settings(
-            ProxySettings, stages_group=app_id(self.topics, self.stages), store=self.sink_settings()
+            ProxySettings,
+            stages_group=app_id(self.topics, self.stages),
+            store=self.sink_settings(),
+            routes=routes,
         )
 
     def stages_settings(self) -> StagesSettings:

@@ -26,7 +26,9 @@ def machine() -> str:
 
 def commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return out.stdout.strip()
@@ -42,7 +44,9 @@ def record_run(
     runs_dir: Path = RUNS_DIR,
 ) -> Path:
     """Append one run (numeric figures only; ``targets`` like ``{"x": ">= 1.5"}``); returns the file."""
-    numbers = {k: float(v) for k, v in figures.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    numbers = {
+        k: float(v) for k, v in figures.items() if isinstance(v, int | float) and not isinstance(v, bool)
+    }
     numbers.update({k: float(v) for k, v in figures.items() if isinstance(v, bool)})
     line = {
         "benchmark": benchmark,

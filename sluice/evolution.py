@@ -130,6 +130,24 @@ def parse_policy_version(name: str) -> tuple[str, int] | None:
     return scope, int(number)
 
 
+class PolicyRoutes(_Model):
+    """What the proxy needs to know of learning scopes to route a tenant's calls: a tenant that trains its
+    own line is served that line (the base version until one of its own is promoted), never the pooled
+    one; a tenant that trains none is served ``untrained`` (the pooled line, or the base)."""
+
+    default_scope: LearningScope = "own"
+    scopes: dict[str, LearningScope] = Field(default_factory=dict)
+    untrained: Literal["shared", "base"] = "shared"
+
+    def scope_of(self, tenant: str) -> LearningScope:
+        return self.scopes.get(tenant, self.default_scope)
+
+    def pooled(self, tenant: str) -> bool:
+        """Whether the tenant may be served the pooled line."""
+        scope = self.scope_of(tenant)
+        return scope == "shared" or (scope == "none" and self.untrained == "shared")
+
+
 def scope_tenant(scope: str) -> str:
     """The tenant whose traffic a learning scope's canary runs on (every tenant's for the shared one)."""
     return ALL_TENANTS if scope == SHARED_SCOPE else scope

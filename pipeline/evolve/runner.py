@@ -40,7 +40,7 @@ from pipeline.evolve.weights import (
 from pipeline.evolve.weights_gating import WeightsGating
 from sinks.base import StoreClient
 from sluice.events import new_id, utcnow
-from sluice.evolution import ALL_TENANTS, Evidence, LedgerEntry, OverlayAssignment, Proposal, scope_key
+from sluice.evolution import Evidence, LedgerEntry, OverlayAssignment, Proposal, scope_key
 from trainers.serving.policy_client import PolicyFleet
 
 
@@ -259,10 +259,10 @@ class EvolveRunner(WeightsGating):
         end = end_policy_canary if weights else end_canary
         kind = "promotion" if promote else "rollback"
         self.change(p, kind, result.decision, result.summary, current, lambda eid: end(current, promote, eid))
-        if weights and (not promote or p.tenant == ALL_TENANTS):
-            # the servers follow: a shared version becomes every server's default; a turned-down one goes
-            # (a tenant's own version is served by its assignment, by name, and stays kept as a candidate)
-            on_servers(self.fleet, "promote" if promote else "discard", str(p.policy_version))
+        if weights and not promote:  # a turned-down candidate leaves every server (a promoted one is
+            # served by its assignment, by name: the servers' default stays the base, so a tenant whose own
+            # line is kept apart never gets the pooled one by default)
+            on_servers(self.fleet, "discard", str(p.policy_version))
         report.add(p.proposal_id, result.decision, result.summary)
         return 0
 
@@ -299,8 +299,6 @@ class EvolveRunner(WeightsGating):
                         update={"active_policy": parent, "candidate_policy": None, "ledger_entry_id": eid}
                     ),
                 )
-                if p.tenant == ALL_TENANTS:
-                    on_servers(self.fleet, "promote", str(parent or ""))
                 on_servers(self.fleet, "discard", str(p.policy_version))
                 return after
             return self.change(p, "rollback", "rollback", reason, current,

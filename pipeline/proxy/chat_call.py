@@ -112,7 +112,7 @@ def open_chat_call(
     overlay: Overlay | None = None
     overlays = state.overlays
     choice = (
-        choose_overlay(overlays, step.plan.tenant, step.task_id, step.plan.trajectory_id)
+        choose_overlay(overlays, step.plan.tenant, step.task_id, step.plan.trajectory_id, state.config.routes)
         if overlays
         else None
     )

@@ -20,7 +20,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sluice.evolution import ALL_TENANTS, Overlay, OverlayArm, OverlayAssignment, scope_key
+from sluice.evolution import ALL_TENANTS, Overlay, OverlayArm, OverlayAssignment, PolicyRoutes, scope_key
 
 POLICY_SALT = "policy:"
 
@@ -64,10 +64,11 @@ def arm_for(assignment: OverlayAssignment, trajectory_id: str) -> OverlayArm:
 
 
 def policy_assignment_for(
-    assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None
+    assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None, pooled: bool = True
 ) -> OverlayAssignment | None:
-    """The narrowest assignment that names a model policy: tenant/task, tenant/*, */task, */*."""
-    for who in (tenant, ALL_TENANTS):
+    """The narrowest assignment that names a model policy: tenant/task, tenant/*, and with ``pooled``
+    (the tenant may be served the pooled line) */task, */*."""
+    for who in (tenant, ALL_TENANTS) if pooled else (tenant,):
         for task in (task_id, None) if task_id else (None,):
             found = assignments.get(scope_key(who, task))
             if found is not None and (found.active_policy or found.candidate_policy):
@@ -83,12 +84,19 @@ def policy_for(assignment: OverlayAssignment, trajectory_id: str) -> tuple[Overl
 
 
 def choose_overlay(
-    assignments: Mapping[str, OverlayAssignment], tenant: str, task_id: str | None, trajectory_id: str
+    assignments: Mapping[str, OverlayAssignment],
+    tenant: str,
+    task_id: str | None,
+    trajectory_id: str,
+    routes: PolicyRoutes | None = None,
 ) -> OverlayChoice | None:
     """The overlay, the policy version and their arms for one request; None when no assignment covers
-    its scope."""
+    its scope. With ``routes``, a tenant that trains its own line is never routed to the pooled line's
+    assignment (``*``): until its own line has a promoted version it gets the server's default, the base
+    the trainer never replaces (promotions route by assignment), and so does a tenant that trains none
+    when ``routes.untrained`` is ``base``."""
     assignment = assignment_for(assignments, tenant, task_id)
-    policy = policy_assignment_for(assignments, tenant, task_id)
+    policy = policy_assignment_for(assignments, tenant, task_id, routes is None or routes.pooled(tenant))
     if assignment is None and policy is None:
         return None
     arm = overlay = None

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from pipeline.proxy.config import ProxyConfig
 from sinks.settings import SinkSettings
+from sluice.evolution import PolicyRoutes
 from sluice.settings import Settings
 
 
@@ -23,4 +24,8 @@ class ProxySettings(Settings):
     stages_group: str = Field("sluice.sluice-stages", description="The stage workers' consumer group.")
     store: SinkSettings | None = Field(
         None, description="The trajectory store, read for landed trajectories (None: not read)."
+    )
+    routes: PolicyRoutes = Field(
+        default_factory=PolicyRoutes,
+        description="The trainer's learning scopes, as routing needs them (who may be served the pooled line).",
     )

@@ -8,7 +8,8 @@ in live mode with ``trainer.promotion: gated`` as its own process, and the contr
   trajectories to it by name. Rewarded worse than control (the posted rewards decide here; the grader's
   reading of the arms is tested with the control plane), it is rolled back by the loop itself and
   discarded from the server; the trainer starts again from the promoted version.
-* A later candidate wins its canary and is promoted: the server's default and the scope's assignment.
+* A later candidate wins its canary and is promoted: the scope's assignment serves it to every pooled
+  tenant by name (the server's default stays the base).
 * Every decision has its ledger entry, and ``policy_lineage`` names the trajectories each version
   trained on.
 """
@@ -193,9 +194,12 @@ def test_a_trained_version_serves_only_after_the_gates_and_is_rolled_back_or_pro
 
         _passes(runner, promoted, 420, "a winning candidate promoted", win)
         v_win = promoted()[0]
-        wait_until(lambda: _policy(http, model)["serving_version"] == v_win, 30, f"v{v_win} the default")
         assignment = runner.pub.read_assignments(15)["*/*"]
         assert assignment.active_policy == v_win and assignment.candidate_policy is None
+        # served by its assignment, by name; the server's default stays the base
+        wait_until(lambda: set(traffic.served[t] for t in traffic.run(2, prefix="after")) == {v_win}, 60,
+                   f"v{v_win} answering the pooled tenants")  # fmt: skip
+        assert _policy(http, model)["serving_version"] == "0"
 
         # every decision has its ledger entry, in order; lineage rows name the trajectories
         s_win = states()[v_win]

@@ -72,6 +72,11 @@ class LiveConfig(Frozen):
     scopes: dict[str, LearningScope] = Field(
         default_factory=dict, description="Tenant -> own | shared | none, overriding default_scope."
     )
+    untrained: Literal["shared", "base"] = Field(
+        "shared",
+        description="What a tenant whose scope is none is served: the pooled line's promoted version, or the "
+        "base. A tenant with its own line is never served the pooled one.",
+    )
     # --- model
     lora_rank: int = Field(0, ge=0, description="0: full fine-tune; r > 0: LoRA of rank r (peft).")
     lora_alpha: float = Field(16.0, gt=0)
@@ -91,6 +96,11 @@ class LiveConfig(Frozen):
     )
     push_timeout_s: float = Field(120.0, gt=0)
     keep_push_files: int = Field(2, ge=1, description="file transport: newest pushed files kept on disk.")
+
+    @property
+    def has_own_scopes(self) -> bool:
+        """Whether some tenant trains its own line (then no version is pushed as every server's default)."""
+        return self.default_scope == "own" or "own" in self.scopes.values()
 
     def scope_of(self, tenant: str) -> str | None:
         """The learning scope a tenant's rows train: its own name, the shared scope, or None."""

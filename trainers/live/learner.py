@@ -187,7 +187,11 @@ class LiveLearner(CheckpointedLearner):
             return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0}
         scope = self.bank.activate(scope_name)
         name = scope.version_name()
-        role = "serve" if self.promotion == "direct" and scope.name == SHARED_SCOPE else "candidate"
+        # the default only changes when no tenant has a line of its own to keep apart from the pooled one
+        direct_default = (
+            self.promotion == "direct" and scope.name == SHARED_SCOPE and not self.live.has_own_scopes
+        )
+        role = "serve" if direct_default else "candidate"
         # laid over the default: every version shares the tensors no line trains (the base model's)
         outcome = self.push.publish(self.pushed_tensors(), name, role=role)
         self.bank.snapshot(scope)

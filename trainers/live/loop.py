@@ -254,8 +254,12 @@ class LiveLoop(TrainingLoop):
         line.append((lineage.version, rows))
         del line[:-MAX_SNAPSHOTS]
         pushed = ray.get(self.learner.publish.remote(scope))
-        if self.ledger is not None and self.t.promotion == "direct" and scope != SHARED_SCOPE:
-            self.ledger.route(lineage)
+        if (
+            self.ledger is not None
+            and self.t.promotion == "direct"
+            and pushed.get("push_role") == "candidate"
+        ):
+            self.ledger.route(lineage)  # served by its assignment: its tenant's, or the pooled line's (*)
         return {**pushed, "lineage_trajectories": len(lineage.items)}
 
     # ----------------------------------------------------------------------------- erasure

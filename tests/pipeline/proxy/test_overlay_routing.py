@@ -116,3 +116,20 @@ def test_policy_arm_is_sticky_and_independent_of_the_overlay_arm() -> None:
     assert {choose_overlay(table(none), "acme", None, f"acme~t{i}").policy_version for i in range(50)} == {
         "1"
     }
+
+
+def test_a_tenant_with_its_own_line_is_never_routed_to_the_pooled_one() -> None:
+    from sluice.evolution import PolicyRoutes
+
+    pooled = OverlayAssignment(tenant="*", active_policy="7")
+    own = OverlayAssignment(tenant="acme", active_policy="acme.3")
+    routes = PolicyRoutes(default_scope="own", scopes={"globex": "shared", "initech": "none"})
+    assignments = table(pooled, own)
+    assert choose_overlay(assignments, "acme", None, "acme~t1", routes).policy_version == "acme.3"
+    assert (
+        choose_overlay(assignments, "hooli", None, "hooli~t1", routes) is None
+    )  # own line, none yet: default
+    assert choose_overlay(assignments, "globex", None, "globex~t1", routes).policy_version == "7"
+    assert choose_overlay(assignments, "initech", None, "initech~t1", routes).policy_version == "7"
+    base = routes.model_copy(update={"untrained": "base"})
+    assert choose_overlay(assignments, "initech", None, "initech~t1", base) is None
