@@ -133,7 +133,8 @@ def render(status: Status) -> str:
             "tenants (landed in the store)",
             *table(["tenant", "trajectories", "rewarded", "steps"], rows),
         ]
-    lines += render_tenant_policies(status.tenant_policies)
+    if status.tenant_policies != status.tenants:  # the same "sink down" is said once
+        lines += render_tenant_policies(status.tenant_policies)
     for name in ("proxy", "stages", "sink", "trainer"):
         lines += render_figures(name, getattr(status, name))
     if status.policy is not None:

@@ -31,6 +31,7 @@ import asyncio
 import io
 import json
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -186,7 +187,7 @@ def main() -> None:
     ap.add_argument("--lora-rank", type=int, default=16)
     ap.add_argument("--lora-targets", nargs="+", default=["q_proj", "v_proj"])
     ap.add_argument("--canary-every", type=int, default=4, help="A's tenants ask the canary 1 call in N.")
-    ap.add_argument("--exposure-candidates", type=int, default=256)
+    ap.add_argument("--exposure-candidates", type=int, default=None, help="Default 256 (--quick 64).")
     ap.add_argument(
         "--end-window", type=float, default=0.25, help="Share of the budget the end reward covers."
     )
@@ -196,6 +197,8 @@ def main() -> None:
     )
     a = ap.parse_args()
     a.update_samples = a.update_samples or (8 if a.quick else 16)
+    a.exposure_candidates = a.exposure_candidates or (64 if a.quick else 256)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the stack it started
     budget_s = 60 * (a.minutes if a.minutes is not None else (4.0 if a.quick else 30.0))
     out = a.out or Path(f"docs/benchmarks/tenant_policies{'_quick' if a.quick else ''}.json")
     canary_secret = CANARY.secret(random.Random(a.seed + 1000))
@@ -232,11 +235,16 @@ def main() -> None:
                 reading = measure_exposure(scorer, ask, canary_secret, CANARY, a.exposure_candidates, a.seed)
                 return round(reading.exposure, 3)
 
+            print(f"traffic done in {traffic_s:.0f}s; served at the end: {served}", file=sys.stderr)
             base_exposure = exposure(control_url, None)
             exposures = {t: exposure(live_url, served[t]) for t in ("a_own", "b_own", "a_pool")}
             versions = [v["version"] for v in kept]
             prompt = tok(ask, add_special_tokens=False)["input_ids"]
-            decode = decode_ratio(live_url, "smollm2", prompt, versions)
+            print(f"exposure: base {base_exposure}, {exposures}", file=sys.stderr)
+            rows_n, tokens_n = (4, 8) if a.quick else (8, 16)
+            decode = decode_ratio(
+                live_url, "smollm2", prompt, versions, rows_n, tokens_n, 1 if a.quick else 2
+            )
             client = connect_client(cfg.sink_settings(), None)
             try:
                 policies = rows(

@@ -150,7 +150,8 @@ class ServerScorer:
     tokenizer: object
     version: str | None = None
     model: str = "policy"
-    timeout_s: float = 120.0
+    timeout_s: float = 300.0
+    batch: int = 32
 
     def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]:
         import httpx
@@ -159,10 +160,12 @@ class ServerScorer:
         out: list[float] = []
         rows = [completion_ids(self.tokenizer, prompt, c) for c in completions]
         with httpx.Client(timeout=self.timeout_s) as http:
-            for p, c in rows:
-                body = {"model": self.model, "prompt": p + c, "echo": True, "logprobs": 0, "max_tokens": 0}
+            for start in range(0, len(rows), self.batch):
+                chunk = rows[start : start + self.batch]
+                body = {"model": self.model, "prompt": [p + c for p, c in chunk], "echo": True, "logprobs": 0,
+                        "max_tokens": 0}  # fmt: skip
                 resp = http.post(f"{self.url}/v1/completions", json=body, headers=headers)
                 resp.raise_for_status()
-                lps = resp.json()["choices"][0]["logprobs"]["token_logprobs"]
-                out.append(float(sum(lps[len(p) :])))
+                for (p, _c), choice in zip(chunk, resp.json()["choices"], strict=True):
+                    out.append(float(sum(choice["logprobs"]["token_logprobs"][len(p) :])))
         return out

@@ -27,11 +27,16 @@ class CompletionServing:
         if isinstance(req.prompt, str):
             return [tok(req.prompt, add_special_tokens=False)["input_ids"]]
         if req.prompt and all(isinstance(p, int) for p in req.prompt):
-            ids = list(req.prompt)
-            if max(ids) >= len(tok) or min(ids) < 0:
-                raise RequestError(f"prompt token ids must be in [0, {len(tok)})")
-            return [ids]
-        return [tok(p, add_special_tokens=False)["input_ids"] for p in req.prompt]
+            return [self._ids(list(req.prompt))]  # type: ignore[arg-type]
+        if req.prompt and all(isinstance(p, list) for p in req.prompt):
+            return [self._ids(p) for p in req.prompt]  # type: ignore[arg-type]
+        return [tok(p, add_special_tokens=False)["input_ids"] for p in req.prompt]  # type: ignore[arg-type]
+
+    def _ids(self, ids: list[int]) -> list[int]:
+        n = len(self.engine.tokenizer)
+        if ids and (max(ids) >= n or min(ids) < 0):
+            raise RequestError(f"prompt token ids must be in [0, {n})")
+        return ids
 
     def _args(self, req: CompletionRequest, prompt_ids: list[int], asked: str | None) -> dict[str, Any]:
         return job_args(

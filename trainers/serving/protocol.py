@@ -67,7 +67,7 @@ class ChatCompletionRequest(_Request):
 class CompletionRequest(_Request):
     # --- OpenAI fields, in the order of the API reference
     model: str
-    prompt: str | list[str] | list[int]
+    prompt: str | list[str] | list[int] | list[list[int]]
     echo: bool = False
     logprobs: int | None = Field(None, ge=0, le=5)
     max_tokens: int | None = Field(16, ge=0)

@@ -47,6 +47,14 @@ def test_scores_follow_the_named_version(server: ServeProcess) -> None:
         want = torch.log_softmax(logits.float(), -1).gather(1, torch.tensor(ids[1:])[:, None])[:, 0]
         assert torch.allclose(torch.tensor(lps[1:]), want, atol=1e-4)
 
+    # several token-id prompts of different lengths in one request: each scored as if alone
+    body = {**body, "prompt": [ids, ids[:3]]}
+    resp = httpx.post(f"{server.url}/v1/completions", json=body, headers={PICK: "cand"}, timeout=60)
+    batched = [c["logprobs"]["token_logprobs"] for c in resp.json()["choices"]]
+    assert len(batched[1]) == 3 and torch.allclose(
+        torch.tensor(batched[1][1:]), torch.tensor(lps[1:3]), atol=1e-4
+    )
+
     fmt = CanaryFormat(length=3)
     served = measure_exposure(ServerScorer(server.url, tok, "cand", MODEL), "The code is", "482", fmt, n=16)
     local = measure_exposure(TorchScorer(cand, tok), "The code is", "482", fmt, n=16)
