@@ -25,6 +25,7 @@ from governance.eligibility import (
 from governance.replay import grade_replayability
 from governance.reward_join.assemble import assemble_trajectory, dropped_envelope
 from governance.reward_join.emission import EmissionPlan
+from governance.reward_join.next_state import harvested_reasons
 from governance.reward_join.state import JoinState
 from sluice.events import (
     Consent,
@@ -121,6 +122,9 @@ def build_emission(
     else:
         trajectory = assemble_trajectory(state, steps, plan, join_cfg, at)
         grade = grade_replayability(trajectory, replay_cfg)
+        harvested = harvested_reasons([r for s in trajectory.steps for r in s.rewards])
+        if harvested:  # the decision names the signals read from the next state that it was taken with
+            decision = decision.model_copy(update={"reasons": [*decision.reasons, *harvested]})
     trajectory.governance = governance_envelope(state.facts, steps, decision, grade, policy)
     trajectory.train_blockers = train_gate(trajectory, replay_cfg.min_train_grade)
     return Emission(trajectory=trajectory)
