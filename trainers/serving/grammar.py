@@ -26,13 +26,15 @@ from __future__ import annotations
 import codecs
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-import xgrammar as xg
 from transformers import PreTrainedTokenizerBase
 
 from trainers.exceptions import RequestError
+
+if TYPE_CHECKING:
+    import xgrammar as xg
 
 # Keywords a plain-string parameter may carry without asking for a grammar (the free-text path).
 _PLAIN = frozenset({"type", "description", "title", "default", "examples"})
@@ -79,7 +81,10 @@ def token_bytes(tokenizer: PreTrainedTokenizerBase) -> list[bytes | None]:
 
 def tokenizer_info(tokenizer: PreTrainedTokenizerBase) -> xg.TokenizerInfo:
     """xgrammar's view of ``tokenizer``: its own loader for a fast tokenizer, a byte table otherwise
-    (an empty entry is a special token, never allowed inside the JSON)."""
+    (an empty entry is a special token, never allowed inside the JSON). xgrammar is imported here, on the
+    first constrained call, not when the server starts (its import costs seconds of CPU)."""
+    import xgrammar as xg
+
     if getattr(tokenizer, "is_fast", False):
         return xg.TokenizerInfo.from_huggingface(tokenizer, vocab_size=len(tokenizer))
     vocab = [b or b"" for b in token_bytes(tokenizer)]
@@ -92,6 +97,8 @@ class _Tables:
     """Per tokenizer: the compiler (with its schema cache), token bytes, special ids, the id of a lone ``"``."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
+        import xgrammar as xg
+
         self.info = tokenizer_info(tokenizer)
         self.compiler = xg.GrammarCompiler(self.info, cache_enabled=True)
         self.vocab_size = self.info.vocab_size
@@ -164,6 +171,8 @@ class SchemaConstraint:
 
     def __init__(self, schema: str, tokenizer: PreTrainedTokenizerBase) -> None:
         self.tables = _tables(tokenizer)
+        import xgrammar as xg
+
         self.matcher = xg.GrammarMatcher(self.tables.compiled(schema), terminate_without_stop_token=True)
         self.mask = torch.zeros((1, (self.tables.vocab_size + 31) // 32), dtype=torch.int32)
         self.text = ""
