@@ -4,7 +4,8 @@
 
 The envelope merges the redaction reports of the steps (entity counts, residual PII; never values), the
 most restrictive data class, the consent seen, the eligibility decision (taken at ``now``) with its
-retention deadline, and the replay grade. ``Trajectory.train_blockers`` lists why it may not go to the
+retention deadline (its reasons also name the signals read from the next state, ``harvested:<signal>@<step>``),
+and the replay grade. ``Trajectory.train_blockers`` lists why it may not go to the
 train topic (empty: it goes): the decision is taken here once and travels with the record, so the store
 keeps it rather than deciding again. Dropped trajectories carry no steps and no rewards.
 """

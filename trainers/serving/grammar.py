@@ -12,8 +12,8 @@ paid once per schema: compiled grammars are cached per tokenizer, keyed by the s
 
 How a step is constrained (``SchemaConstraint``, the ``LogitsConstraint`` of ``trainers.generation``): the
 matcher fills a bitmask of allowed ids and forbidden logits go to -inf, so the choice among valid
-continuations stays the model's. Output is compact JSON (``,`` and ``:`` separators, no whitespace
-freedom, no properties beyond the declared ones). Departures from the engine's defaults, kept from the
+continuations stays the model's. Output is JSON with ``json.dumps``'s separators (``", "``, ``": "``),
+no other whitespace freedom, no properties beyond the declared ones. Departures from the engine's defaults, kept from the
 serving path before it: an open string may also be closed by a special token (a chat model's end-of-turn
 marker ends a free-text value as it ends unconstrained forced calls; the token stands for the closing
 quote); the mask is applied by plain tensor ops (``apply_bitmask``), faster on CPU than the engine's own.
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 # Keywords a plain-string parameter may carry without asking for a grammar (the free-text path).
 _PLAIN = frozenset({"type", "description", "title", "default", "examples"})
 _CACHE_SCHEMAS = 256  # compiled grammars kept per tokenizer
+SEPARATORS = (", ", ": ")  # json.dumps's: the text models most often saw JSON written in
 
 
 def needs_grammar(parameters: dict[str, Any] | None) -> bool:
@@ -115,7 +116,7 @@ class _Tables:
         if got is not None:
             return got
         try:
-            got = self.compiler.compile_json_schema(schema, any_whitespace=False, separators=(",", ":"))
+            got = self.compiler.compile_json_schema(schema, any_whitespace=False, separators=SEPARATORS)
         except (RuntimeError, ValueError) as err:
             reason = str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
             raise RequestError(f"the parameters schema cannot be decoded: {reason}") from None
