@@ -16,7 +16,8 @@ continuations stays the model's. Output is JSON with ``json.dumps``'s separators
 no other whitespace freedom, no properties beyond the declared ones. Departures from the engine's defaults, kept from the
 serving path before it: an open string may also be closed by a special token (a chat model's end-of-turn
 marker ends a free-text value as it ends unconstrained forced calls; the token stands for the closing
-quote); the mask is applied by plain tensor ops (``apply_bitmask``), faster on CPU than the engine's own.
+quote); tokens holding a raw control character are masked too (the engine lets a raw tab into a string,
+which is no JSON); the mask is applied by plain tensor ops (``apply_bitmask``), faster on CPU than the engine's own.
 
     python -m pytest tests/trainers/serving/test_schema_decoding.py
 """
@@ -104,6 +105,12 @@ class _Tables:
         self.compiler = xg.GrammarCompiler(self.info, cache_enabled=True)
         self.vocab_size = self.info.vocab_size
         self.decoded = self.info.decoded_vocab
+        # ids whose text holds a raw control character: never valid in this JSON (xgrammar 0.2.8's string
+        # rule lets a raw tab through, which JSON parsers refuse; no whitespace freedom needs one elsewhere)
+        control = torch.zeros(self.vocab_size, dtype=torch.bool)
+        for i, piece in enumerate(self.decoded[: self.vocab_size]):
+            control[i] = any(b < 0x20 for b in piece)
+        self.control = control
         self.special = sorted(set(tokenizer.all_special_ids))
         quote = tokenizer('"', add_special_tokens=False)["input_ids"]
         self.quote = quote[0] if len(quote) == 1 else None
@@ -192,6 +199,8 @@ class SchemaConstraint:
     def constrain(self, logits: torch.Tensor) -> torch.Tensor:
         self.matcher.fill_next_token_bitmask(self.mask, 0)
         out = apply_bitmask(logits.clone(), self.mask[0])
+        width = min(out.shape[-1], self.tables.control.numel())
+        out[:width].masked_fill_(self.tables.control[:width].to(out.device), float("-inf"))
         quote = self.tables.quote
         self._quote_allowed = self._in_string and quote is not None and self._bit(quote)
         if self._quote_allowed:  # an end-of-turn marker may close this string

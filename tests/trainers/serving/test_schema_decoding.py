@@ -35,11 +35,13 @@ def tiny():  # noqa: ANN201
     return build_tiny(TinyModelConfig())
 
 
-def decode(tiny, schema, seed: int, temperature: float = 1.0, prompt: str = "book it") -> SchemaConstraint:  # noqa: ANN001
+def decode(
+    tiny, schema, seed: int, temperature: float = 1.0, prompt: str = "book it", max_tokens: int = 160
+) -> SchemaConstraint:  # noqa: ANN001
     model, tok = tiny
     c = SchemaConstraint(arguments_grammar(schema), tok)
     ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    req = GenRequest(prompt_ids=ids, max_tokens=160, temperature=temperature, constraint=c,
+    req = GenRequest(prompt_ids=ids, max_tokens=max_tokens, temperature=temperature, constraint=c,
                      generator=torch.Generator().manual_seed(seed))  # fmt: skip
     res = generate(model, [req], tok.pad_token_id)[0]
     assert res.finish_reason == "stop" and c.done and not c.stuck, c.text
@@ -104,9 +106,9 @@ NESTED = {
     "properties": {
         "when": {"type": "object", "properties": {"date": {"type": "string", "pattern": r"\d{4}-\d{2}-\d{2}"},
                                                   "flexible": {"type": "boolean"}}, "required": ["date", "flexible"]},
-        "guests": {"type": "array", "items": {"type": "object", "properties": {"age": {"type": "integer"}},
+        "guests": {"type": "array", "items": {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 120}},
                                               "required": ["age"]}, "maxItems": 3},
-        "budget": {"anyOf": [{"type": "integer"}, {"type": "string", "enum": ["low", "high"]}]},
+        "budget": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 999}, {"type": "string", "enum": ["low", "high"]}]},
     },
     "required": ["when", "guests", "budget"],
 }  # fmt: skip
@@ -115,15 +117,19 @@ NESTED = {
 def test_nested_objects_arrays_and_any_of_decode_within_the_schema(tiny) -> None:  # noqa: ANN001
     budgets = set()
     for seed in range(6):
-        args = json.loads(decode(tiny, NESTED, seed).text)
+        args = json.loads(decode(tiny, NESTED, seed, max_tokens=400).text)
         assert set(args) == {"when", "guests", "budget"}
         assert (
             re.fullmatch(r"\d{4}-\d{2}-\d{2}", args["when"]["date"])
             and type(args["when"]["flexible"]) is bool
         )
         assert isinstance(args["guests"], list) and len(args["guests"]) <= 3
-        assert all(set(g) == {"age"} and type(g["age"]) is int for g in args["guests"])
-        assert args["budget"] in ("low", "high") or type(args["budget"]) is int
+        assert all(
+            set(g) == {"age"} and type(g["age"]) is int and 0 <= g["age"] <= 120 for g in args["guests"]
+        )
+        assert args["budget"] in ("low", "high") or (
+            type(args["budget"]) is int and 0 <= args["budget"] <= 999
+        )
         budgets.add(type(args["budget"]).__name__)
     assert budgets == {"int", "str"}  # both branches of the anyOf are the model's to take
 
