@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, SecretStr, model_validator
@@ -115,6 +116,43 @@ class EligibilityPolicy(Frozen):
         return self
 
 
+class NextStateConfig(Frozen):
+    """Rewards read from the next state (governance/reward_join/next_state): a tool error, a retry, a
+    correction marks the step it judges, as ``kind="feedback"`` rewards with source ``harvest:<signal>``."""
+
+    tool_error: bool = Field(True, description="A tool answer reporting an error marks the calling step.")
+    retry: bool = Field(True, description="The same user message re-sent after an answer marks that answer.")
+    retry_window_s: float = Field(300.0, gt=0, description="A re-send later than this is a new question.")
+    correction: bool = Field(True, description="A user turn contradicting the answer marks that answer.")
+    correction_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"^(no|nope)\b[,.!]?\s*(it'?s|that'?s|it is|that is|the)\b",
+            r"\b(that'?s|that is|this is|you'?re|you are)\s+(wrong|incorrect|not (right|correct|true))\b",
+            r"^(wrong|incorrect)\b",
+            r"^nein\b[,.!]?\s*(es|das)\b|\b(das|es) ist (falsch|nicht richtig)\b|^falsch\b",
+            r"^non\b[,.!]?\s*(c'est|ce n'est)\b|\bc'est (faux|incorrect|pas (juste|correct))\b|^faux\b",
+            r"^no\b[,.!]?\s*(es|son)\b|\b(eso|esto) (es|está) (mal|incorrecto)\b|^incorrecto\b",
+            r"^não\b[,.!]?\s*(é|são)\b|\b(isso|isto) (está|é) (errado|incorreto)\b|^errado\b",
+        ],
+        description="Case-insensitive regular expressions (English, German, French, Spanish, Portuguese) "
+        "searched in the start of a user turn; any match is a correction.",
+    )
+    correction_scan_chars: int = Field(200, gt=0, description="How much of a user turn the patterns read.")
+    values: dict[str, float] = Field(
+        default_factory=lambda: {"tool_error": 0.0, "retry": 0.0, "correction": 0.0},
+        description="The value of each signal's reward (a signal without one carries no value).",
+    )
+
+    @model_validator(mode="after")
+    def _patterns(self) -> NextStateConfig:
+        for p in self.correction_patterns:
+            try:
+                re.compile(p)
+            except re.error as err:
+                raise ValueError(f"correction pattern {p!r} does not compile: {err}") from None
+        return self
+
+
 class RewardJoinConfig(Frozen):
     """How rewards join trajectories."""
 
@@ -128,6 +166,7 @@ class RewardJoinConfig(Frozen):
     combine: Literal["last", "mean", "sum", "weighted"] = "last"
     source_weights: dict[str, float] = Field(default_factory=dict)
     harvest_feedback: bool = Field(True, description="Turn accept/edit/retry/delete signals into rewards.")
+    next_state: NextStateConfig = Field(default_factory=NextStateConfig)
     feedback_values: dict[str, float] = Field(
         default_factory=lambda: {
             "accept": 1.0,

@@ -1,5 +1,5 @@
 """A small batched decode loop with a KV cache: per-row temperature, seed, stop tokens, streaming callback
-and an optional logits constraint (a forced tool call's argument schema, ``trainers.serving.schema_decoding``).
+and an optional logits constraint (a forced tool call's argument schema, ``trainers.serving.grammar``).
 
 Used by the CPU rollout backend and by `sluice serve-model`. Departs from ``model.generate``: it returns the
 sampling-time logprob of every token (the log-probability under the distribution the token was actually drawn

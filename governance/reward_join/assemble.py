@@ -1,7 +1,8 @@
 """Assembling the emitted trajectory from the join state and the stored (redacted) step bodies.
 
 Steps are ordered by step index (then event time), tool answers are attached to the asking step,
-step-level rewards (reward events with a ``step_index``, step-carried rewards, harvested feedback) are
+step-level rewards (reward events with a ``step_index``, step-carried rewards, harvested feedback, and
+rewards read from the next state: tool errors, retries, corrections, ``next_state``) are
 attached to their step and trajectory-level rewards to the trajectory; a step-level reward whose step
 never arrived stays on the trajectory with its ``step_index``, so nothing is lost. ``event_id`` is
 ``trajectory_version_id(trajectory_id, version)``, so re-emitting a version is idempotent downstream.
@@ -16,6 +17,7 @@ from governance.config import RewardJoinConfig
 from governance.reward_join.combine import trajectory_reward
 from governance.reward_join.emission import EmissionPlan
 from governance.reward_join.feedback import harvest_feedback
+from governance.reward_join.next_state import harvest_next_state
 from governance.reward_join.state import JoinState
 from governance.reward_join.tool_results import attach_tool_results
 from sluice.events import Reward, StepEvent, Trajectory, trajectory_version_id
@@ -46,6 +48,7 @@ def assemble_trajectory(
     ordered = attach_tool_results(ordered)
     for step in ordered:
         _attach_rewards([step], harvest_feedback(step, cfg))
+    _attach_rewards(ordered, harvest_next_state(ordered, cfg.next_state))
     traj_rewards = _attach_rewards(ordered, list(state.rewards))
     step_rewards = [r for s in ordered for r in s.rewards]
     trajectory_level = [r for r in traj_rewards if r.step_index is None]

@@ -4,7 +4,8 @@
 
 The envelope merges the redaction reports of the steps (entity counts, residual PII; never values), the
 most restrictive data class, the consent seen, the eligibility decision (taken at ``now``) with its
-retention deadline, and the replay grade. ``Trajectory.train_blockers`` lists why it may not go to the
+retention deadline (its reasons also name the signals read from the next state, ``harvested:<signal>@<step>``),
+and the replay grade. ``Trajectory.train_blockers`` lists why it may not go to the
 train topic (empty: it goes): the decision is taken here once and travels with the record, so the store
 keeps it rather than deciding again. Dropped trajectories carry no steps and no rewards.
 """
@@ -25,6 +26,7 @@ from governance.eligibility import (
 from governance.replay import grade_replayability
 from governance.reward_join.assemble import assemble_trajectory, dropped_envelope
 from governance.reward_join.emission import EmissionPlan
+from governance.reward_join.next_state import harvested_reasons
 from governance.reward_join.state import JoinState
 from sluice.events import (
     Consent,
@@ -121,6 +123,9 @@ def build_emission(
     else:
         trajectory = assemble_trajectory(state, steps, plan, join_cfg, at)
         grade = grade_replayability(trajectory, replay_cfg)
+        harvested = harvested_reasons([r for s in trajectory.steps for r in s.rewards])
+        if harvested:  # the decision names the signals read from the next state that it was taken with
+            decision = decision.model_copy(update={"reasons": [*decision.reasons, *harvested]})
     trajectory.governance = governance_envelope(state.facts, steps, decision, grade, policy)
     trajectory.train_blockers = train_gate(trajectory, replay_cfg.min_train_grade)
     return Emission(trajectory=trajectory)

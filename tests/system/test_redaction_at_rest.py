@@ -249,3 +249,41 @@ def test_forwarded_calls_reach_the_model_server_and_are_kept_nowhere(stack: Stac
     assert places["topic:steps_raw"], "the raw topic holds the steps of the other test"
     for where, blob in places.items():
         assert secret.encode() not in blob, f"a forwarded call was kept in {where}"
+
+
+def test_a_tool_error_lands_as_a_reward_on_the_calling_step(stack: Stack) -> None:
+    """A forced tool call, then the tool's answer in its own error format (a JSON ``error`` body): the
+    reward join harvests it as a reward on the calling step, source ``harvest:tool_error``, and the stored
+    version's eligibility reasons name it."""
+    key = next(k for k, tenant in stack.keys.items() if tenant == "acme")
+    tid = f"tool-error-{RUN.lower()}"
+    client = openai.OpenAI(base_url=f"{stack.root}/v1", api_key=key, max_retries=0,
+                           default_headers={"x-sluice-trajectory-id": tid})  # fmt: skip
+    tools = [{"type": "function", "function": {"name": "lookup_order", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}}}}]  # fmt: skip
+    messages: list[dict] = [{"role": "user", "content": "Where is my order?"}]
+    first = client.chat.completions.create(model="sluice-tiny", messages=messages, max_tokens=8, tools=tools,
+                                           tool_choice={"type": "function", "function": {"name": "lookup_order"}})  # fmt: skip
+    call = first.choices[0].message.tool_calls[0]
+    messages += [
+        first.choices[0].message.model_dump(exclude_none=True),
+        {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "content": json.dumps({"error": "order service unavailable"}),
+        },
+    ]
+    client.chat.completions.create(model="sluice-tiny", messages=messages, max_tokens=8)
+    resp = httpx.post(f"{stack.root}/v1/trajectories/{tid}/end", headers={"Authorization": f"Bearer {key}"},
+                      json={"outcome": "done"}, timeout=10)  # fmt: skip
+    assert resp.status_code < 300, resp.text
+    stored = scoped_trajectory_id("acme", tid)
+    stack.wait_landed([stored])
+    rewards = stack.query(
+        f"SELECT name, source, step_index, value FROM rewards WHERE trajectory_id = '{stored}' ORDER BY name"
+    )
+    assert {"name": "tool_error", "source": "harvest:tool_error", "step_index": 0, "value": 0.0} in rewards
+    reasons = stack.query(
+        f"SELECT eligibility_reasons FROM trajectory_versions WHERE trajectory_id = '{stored}' ORDER BY version"
+    )
+    assert "harvested:tool_error@0" in reasons[-1]["eligibility_reasons"]

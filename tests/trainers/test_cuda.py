@@ -168,7 +168,7 @@ SCHEMA = {
 
 
 def test_a_forced_tool_call_decodes_on_cuda_within_its_schema() -> None:
-    from trainers.serving.schema_decoding import SchemaConstraint, arguments_grammar
+    from trainers.serving.grammar import SchemaConstraint, arguments_grammar
 
     model, tok = build_tiny()
     model = model.to("cuda")

@@ -6,9 +6,9 @@ as a call to that function whose arguments are ``{"<first string parameter>": "<
 argument ends at the first special token (a chat model's end-of-turn marker such as ``<|im_end|>`` is
 no part of a value): for a forced call the tokenizer's special tokens are stop strings too.
 
-When the function's schema constrains a parameter (``enum``, ``pattern``, ``maxLength``, an integer,
-number or boolean type), the model writes the whole arguments object under that schema instead
-(``schema_decoding``: a per-row logits constraint inside the generate loop), so the arguments are valid
+When the function's schema asks for more than plain strings (``enum``, ``pattern``, lengths, a number or
+boolean, a nested object, an array, ``anyOf``), the model writes the whole arguments object under that
+schema instead (``grammar``: xgrammar's per-row logits constraint inside the generate loop), so the arguments are valid
 JSON that the schema accepts, with values the model chose; stop strings do not cut such a call, and a
 call that runs out of tokens first ends with finish_reason "length".
 """
@@ -25,14 +25,9 @@ from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
 from trainers.serving.common import StopTrimmer, chain_first, job_args, new_id, now, sse, usage
 from trainers.serving.engine import GenerateEngine, TokenEvent
+from trainers.serving.grammar import SchemaConstraint, arguments_grammar, compiled, needs_grammar
 from trainers.serving.policy_api import EXTENSION_FIELD, extension
 from trainers.serving.protocol import ChatCompletionRequest
-from trainers.serving.schema_decoding import (
-    ArgumentsGrammar,
-    SchemaConstraint,
-    arguments_grammar,
-    needs_grammar,
-)
 from trainers.tiny_model import render_chat
 
 
@@ -40,7 +35,7 @@ from trainers.tiny_model import render_chat
 class ForcedTool:
     name: str
     param: str
-    grammar: ArgumentsGrammar | None = None  # set: the model writes the arguments JSON under the schema
+    grammar: str | None = None  # the schema's JSON, set: the model writes the arguments JSON under it
 
     def open_args(self) -> str:
         return "" if self.grammar is not None else "{" + json.dumps(self.param) + ': "'
@@ -105,6 +100,8 @@ class ChatServing:
         tok = self.engine.tokenizer
         prompt_ids = tok(render_chat(req.messages), add_special_tokens=False)["input_ids"]
         tool = forced_tool(req)
+        if tool is not None and tool.grammar is not None:
+            compiled(tool.grammar, tok)  # a schema the engine cannot compile is a 400 now, not a failed job
         args = job_args(
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.token_limit(),
             temperature=req.temperature, top_p=req.top_p, seed=req.seed, stop=self.stops(req, tool),

@@ -1,22 +1,19 @@
-"""Schema-constrained decoding of forced tool calls, on the tiny model's real weights and tokenizer: every
-output is a valid arguments object, and among valid values the model's own preference decides."""
+"""Schema-constrained decoding of forced tool calls (xgrammar), on the tiny model's real weights and
+tokenizer: every output is a valid arguments object — nested objects, arrays and anyOf included — and
+among valid values the model's own preference decides."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-import regex
 import torch
 
 from trainers.config import TinyModelConfig
 from trainers.exceptions import RequestError
 from trainers.generation import GenRequest, generate
-from trainers.serving.schema_decoding import (
-    SchemaConstraint,
-    arguments_grammar,
-    needs_grammar,
-)
+from trainers.serving.grammar import SchemaConstraint, arguments_grammar, compiled, needs_grammar
 from trainers.tiny_model import build_tiny
 
 ENUM = ["low", "normal", "high", "urgent"]
@@ -38,11 +35,13 @@ def tiny():  # noqa: ANN201
     return build_tiny(TinyModelConfig())
 
 
-def decode(tiny, schema, seed: int, temperature: float = 1.0, prompt: str = "book it") -> SchemaConstraint:  # noqa: ANN001
+def decode(
+    tiny, schema, seed: int, temperature: float = 1.0, prompt: str = "book it", max_tokens: int = 160
+) -> SchemaConstraint:  # noqa: ANN001
     model, tok = tiny
     c = SchemaConstraint(arguments_grammar(schema), tok)
     ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    req = GenRequest(prompt_ids=ids, max_tokens=160, temperature=temperature, constraint=c,
+    req = GenRequest(prompt_ids=ids, max_tokens=max_tokens, temperature=temperature, constraint=c,
                      generator=torch.Generator().manual_seed(seed))  # fmt: skip
     res = generate(model, [req], tok.pad_token_id)[0]
     assert res.finish_reason == "stop" and c.done and not c.stuck, c.text
@@ -55,7 +54,7 @@ def test_sampled_arguments_always_follow_the_schema(tiny) -> None:  # noqa: ANN0
         args = json.loads(decode(tiny, SCHEMA, seed).text)
         assert set(SCHEMA["required"]) <= set(args) <= set(SCHEMA["properties"])
         assert args["priority"] in ENUM
-        assert regex.fullmatch(r"\d{4}-\d{2}-\d{2}", args["date"])
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", args["date"])
         assert type(args["count"]) is int and type(args["notify"]) is bool
         assert len(args.get("note", "")) <= 6
         seen.add(args["priority"])
@@ -68,8 +67,8 @@ def test_pattern_with_alternatives_and_free_text_ends_by_quote_or_special_token(
         "required": ["code", "text"]}  # fmt: skip
     for seed in range(4):
         args = json.loads(decode(tiny, schema, seed).text)
-        assert regex.fullmatch("(EUR|USD|GBP)-[0-9]{3}", args["code"])
-        assert isinstance(args["text"], str) and '"' not in args["text"]
+        assert re.fullmatch("(EUR|USD|GBP)-[0-9]{3}", args["code"])
+        assert isinstance(args["text"], str)
 
 
 def test_the_enum_value_the_model_prefers_wins(tiny) -> None:  # noqa: ANN001
@@ -102,14 +101,55 @@ def test_biased_logits_pick_the_biased_value(tiny) -> None:  # noqa: ANN001
         assert json.loads(c.text) == {"unit": want}
 
 
-def test_plain_string_schemas_keep_the_free_text_path_and_bad_schemas_are_400() -> None:
-    assert not needs_grammar({"type": "object", "properties": {"q": {"type": "string"}}})
-    assert needs_grammar({"type": "object", "properties": {"q": {"type": "string", "enum": ["a"]}}})
-    with pytest.raises(RequestError, match="not supported"):
-        arguments_grammar({"type": "object", "properties": {"x": {"type": "array"}}})
-    with pytest.raises(RequestError, match="anyOf is not supported"):
-        arguments_grammar(
-            {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}, "n": {"type": "integer"}}}
+NESTED = {
+    "type": "object",
+    "properties": {
+        "when": {"type": "object", "properties": {"date": {"type": "string", "pattern": r"\d{4}-\d{2}-\d{2}"},
+                                                  "flexible": {"type": "boolean"}}, "required": ["date", "flexible"]},
+        "guests": {"type": "array", "items": {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0, "maximum": 120}},
+                                              "required": ["age"]}, "maxItems": 3},
+        "budget": {"anyOf": [{"type": "integer", "minimum": 0, "maximum": 999}, {"type": "string", "enum": ["low", "high"]}]},
+    },
+    "required": ["when", "guests", "budget"],
+}  # fmt: skip
+
+
+def test_nested_objects_arrays_and_any_of_decode_within_the_schema(tiny) -> None:  # noqa: ANN001
+    budgets = set()
+    for seed in range(6):
+        args = json.loads(decode(tiny, NESTED, seed, max_tokens=400).text)
+        assert set(args) == {"when", "guests", "budget"}
+        assert (
+            re.fullmatch(r"\d{4}-\d{2}-\d{2}", args["when"]["date"])
+            and type(args["when"]["flexible"]) is bool
         )
-    with pytest.raises(RequestError, match="does not compile"):
-        arguments_grammar({"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}})
+        assert isinstance(args["guests"], list) and len(args["guests"]) <= 3
+        assert all(
+            set(g) == {"age"} and type(g["age"]) is int and 0 <= g["age"] <= 120 for g in args["guests"]
+        )
+        assert args["budget"] in ("low", "high") or (
+            type(args["budget"]) is int and 0 <= args["budget"] <= 999
+        )
+        budgets.add(type(args["budget"]).__name__)
+    assert budgets == {"int", "str"}  # both branches of the anyOf are the model's to take
+
+
+def test_plain_string_schemas_keep_the_free_text_path_and_bad_schemas_are_400(tiny) -> None:  # noqa: ANN001
+    _, tok = tiny
+    assert not needs_grammar({"type": "object", "properties": {"q": {"type": "string", "description": "d"}}})
+    assert needs_grammar({"type": "object", "properties": {"q": {"type": "string", "enum": ["a"]}}})
+    assert needs_grammar(
+        {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "string"}}}}
+    )
+    assert needs_grammar({"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}}})
+    with pytest.raises(RequestError, match="type object"):
+        arguments_grammar({"type": "array"})
+    with pytest.raises(RequestError, match="not declared"):
+        arguments_grammar({"type": "object", "properties": {}, "required": ["x"]})
+    with pytest.raises(RequestError, match="cannot be decoded"):
+        compiled(
+            arguments_grammar({"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}}),
+            tok,
+        )
+    with pytest.raises(RequestError, match="cannot be decoded"):
+        compiled(arguments_grammar({"type": "object", "properties": {"x": {"type": "frob"}}}), tok)

@@ -144,6 +144,39 @@ def test_forced_tool_call(client: openai.OpenAI) -> None:
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 
 
+NESTED_TOOLS = [{"type": "function", "function": {"name": "plan_trip", "parameters": {
+    "type": "object", "required": ["stops", "when", "budget"], "properties": {
+        "stops": {"type": "array", "maxItems": 2, "items": {"type": "object", "required": ["city"],
+                  "properties": {"city": {"type": "string", "maxLength": 4}}}},
+        "when": {"type": "object", "required": ["day"], "properties": {"day": {"type": "integer", "maximum": 31}}},
+        "budget": {"anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["low", "high"]}]}}}}}]  # fmt: skip
+
+
+def test_forced_tool_call_with_nested_objects_arrays_and_any_of(client: openai.OpenAI) -> None:
+    """Real agents' tools nest: an array of objects, an object, an anyOf — decoded under the schema, streamed
+    the same; a schema the engine cannot compile is a 400."""
+    kwargs = dict(
+        model="sluice-tiny", messages=MESSAGES, max_tokens=200, tools=NESTED_TOOLS, seed=3,
+        tool_choice={"type": "function", "function": {"name": "plan_trip"}},
+    )  # fmt: skip
+    resp = client.chat.completions.create(**kwargs)
+    assert resp.choices[0].finish_reason == "tool_calls"
+    args = json.loads(resp.choices[0].message.tool_calls[0].function.arguments)
+    assert set(args) == {"stops", "when", "budget"}
+    assert len(args["stops"]) <= 2 and all(set(s) == {"city"} and len(s["city"]) <= 4 for s in args["stops"])
+    assert type(args["when"]["day"]) is int and args["when"]["day"] <= 31
+    assert type(args["budget"]) is bool or args["budget"] in ("low", "high")
+    chunks = list(client.chat.completions.create(**kwargs, stream=True))
+    frags = [
+        tc.function.arguments or "" for c in chunks for ch in c.choices for tc in ch.delta.tool_calls or []
+    ]
+    assert json.loads("".join(frags)) == args
+    bad = [{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"type": "string", "pattern": "("}}}}}]  # fmt: skip
+    with pytest.raises(openai.BadRequestError, match="cannot be decoded"):
+        client.chat.completions.create(**{**kwargs, "tools": bad, "tool_choice": "required"})
+
+
 def test_forced_tool_call_with_free_text_argument(client: openai.OpenAI) -> None:
     """A schema of plain strings: the generated text becomes the first string parameter, as it is."""
     tools = [{"type": "function", "function": {"name": "note", "parameters": {
