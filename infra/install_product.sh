@@ -9,3 +9,7 @@ cd "$(dirname "$0")/.."
 source infra/venv.sh
 "${PIP[@]}" "torch==2.13.0"
 "${PIP[@]}" -c infra/constraints.txt -e ".[ner]"
+# xgrammar (JSON-schema constrained decoding of forced tool calls, trainers/serving/grammar.py) without its
+# declared dependencies: on Linux x86_64 it names triton, a GPU compiler of several hundred MB that CPU
+# decoding never imports; its runtime dependencies are the product's own (pyproject.toml).
+"${PIP[@]}" --no-deps "xgrammar==0.2.8"
