@@ -9,3 +9,4 @@ cd "$(dirname "$0")/.."
 source infra/venv.sh
 "${PIP[@]}" "torch==2.13.0"
 "${PIP[@]}" -c infra/constraints.txt -e ".[ner]"
+compile_env
