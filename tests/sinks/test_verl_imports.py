@@ -86,7 +86,7 @@ def test_verl_dataset_imports_resolve_in_var_verl_or_the_declared_dependencies()
     assert reached <= closure, f"the dependency walk missed {reached - closure}"
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, str(VERL_DIR), str(REPO), json.dumps(sorted(closure))],
-        capture_output=True, text=True, timeout=300, cwd=REPO,
+        capture_output=True, text=True, timeout=540, cwd=REPO,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
