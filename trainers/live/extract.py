@@ -96,9 +96,11 @@ def extract_samples(
     model_globs: list[str],
     max_prompt_tokens: int,
     prefix_tokens: int | None = None,
+    merge: bool = True,
 ) -> LiveItem:
-    """Every trainable model call of this trajectory version, and a count of the steps left out by reason
-    ("no output", "unknown model", "unrewarded", "prompt too long", "empty completion")."""
+    """Every trainable model call of this trajectory version (chained runs merged into one sample unless
+    ``merge`` is off), and a count of the steps left out by reason ("no output", "unknown model",
+    "unrewarded", "prompt too long", "empty completion")."""
     steps = sorted(traj.steps, key=lambda s: s.step_index)
     task_id = next((s.metadata.task_id for s in reversed(steps) if s.metadata.task_id), None)
     skipped: Counter[str] = Counter()
@@ -167,7 +169,7 @@ def extract_samples(
         )
         pieces.append(StepPiece(sample, chains))
     per_step_reward = any(r.step_index is not None and r.value is not None for r in traj.rewards)
-    samples, counts = merge_steps(pieces, per_step_reward)
+    samples, counts = merge_steps(pieces, per_step_reward, merge)
     return LiveItem(
         trajectory_id=traj.trajectory_id,
         version=traj.version,

@@ -90,13 +90,19 @@ def merge_run(run: list[LiveSample]) -> LiveSample:
     )
 
 
-def merge_steps(pieces: list[StepPiece], per_step_reward: bool) -> tuple[list[LiveSample], MergeCounts]:
-    """The samples a trajectory trains as: chained runs merged, the rest one per step."""
+def merge_steps(
+    pieces: list[StepPiece], per_step_reward: bool, merge: bool = True
+) -> tuple[list[LiveSample], MergeCounts]:
+    """The samples a trajectory trains as: chained runs merged, the rest one per step (every step on its
+    own when ``merge`` is off: the per-step recipe, for comparison)."""
     counts = MergeCounts()
     samples = [p.sample for p in pieces]
     if len(pieces) < 2:
         return samples, counts
     counts.multi_step = 1
+    if not merge:
+        counts.fallback_steps = len(pieces)
+        return samples, counts
     if per_step_reward:
         counts.per_step_reward = 1
         counts.fallback_steps = len(pieces)
