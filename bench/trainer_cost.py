@@ -4,7 +4,7 @@ Synthetic agent trajectories shaped as the proxy records them (a prompt, then pe
 and a tool result the next step re-sends with the whole history: ``prompt_token_prefix_len`` covers the
 previous prompt + completion) go through the real ``extract_samples``, merged and with ``merge=False``
 (the per-step recipe: every step a sample whose prompt is the whole history). The learner's ``train`` on
-those rows is timed (wall, median of ``--repeats`` after a warm-up), per trajectory, on 2-, 10- and
+those rows is timed (wall, median of ``--repeats``, after one warm-up update), per trajectory, on 2-, 10- and
 20-step trajectories. Per step the prefix is re-read with the per-step recipe, so its cost grows with
 the square of the steps; merged it grows with the sequence.
 
@@ -108,7 +108,6 @@ def rows_of(trajs: list[Trajectory], tokenizer: object, merge: bool) -> list[Liv
 
 
 def time_train(learner: LiveLearner, rows: list[LiveRow], repeats: int) -> float:
-    learner.train(rows)  # warm-up: allocator, kernels
     walls = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -131,11 +130,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="sluice-tiny")
     ap.add_argument("--steps", type=int, nargs="+", default=[2, 10, 20])
-    ap.add_argument("--trajectories", type=int, default=8, help="trajectories per update (one group)")
+    ap.add_argument("--trajectories", type=int, default=4, help="trajectories per update (one group)")
     ap.add_argument("--prompt-tokens", type=int, default=96)
     ap.add_argument("--completion-tokens", type=int, default=16)
     ap.add_argument("--tool-tokens", type=int, default=24)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-record", action="store_true", help="print only; write nothing under docs/")
     args = ap.parse_args()
@@ -146,6 +145,8 @@ def main() -> None:
         learner = LiveLearner(cfg, args.model, out_dir)
         vocab = int(learner.model.get_input_embeddings().weight.shape[0])
         rng = random.Random(0)
+        warm = [synthetic_trajectory("warm", 2, rng, vocab, args.prompt_tokens, args.completion_tokens, 8)]
+        learner.train(rows_of(warm, learner.tokenizer, True))  # warm-up: allocator, kernels
         figures: dict[str, float] = {}
         for n in args.steps:
             trajs = [
