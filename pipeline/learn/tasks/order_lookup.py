@@ -8,7 +8,9 @@ result back as a ``tool`` message; the second call answers in text. The agent sh
 call named the asked order AND the reply opens with ``STATUS=`` and that order's status; an order's record
 is a pure function of its id, so the answer can be read back from the recorded question (``answer_from``).
 
-    python -m bench.task_probe --tasks order_lookup --samples 48    # base reward on SmolLM2-135M-Instruct
+SmolLM2-135M-Instruct gets 0.27 of them right at temperature 1.0 (48 episodes, the call forced, as served):
+
+    python -m bench.task_probe --tasks order_lookup --samples 48
 """
 
 from __future__ import annotations
