@@ -188,7 +188,7 @@ def main() -> None:
         "threads": args.threads,
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": commit(),
-        "command": "python -m bench.trainer_cost " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m bench.trainer_cost", *sys.argv[1:]]),
     }
     line = json.dumps(result)
     if not args.no_record:
