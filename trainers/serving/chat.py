@@ -107,11 +107,11 @@ class ChatServing:
         return list(dict.fromkeys([*req.stops(), *specials]))
 
     def _prepare(
-        self, req: ChatCompletionRequest, asked: str | None
+        self, req: ChatCompletionRequest, asked: str | None, conversation: str | None
     ) -> tuple[str, list[int], dict[str, Any], ForcedTool | None]:
         tok = self.engine.tokenizer
         text = render_chat(req.messages)
-        prompt_ids = self.history.encode(text)
+        prompt_ids = self.history.encode(text, conversation)
         tool = forced_tool(req)
         args = job_args(
             self.cfg, self.max_positions, prompt_ids, n=req.n, max_tokens=req.token_limit(),
@@ -122,9 +122,12 @@ class ChatServing:
         )  # fmt: skip
         return text, prompt_ids, args, tool
 
-    async def complete(self, req: ChatCompletionRequest, asked: str | None = None) -> dict[str, Any]:
-        """The whole completion, decoded by policy version ``asked`` (None or not kept: the default)."""
-        text, prompt_ids, args, tool = self._prepare(req, asked)
+    async def complete(
+        self, req: ChatCompletionRequest, asked: str | None = None, conversation: str | None = None
+    ) -> dict[str, Any]:
+        """The whole completion, decoded by policy version ``asked`` (None or not kept: the default);
+        ``conversation`` keys its token history (``TokenHistory``)."""
+        text, prompt_ids, args, tool = self._prepare(req, asked, conversation)
         trims = [StopTrimmer(tuple(self.stops(req, tool))) for _ in range(req.n)]
         entries: list[list[dict[str, Any]]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
@@ -138,7 +141,7 @@ class ChatServing:
                 continue
             choices[ev.index] = self._choice(req, ev, trims[ev.index], entries[ev.index], tool)
         for c in choices:
-            self.history.remember(text, prompt_ids, c["_ids"])
+            self.history.remember(text, prompt_ids, c["_ids"], conversation)
         completion_tokens = sum(len(c.pop("_ids")) for c in choices)
         body: dict[str, Any] = {
             "id": new_id("chatcmpl"),
@@ -179,17 +182,21 @@ class ChatServing:
         return choice
 
     def stream(
-        self, req: ChatCompletionRequest, versions: list[str], asked: str | None = None
+        self,
+        req: ChatCompletionRequest,
+        versions: list[str],
+        asked: str | None = None,
+        conversation: str | None = None,
     ) -> AsyncIterator[str]:
         """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines. ``versions``
         fills with the policy versions used, the first one before the first line is yielded."""
-        text, prompt_ids, args, tool = self._prepare(req, asked)
-        return self._stream(req, text, prompt_ids, args, tool, versions)
+        text, prompt_ids, args, tool = self._prepare(req, asked, conversation)
+        return self._stream(req, (text, conversation), prompt_ids, args, tool, versions)
 
     async def _stream(
         self,
         req: ChatCompletionRequest,
-        text: str,
+        seen: tuple[str, str | None],  # the prompt's text and conversation, for the token history
         prompt_ids: list[int],
         args: dict[str, Any],
         tool: ForcedTool | None,
@@ -245,7 +252,7 @@ class ChatServing:
                     extra["token_ids"] = [ev.token_id]
                 yield chunk(ev.index, self._delta(piece, tool), **extra)
                 continue
-            self.history.remember(text, prompt_ids, served[ev.index])
+            self.history.remember(seen[0], prompt_ids, served[ev.index], seen[1])
             tail = trims[ev.index].flush()
             if tool is None:
                 finish = "stop" if trims[ev.index].stopped else ev.result.finish_reason

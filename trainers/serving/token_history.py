@@ -7,7 +7,10 @@ prompt + completion, and a trainer could no longer lay the turns end to end as o
 therefore remembers, for its recent calls, the rendered prompt text + the completion's text and the ids
 prompt + completion, and encodes a new prompt as the longest remembered sequence whose text it starts with,
 followed by the tokenizer's ids of the rest. The ids still decode to the prompt's text; only the split
-follows what was served. Bounded: ``capacity`` sequences, least recently used dropped first; in memory only.
+follows what was served. Two conversations can hold the same text sampled as different tokens (the members
+of a GRPO group answer the same question), so a call that names its conversation (the proxy sends the
+trajectory id to a backend it asks for token ids) is matched only with that conversation's sequences.
+Bounded: ``capacity`` sequences, least recently used dropped first; in memory only.
 """
 
 from __future__ import annotations
@@ -22,31 +25,41 @@ DEFAULT_CAPACITY = 512
 class TokenHistory:
     def __init__(self, tokenizer: Any, capacity: int = DEFAULT_CAPACITY) -> None:
         self.tok, self.capacity = tokenizer, capacity
-        self._seqs: OrderedDict[str, list[int]] = OrderedDict()  # text -> its ids, least recent first
+        # (conversation, text) -> its ids, least recent first
+        self._seqs: OrderedDict[tuple[str | None, str], list[int]] = OrderedDict()
         self._lock = threading.Lock()
         self.reused = 0  # prompts that extended a remembered sequence
 
     def _ids(self, text: str) -> list[int]:
         return list(self.tok(text, add_special_tokens=False)["input_ids"]) if text else []
 
-    def encode(self, text: str) -> list[int]:
-        """Ids of a rendered prompt: a remembered sequence it extends (the longest), then the rest."""
+    def encode(self, text: str, conversation: str | None = None) -> list[int]:
+        """Ids of a rendered prompt: a remembered sequence of its conversation it extends (the longest),
+        then the rest."""
         with self._lock:
-            best = max((t for t in self._seqs if text.startswith(t)), key=len, default="")
-            ids = list(self._seqs[best]) if best else []
-            if best:
+            found = [k for k in self._seqs if k[0] == conversation and text.startswith(k[1])]
+            best = max(found, key=lambda k: len(k[1]), default=None)
+            ids = list(self._seqs[best]) if best is not None else []
+            if best is not None:
                 self._seqs.move_to_end(best)
                 self.reused += 1
-        return ids + self._ids(text[len(best) :])
+        return ids + self._ids(text[len(best[1]) if best is not None else 0 :])
 
-    def remember(self, prompt_text: str, prompt_ids: list[int], completion_ids: list[int]) -> None:
+    def remember(
+        self,
+        prompt_text: str,
+        prompt_ids: list[int],
+        completion_ids: list[int],
+        conversation: str | None = None,
+    ) -> None:
         """Keep prompt + completion for the call that may re-send it (the completion's text as decoded,
         special tokens included: an end-of-turn token is text the next prompt renders)."""
         text = prompt_text + self.tok.decode(
             completion_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
         )
         with self._lock:
-            self._seqs[text] = list(prompt_ids) + list(completion_ids)
-            self._seqs.move_to_end(text)
+            key = (conversation, text)
+            self._seqs[key] = list(prompt_ids) + list(completion_ids)
+            self._seqs.move_to_end(key)
             while len(self._seqs) > self.capacity:
                 self._seqs.popitem(last=False)

@@ -43,3 +43,13 @@ def test_the_history_keeps_the_most_recent_sequences_only() -> None:
     history.encode("a!x")
     history.encode("c!x")
     assert history.reused == 1  # "a!" was dropped, "c!" is kept
+
+
+def test_conversations_with_the_same_text_keep_their_own_ids() -> None:
+    history = TokenHistory(TOK)
+    history.remember("ask", [1, 2], [3], conversation="a")  # one split of the same text...
+    history.remember("ask", [4, 5], [6], conversation="b")  # ...and another, sampled in a second trajectory
+    tail = _ids(" next")
+    assert history.encode("ask" + TOK.decode([3]) + " next", "a")[:3] == [1, 2, 3]
+    assert history.encode("ask" + TOK.decode([6]) + " next", "b") == [4, 5, 6, *tail]
+    assert history.encode("ask" + TOK.decode([6]) + " next") == _ids("ask" + TOK.decode([6]) + " next")
