@@ -128,13 +128,14 @@ def test_a_tool_using_trajectory_trains_as_one_sequence_with_tool_results_out_of
                                         loss_mask=s.loss_mask), 1.0, 1.0)], tok.pad_token_id)  # fmt: skip
     loss_w = batch.loss_mask[0].tolist()
     ids = batch.completion_ids[0].tolist()
-    trained = tok.decode([t for t, w in zip(ids, loss_w, strict=True) if w == 1.0], skip_special_tokens=False)
+    trained_ids = [t for t, w in zip(ids, loss_w, strict=True) if w == 1.0]
     context = tok.decode([t for t, w in zip(ids, loss_w, strict=True) if w == 0.0], skip_special_tokens=False)
     result = OrderLookupTask().run_tool("lookup_order", attempts[0].tool_calls[0].arguments)
     assert result in context and "<|im_start|>tool" in context  # the tool's result: attended, weight 0
-    assert (
-        result not in trained and attempts[0].tool_calls[0].arguments in trained
-    )  # the model's call: trained
-    assert trained.endswith(attempts[0].reply) or attempts[0].reply in trained  # and its answer
-    assert batch.n_tokens == sum(len(st.action.choices[0].token_ids or []) for st in traj.steps)
+    # the trained tokens are exactly what the model wrote: the call's arguments, then the answer
+    written = [t for st in traj.steps for t in st.action.choices[0].token_ids or []]
+    call_ids = traj.steps[0].action.choices[0].token_ids or []
+    assert trained_ids == written and tok.decode(call_ids) == attempts[0].tool_calls[0].arguments
+    assert result not in tok.decode(trained_ids, skip_special_tokens=False)
+    assert batch.n_tokens == len(written)
     assert batch.completion_mask[0].sum() == len(s.token_ids)  # every token attended
