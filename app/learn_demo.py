@@ -3,7 +3,7 @@ checker posts their rewards (a share of them late), the live trainer learns from
 each new policy version to the model server, and the reward per policy version is shown as a table (the
 ``sluice query`` below) and a PNG plot.
 
-    sluice demo --learn [--minutes 20] [--tasks extraction,arithmetic,tool_call] [--plot var/learn/reward.png]
+    sluice demo --learn [--minutes 20] [--tasks extraction,arithmetic,tool_call,order_lookup] [--plot var/learn/reward.png]
 """
 
 from __future__ import annotations

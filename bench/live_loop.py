@@ -11,10 +11,14 @@ Figures (the final JSON line): ``live_reward_start`` (live replies served by the
 ``live_reward_end`` and ``control_reward_end`` (replies answered in the last ``end_window`` of the budget),
 ``reward_gain_vs_control`` (their ratio), ``reward_to_serving_p50_s`` (a reward posted -> a policy trained
 on it serving: the median of the trainer's per-update medians), ``stale_dropped_frac``, ``samples_per_s``
-(samples trained per second of traffic), and the per-version reward table read back from DuckDB.
+(samples trained per second of traffic), and the per-version reward table read back from DuckDB. On a
+multi-step task (``--task order_lookup``: a forced tool call, the tool's result, then the answer) also
+``steps_per_trajectory_mean`` (model calls per live trajectory, as DuckDB recorded them) and
+``merged_trajectory_frac`` (multi-step trajectories the trainer trained as one sequence).
 
     python -m bench.live_loop                    # the full run: SmolLM2-135M-Instruct, 30 minutes
     python -m bench.live_loop --quick            # a few minutes: the loop runs, versions increase
+    python -m bench.live_loop --task order_lookup   # the multi-step task, 30 minutes
 """
 
 from __future__ import annotations
@@ -39,14 +43,16 @@ from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
 from pipeline.learn.checker import Checker, Graded
-from pipeline.learn.report import plot, points_sql, version_table_sql
-from pipeline.learn.tasks import build_tasks
+from pipeline.learn.report import plot, points_sql, steps_per_trajectory_sql, version_table_sql
+from pipeline.learn.tasks import ToolTask, build_tasks
 from pipeline.supervisor import ServiceSpec, sluice_argv
 from sinks.clients import connect_client
 from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 LIVE_KEY, CONTROL_KEY = "sk-bench-live", "sk-bench-control"
 TARGETS = {"reward_gain_vs_control": 1.3, "reward_to_serving_p50_s": 60.0}
+MULTI_STEP_TARGETS = {"reward_gain_vs_control": 1.5, "steps_per_trajectory_mean": 2.0,
+                      "merged_trajectory_frac": 0.9, "reward_to_serving_p50_s": 90.0}  # fmt: skip
 
 
 def model_source(name: str) -> str:
@@ -234,6 +240,7 @@ def main() -> None:
                     "rewarded trajectories to land",
                 )
                 table = {arm: rows(client, version_table_sql(f"{arm}-")) for arm in ("live", "control")}
+                steps_mean = rows(client, steps_per_trajectory_sql("live-"))[0]["mean"]
                 points = {arm: rows(client, points_sql(f"{arm}-")) for arm in ("live", "control")}
             finally:
                 client.close()
@@ -268,6 +275,11 @@ def main() -> None:
         else None,
         "reward_to_serving_p50_s": statistics.median(r2s) if r2s else None,
         "stale_dropped_frac": last.get("stale_dropped_frac"),
+        "steps_per_trajectory_mean": steps_mean,
+        "model_calls_per_attempt_mean": mean([g.attempt.model_calls for g in live.graded]),
+        "merged_trajectory_frac": last.get("merged_trajectory_frac"),
+        "multi_step_trajectories": last.get("multi_step_trajectories_total"),
+        "fallback_steps": last.get("fallback_steps_total"),
         "samples_per_s": last.get("samples_total", 0) / traffic_s,
         "updates": len(metrics),
         "policy_version_end": last.get("policy_version"),
@@ -280,7 +292,7 @@ def main() -> None:
             for arm, t in table.items()
         },
         "settings": {k: v for k, v in vars(a).items() if k not in ("plot", "keep_dir")},
-        "targets": TARGETS,
+        "targets": MULTI_STEP_TARGETS if isinstance(build_tasks([a.task])[0], ToolTask) else TARGETS,
     }
     if a.plot is not None:
         plot(points, a.plot, title=f"{a.model}, task {a.task}: live training vs control (same traffic)")

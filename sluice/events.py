@@ -442,6 +442,9 @@ POLICY_VERSION_HEADER = "x-sluice-policy-version"
 POLICY_FALLBACK_HEADER = "x-sluice-policy-fallback"
 POLICY_EXTENSION_FIELD = "sluice"  # {"policy_version": v, "policy_versions": [v, ...]} at the top level
 TASK_ID_HEADER = "x-sluice-task-id"
+# The proxy names a call's trajectory to a backend it asks for token ids (a policy server), so the server can
+# keep each conversation's token ids apart (two with the same text may have been sampled as different tokens).
+CONVERSATION_HEADER = "x-sluice-conversation"
 TASK_ID_METADATA_KEY = "sluice_task_id"
 
 

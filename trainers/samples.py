@@ -56,6 +56,9 @@ class Sample(_Model):
     token_ids: list[int]
     logprobs: list[float] | None
     reward: float
+    loss_mask: list[int] | None = Field(
+        None, description="1 on tokens the loss trains, 0 on context tokens inside the completion; None: all."
+    )
     reward_failed: bool = False
     reward_error: str | None = None
     policy_version: int = Field(-1, description="Weights it was sampled with; -1 for the logged sample.")

@@ -157,16 +157,18 @@ def load_model(
 
 
 def render_chat(messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> str:
-    """ChatML text of OpenAI-shaped messages (content parts joined, tool calls rendered as JSON)."""
+    """ChatML text of OpenAI-shaped messages (content parts joined; a tool call rendered as its arguments
+    JSON, the text a schema-forced call generates, so a re-sent history extends what the model wrote)."""
     parts = []
     for m in messages:
         content = m.get("content")
         if isinstance(content, list):
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         text = content or ""
-        for call in m.get("tool_calls") or []:
+        for call in m.get("tool_calls") or []:  # as a forced call writes it: its arguments JSON
             fn = call.get("function", call)
-            text += json.dumps({"name": fn.get("name"), "arguments": fn.get("arguments", "")})
+            args = fn.get("arguments", "")
+            text += args if isinstance(args, str) else json.dumps(args)
         parts.append(f"{IM_START}{m.get('role', 'user')}\n{text}{IM_END}\n")
     if add_generation_prompt:
         parts.append(f"{IM_START}assistant\n")

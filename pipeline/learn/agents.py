@@ -3,6 +3,11 @@
 Each attempt is its own trajectory: the agent draws a problem, asks the proxy (``x-sluice-trajectory-id``
 and ``x-sluice-task-id`` headers, so the trainer can group attempts at one task the way GRPO needs), ends
 the trajectory, and hands the reply to the checker. The agent never sees the answer.
+
+A multi-step task (``ToolTask``) takes several model calls in one trajectory, with the OpenAI tool-calling
+protocol: the first call offers the task's tools and forces one (``tool_choice``), the agent runs each
+returned call (``task.run_tool``) and re-sends the whole history with the assistant message carrying
+``tool_calls`` and one ``tool`` message per result; the last call answers in text (``tool_choice: none``).
 """
 
 from __future__ import annotations
@@ -10,13 +15,15 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import openai
 
 from pipeline.learn.http_retry import post_retrying
 from pipeline.learn.tasks.base import Problem, VerifiableTask
+from pipeline.learn.tasks.tool_task import ToolCall, ToolTask
 from sluice.events import POLICY_VERSION_HEADER
 
 
@@ -31,6 +38,8 @@ class Attempt:
     policy_version: str | None
     answered_at: float  # time.time()
     arm: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)  # the calls a multi-step task made
+    model_calls: int = 1
 
 
 def served_version(raw: object, body: dict) -> str | None:
@@ -83,12 +92,21 @@ class TaskAgent:
         """Ask the proxy once, end the trajectory, return the attempt (raises openai.APIError on failure).
         ``task_id`` (default: the task's name) groups attempts for the trainer."""
         tid = trajectory_id or f"{self.arm or 'learn'}-{problem.task}-{uuid.uuid4().hex[:12]}"
+        headers = {"x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task}
+        calls: list[ToolCall] = []
+        messages: list[dict[str, Any]] = list(problem.messages)
+        n_calls = 1
+        if isinstance(task, ToolTask):
+            calls, messages = await self._tool_round(task, messages, headers)
+            n_calls += 1
+        extra = {"tools": task.tools, "tool_choice": "none"} if isinstance(task, ToolTask) else {}
         raw = await self._client.chat.completions.with_raw_response.create(
             model=self.model,
-            messages=problem.messages,  # type: ignore[arg-type]
+            messages=messages,  # type: ignore[arg-type]
             max_tokens=task.max_tokens,
             temperature=self.temperature,
-            extra_headers={"x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task},
+            extra_headers=headers,
+            **extra,  # type: ignore[arg-type]
         )
         completion = raw.parse()
         reply = completion.choices[0].message.content or ""
@@ -99,7 +117,31 @@ class TaskAgent:
             headers={"Authorization": f"Bearer {self.api_key}"},
             json={"outcome": "answered"},
         )
-        return Attempt(tid, self.api_key, problem, reply, version, time.time(), self.arm)
+        return Attempt(tid, self.api_key, problem, reply, version, time.time(), self.arm, calls, n_calls)
+
+    async def _tool_round(
+        self, task: ToolTask, messages: list[dict[str, Any]], headers: dict[str, str]
+    ) -> tuple[list[ToolCall], list[dict[str, Any]]]:
+        """One forced tool call, run here: the calls made and the history with their results."""
+        completion = await self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,  # type: ignore[arg-type]
+            tools=task.tools,  # type: ignore[arg-type]
+            tool_choice=task.tool_choice(),  # type: ignore[arg-type]
+            max_tokens=task.tool_max_tokens,
+            temperature=self.temperature,
+            extra_headers=headers,
+        )
+        message = completion.choices[0].message
+        made = [tc for tc in message.tool_calls or [] if tc.type == "function"]
+        calls = [ToolCall(tc.function.name, tc.function.arguments) for tc in made]
+        turn = {"role": "assistant", "content": message.content,
+                "tool_calls": [tc.model_dump(mode="json", exclude_none=True) for tc in made]}  # fmt: skip
+        results = [
+            {"role": "tool", "tool_call_id": tc.id, "content": task.run_tool(c.name, c.arguments)}
+            for tc, c in zip(made, calls, strict=True)
+        ]
+        return calls, [*messages, turn, *results]
 
     async def aclose(self) -> None:
         await self._client.close()

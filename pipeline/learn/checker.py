@@ -18,6 +18,7 @@ import httpx
 from pipeline.learn.agents import Attempt
 from pipeline.learn.http_retry import post_retrying
 from pipeline.learn.tasks.base import VerifiableTask
+from pipeline.learn.tasks.tool_task import ToolTask
 
 
 @dataclass
@@ -48,9 +49,11 @@ class Checker:
 
     def grade(self, attempt: Attempt) -> Graded:
         task = self.tasks[attempt.problem.task]
-        g = Graded(
-            attempt, task.grade(attempt.problem, attempt.reply), self._rng.random() < self.late_fraction
-        )
+        if isinstance(task, ToolTask):  # the whole trajectory: the tool calls made and the final reply
+            reward = task.grade_episode(attempt.problem, attempt.tool_calls, attempt.reply)
+        else:
+            reward = task.grade(attempt.problem, attempt.reply)
+        g = Graded(attempt, reward, self._rng.random() < self.late_fraction)
         self.graded.append(g)
         return g
 

@@ -24,12 +24,25 @@ def rewarded_with_prefix(prefix: str) -> str:
     return f"t.rewarded AND (t.trajectory_id LIKE '{p}%' OR t.trajectory_id LIKE '%{TENANT_SEP}{p}%')"
 
 
+LAST_STEP = "s.step_index = (SELECT max(x.step_index) FROM steps x WHERE x.trajectory_id = s.trajectory_id)"
+
+
+def steps_per_trajectory_sql(prefix: str = "learn-") -> str:
+    """Mean model calls per rewarded trajectory whose id has ``prefix``."""
+    return (
+        "SELECT avg(n) AS mean FROM (SELECT s.trajectory_id, count(DISTINCT s.step_index) AS n "
+        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} "
+        "GROUP BY s.trajectory_id)"
+    )
+
+
 def version_table_sql(prefix: str = "learn-") -> str:
-    """Mean checker reward per serving policy version, over rewarded trajectories whose id has ``prefix``."""
+    """Mean checker reward per serving policy version, over rewarded trajectories whose id has ``prefix`` (a
+    multi-step trajectory counts once, under the version that served its answer: its last step)."""
     return (
         "SELECT s.model_version AS policy_version, count(*) AS answers, round(avg(t.reward), 3) AS mean_reward, "
         "strftime(min(s.created_at), '%H:%M:%S') AS first_answer, strftime(max(s.created_at), '%H:%M:%S') AS last_answer "
-        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} "
+        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} AND {LAST_STEP} "
         "GROUP BY s.model_version ORDER BY TRY_CAST(s.model_version AS INTEGER) NULLS FIRST, s.model_version"
     )
 
@@ -38,7 +51,8 @@ def points_sql(prefix: str = "learn-") -> str:
     """One row per graded attempt: when it was answered, which version served it, its reward."""
     return (
         "SELECT s.trajectory_id, epoch(s.created_at) AS at_s, s.model_version AS policy_version, t.reward AS reward "
-        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} ORDER BY at_s"
+        f"FROM steps s JOIN trajectories t USING (trajectory_id) WHERE {rewarded_with_prefix(prefix)} AND {LAST_STEP} "
+        "ORDER BY at_s"
     )
 
 

@@ -23,7 +23,7 @@ from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.sse import SseSplitter, encode_data, event_data
 from pipeline.proxy.token_strip import TokenStrip
 from pipeline.proxy.upstream import Upstreams, read_error
-from sluice.events import POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
+from sluice.events import CONVERSATION_HEADER, POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
 
 Batch = list[tuple[bytes, dict[str, Any]]]
 
@@ -62,6 +62,9 @@ class BackendCall:
         self.policy_versions: list[str] = []
         self.policy_header: str | None = None
         self.policy_request: str | None = None  # the model policy version this call's arm asks for
+        self.conversation: str | None = (
+            None  # the trajectory, named to a token-id backend (its token history)
+        )
         self.ttft_ms: float | None = None
 
     # ------------------------------------------------------------------ hooks
@@ -107,8 +110,10 @@ class BackendCall:
 
     async def _post(self) -> aiohttp.ClientResponse:
         try:
-            headers = {POLICY_VERSION_HEADER: self.policy_request} if self.policy_request else None
-            resp = await self.upstreams.post(self.backend, self.path, self.upstream_body(), headers)
+            headers = {POLICY_VERSION_HEADER: self.policy_request} if self.policy_request else {}
+            if self.conversation:
+                headers[CONVERSATION_HEADER] = self.conversation
+            resp = await self.upstreams.post(self.backend, self.path, self.upstream_body(), headers or None)
             self.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
             return resp
         except ApiError as err:

@@ -124,4 +124,6 @@ def open_chat_call(
     call = ChatCall(state.upstreams, state.metrics, backend, chat, raw, ctx.t0)
     call.overlay = overlay
     call.policy_request = choice.policy_version if choice is not None else None
+    if backend.return_token_ids:  # a policy server keeps this conversation's token ids under it
+        call.conversation = step.plan.trajectory_id
     return RecordedCall(recorder, step, call)

@@ -7,6 +7,9 @@ group's rows (``index_select``, whose backward sums the rows' gradients into the
 only the completions per row. Same loss and gradients, ~G x fewer prompt tokens. ``logprobs_of`` returns
 log p(token | prefix) under ``logits / temperature`` (the distribution rollouts sample from), aligned with
 the sampling-time logprobs.
+
+A completion may hold context between model turns (a merged multi-step trajectory: tool results, user
+turns): ``completion_mask`` says which positions are attended, ``loss_mask`` which of them the loss trains.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ class PackedBatch:
     prompt_mask: torch.Tensor  # [K, P]
     row_prompt: torch.Tensor  # [B] which prompt each row continues
     completion_ids: torch.Tensor  # [B, T] right-padded
-    completion_mask: torch.Tensor  # [B, T] 1.0 on completion tokens
+    completion_mask: torch.Tensor  # [B, T] 1.0 on completion tokens (attended)
+    loss_mask: torch.Tensor  # [B, T] 1.0 on the completion tokens the loss trains (model-generated)
     behaviour: torch.Tensor  # [B, T] sampling-time logprobs (0 where unknown)
     has_behaviour: torch.Tensor  # [B] bool
     advantages: torch.Tensor  # [B]
@@ -32,7 +36,8 @@ class PackedBatch:
 
     @property
     def n_tokens(self) -> int:
-        return int(self.completion_mask.sum().item())
+        """Tokens the loss trains."""
+        return int(self.loss_mask.sum().item())
 
     def to(self, device: torch.device | str) -> PackedBatch:
         """The same batch with every tensor on ``device`` (itself when they are there already)."""
@@ -61,12 +66,14 @@ def pack(rows: list[tuple[list[int], Sample, float, float]], pad_id: int) -> Pac
     bsz, t_max = len(rows), max(len(s.token_ids) for _, s, _, _ in rows)
     c_ids = torch.full((bsz, t_max), pad_id, dtype=torch.long)
     c_mask = torch.zeros((bsz, t_max))
+    l_mask = torch.zeros((bsz, t_max))
     behaviour = torch.zeros((bsz, t_max))
     has_b = torch.zeros(bsz, dtype=torch.bool)
     for b, (_, s, _, _) in enumerate(rows):
         n = len(s.token_ids)
         c_ids[b, :n] = torch.tensor(s.token_ids)
         c_mask[b, :n] = 1.0
+        l_mask[b, :n] = 1.0 if s.loss_mask is None else torch.tensor(s.loss_mask, dtype=torch.float32)
         if s.logprobs is not None and len(s.logprobs) == n:
             behaviour[b, :n] = torch.tensor(s.logprobs)
             has_b[b] = True
@@ -76,6 +83,7 @@ def pack(rows: list[tuple[list[int], Sample, float, float]], pad_id: int) -> Pac
         row_prompt=torch.tensor(row_prompt, dtype=torch.long),
         completion_ids=c_ids,
         completion_mask=c_mask,
+        loss_mask=l_mask,
         behaviour=behaviour,
         has_behaviour=has_b,
         advantages=torch.tensor([a for _, _, a, _ in rows], dtype=torch.float32),

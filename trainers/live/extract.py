@@ -7,6 +7,10 @@ is re-generated or re-tokenized. Only where a backend gave no token ids is the c
 served model's tokenizer (chat template of the reconstructed context), and the sample says so
 (``retokenized``); its behaviour logprobs cannot be aligned and are left out.
 
+A trajectory whose steps chain (each prompt starts with the previous prompt + completion) trains as one
+sequence with a loss mask over its model-generated tokens (``trainers.live.merge``); steps that do not chain
+train as their own samples.
+
 The reward of a step is the mean of the rewards posted for that step (``Reward.step_index``), else the
 trajectory's combined reward; a step with neither is left out as unrewarded. The policy version of a step is
 the oldest version the backend reported for it (a response that straddled a swap names two).
@@ -22,6 +26,7 @@ from typing import Any
 
 from sluice.events import StepEvent, Trajectory, reconstruct_messages
 from sluice.evolution import parse_policy_version
+from trainers.live.merge import StepPiece, merge_steps
 from trainers.live.samples import LiveItem, LiveSample
 
 
@@ -91,27 +96,32 @@ def extract_samples(
     model_globs: list[str],
     max_prompt_tokens: int,
     prefix_tokens: int | None = None,
+    merge: bool = True,
 ) -> LiveItem:
-    """Every trainable model call of this trajectory version, and a count of the steps left out by reason
-    ("no output", "unknown model", "unrewarded", "prompt too long", "empty completion")."""
+    """Every trainable model call of this trajectory version (chained runs merged into one sample unless
+    ``merge`` is off), and a count of the steps left out by reason ("no output", "unknown model",
+    "unrewarded", "prompt too long", "empty completion")."""
     steps = sorted(traj.steps, key=lambda s: s.step_index)
     task_id = next((s.metadata.task_id for s in reversed(steps) if s.metadata.task_id), None)
     skipped: Counter[str] = Counter()
-    samples: list[LiveSample] = []
+    pieces: list[StepPiece] = []
     previous: list[int] | None = None  # previous step's prompt + completion ids, while the record is whole
+    last_trained = False  # the previous step became a piece
     for i, step in enumerate(steps):
         act = step.action
         if not act.choices or step.action_result.error is not None:
             skipped["no output"] += 1
-            previous = None
+            previous, last_trained = None, False
             continue
         choice = act.choices[0]
         prompt: list[int] | None = None
+        chains = False
         if act.prompt_token_ids is not None and choice.token_ids is not None:
             if act.prompt_token_prefix_len == 0:
                 prompt = list(act.prompt_token_ids)
             elif previous is not None and len(previous) >= act.prompt_token_prefix_len:
                 prompt = previous[: act.prompt_token_prefix_len] + act.prompt_token_ids
+                chains = last_trained and act.prompt_token_prefix_len == len(previous)
         if prompt is not None:
             completion, retokenized = list(choice.token_ids or []), False
             logprobs = (
@@ -132,32 +142,38 @@ def extract_samples(
             reason = "prompt too long"
         elif not completion or not prompt:
             reason = "empty completion"
+        last_trained = reason is None
         if reason is not None:
             skipped[reason] += 1
             continue
         temperature = step.metadata.sampling.temperature
         served = parse_version(step)
-        samples.append(
-            LiveSample(
-                trajectory_id=traj.trajectory_id,
-                version=traj.version,
-                step_index=step.step_index,
-                prompt_ids=prompt,
-                token_ids=completion,
-                logprobs=logprobs,
-                reward=float(reward),
-                policy_version=served[1] if served else None,
-                policy_scope=served[0] if served else None,
-                recorded_version=step.metadata.model_version,
-                temperature=temperature if temperature else 1.0,
-                group_key=group_key(step, task_id, prompt, prefix_tokens),
-                baseline_key=baseline_key(step, task_id),
-                retokenized=retokenized,
-                reward_at=reward_at,
-                tenant=traj.tenant,
-                reward_sources=sources,
-            )
+        sample = LiveSample(
+            trajectory_id=traj.trajectory_id,
+            version=traj.version,
+            step_index=step.step_index,
+            prompt_ids=prompt,
+            token_ids=completion,
+            logprobs=logprobs,
+            reward=float(reward),
+            policy_version=served[1] if served else None,
+            policy_scope=served[0] if served else None,
+            recorded_version=step.metadata.model_version,
+            temperature=temperature if temperature else 1.0,
+            group_key=group_key(step, task_id, prompt, prefix_tokens),
+            baseline_key=baseline_key(step, task_id),
+            retokenized=retokenized,
+            reward_at=reward_at,
+            tenant=traj.tenant,
+            reward_sources=sources,
         )
+        pieces.append(StepPiece(sample, chains))
+    per_step_reward = any(r.step_index is not None and r.value is not None for r in traj.rewards)
+    samples, counts = merge_steps(pieces, per_step_reward, merge)
     return LiveItem(
-        trajectory_id=traj.trajectory_id, version=traj.version, samples=samples, skipped_steps=dict(skipped)
+        trajectory_id=traj.trajectory_id,
+        version=traj.version,
+        samples=samples,
+        skipped_steps=dict(skipped),
+        merge=counts.as_dict(),
     )

@@ -1,6 +1,6 @@
 """Live feeder: the train-topic consumer of the re-sampling mode (offsets, idempotence by trajectory version,
 dead letters), handing out each trajectory version's recorded model calls as live samples instead of
-prompts to re-sample. Steps left out are counted by reason; a version with nothing to train is skipped
+prompts to re-sample (a chained multi-step trajectory as one merged sample). Steps left out are counted by reason; a version with nothing to train is skipped
 under its main reason (a later version with a reward is still taken).
 """
 
@@ -32,6 +32,7 @@ class LiveFeeder(TaskFeeder):
         self.step_counts["samples"] += len(item.samples)
         self.step_counts["retokenized"] += sum(s.retokenized for s in item.samples)
         self.step_counts["no_behaviour_logprobs"] += sum(s.logprobs is None for s in item.samples)
+        self.step_counts.update(item.merge)  # one-sequence counts (merged, multi-step, fallback steps)
         if not item.samples:
             reason = max(item.skipped_steps, key=item.skipped_steps.__getitem__, default="no prompt")
             raise TaskError(reason, "no step of this version can train")

@@ -5,7 +5,9 @@ proximal logprobs are the learner's own before the update (computed once up fron
 one mini-batch; with one they are the forward pass's own values, detached); the behaviour logprobs are
 the recorded ones (the proximal ones where the backend recorded none); each row is scored at the temperature
 its call was sampled with, since the serving engine reports logprobs of the distribution it sampled from.
-Gradients accumulate over micro-batches with the whole mini-batch's token count as the normaliser.
+Gradients accumulate over micro-batches with the whole mini-batch's token count as the normaliser. A merged
+multi-step trajectory (``trainers.live.merge``) is one row: its tool results and user turns are attended but
+its ``loss_mask`` keeps them out of the loss and out of the token counts.
 
 Full fine-tune, or LoRA (``live.lora_rank > 0``, peft): then the optimizer holds only the adapters, and a
 push sends the merged matrices of the adapted modules (W + scale * B A) under the base model's names.
@@ -44,12 +46,18 @@ from trainers.samples import Sample
 log = logging.getLogger("sluice.trainer.live")
 
 
+def trained_tokens(row: LiveRow) -> int:
+    """Tokens of the row the loss trains (a merged trajectory's model-generated ones)."""
+    mask = row.sample.loss_mask
+    return len(row.sample.token_ids) if mask is None else sum(mask)
+
+
 def _packed(rows: list[LiveRow], pad_id: int, device: Device) -> tuple[PackedBatch, torch.Tensor]:
     """The rows as a packed batch, and their sampling temperatures as [B, 1, 1] for the logits."""
     packed = pack(
         [
-            (r.sample.prompt_ids, Sample(token_ids=r.sample.token_ids, logprobs=r.sample.logprobs, reward=0.0),
-             r.advantage, r.weight)
+            (r.sample.prompt_ids, Sample(token_ids=r.sample.token_ids, logprobs=r.sample.logprobs, reward=0.0,
+                                         loss_mask=r.sample.loss_mask), r.advantage, r.weight)
             for r in rows
         ],
         pad_id,
@@ -237,11 +245,11 @@ class LiveLearner(CheckpointedLearner):
         n_mb = min(self.live.ppo_minibatches, len(rows))
         prox_all = self._proximal(rows) if n_mb > 1 else None
         order = list(range(len(rows)))
-        total_tokens = max(1, sum(len(r.sample.token_ids) for r in rows))
+        total_tokens = max(1, sum(trained_tokens(r) for r in rows))
         for m in range(n_mb):
             idx = order[m::n_mb]
             mini = [rows[i] for i in idx]
-            mini_tokens = sum(len(r.sample.token_ids) for r in mini)
+            mini_tokens = sum(trained_tokens(r) for r in mini)
             normalizer = float(mini_tokens) if self.t.loss_agg == "token_mean" else float(len(mini))
             opt.zero_grad(set_to_none=True)
             for j in range(0, len(mini), self.t.micro_batch_size):
@@ -256,7 +264,7 @@ class LiveLearner(CheckpointedLearner):
                         prox[b, : prox_all[i].shape[0]] = prox_all[i]
                 behaviour = torch.where(batch.has_behaviour[:, None], batch.behaviour, prox)
                 loss, st = decoupled_ppo_loss(
-                    lp, prox, behaviour, batch.advantages, batch.completion_mask, self.loss_cfg,
+                    lp, prox, behaviour, batch.advantages, batch.loss_mask, self.loss_cfg,
                     weights=batch.weights, normalizer=normalizer,
                 )  # fmt: skip
                 loss.backward()
@@ -294,7 +302,9 @@ class LiveLearner(CheckpointedLearner):
             "updated": updated,
             "policy_version": scope.version,
             "trained_samples": len(rows),
-            "trained_tokens": sum(len(r.sample.token_ids) for r in rows),
+            "trained_tokens": sum(trained_tokens(r) for r in rows),
+            "merged_samples": sum(r.sample.merged_steps > 1 for r in rows),
+            "model_turns": sum(r.sample.merged_steps for r in rows),
             "learn_s": learn_s,
             "serving_versions": dict(self.push.serving) if self.push is not None else {},
         }

@@ -11,7 +11,8 @@ trained on, and its parent) is recorded in the ledger: as a candidate for the ga
 ``trainer.promotion: gated``, or as served ungated with ``direct``.
 
 Every update appends a line to ``metrics.jsonl`` (``policy_version``, reward, staleness and drop counts,
-push timings, ``reward_to_serving_s_p50``: posted reward -> a policy trained on it serving) and rewrites
+push timings, ``reward_to_serving_s_p50``: posted reward -> a policy trained on it serving, and
+``merged_trajectory_frac``: multi-step trajectories trained as one sequence) and rewrites
 ``policy_state.json``. Offsets are checkpointed only up to the oldest trajectory not trained yet.
 """
 
@@ -215,6 +216,12 @@ class LiveLoop(TrainingLoop):
             "retokenized_total": steps_stats.get("retokenized", 0),
             "no_behaviour_logprobs_total": steps_stats.get("no_behaviour_logprobs", 0),
             "unrewarded_steps_total": steps_stats.get("unrewarded", 0),
+            "multi_step_trajectories_total": steps_stats.get("multi_step_trajectories", 0),
+            "merged_trajectories_total": steps_stats.get("merged_trajectories", 0),
+            "fallback_steps_total": steps_stats.get("fallback_steps", 0),
+            "per_step_reward_trajectories_total": steps_stats.get("per_step_reward_trajectories", 0),
+            "merged_trajectory_frac": steps_stats.get("merged_trajectories", 0)
+            / max(1, steps_stats.get("multi_step_trajectories", 0)),
             "grouped_samples_total": group_counts["grouped_samples"],
             "baseline_samples_total": group_counts["baseline_samples"],
             "no_baseline_samples_total": group_counts["no_baseline_samples"],

@@ -1,4 +1,4 @@
-"""What live mode trains on: one sample per recorded model call, taken from a trajectory as the proxy
+"""What live mode trains on: one sample per recorded model call (or per chained trajectory), taken from a trajectory as the proxy
 recorded it (no re-generation), and the batch the learner receives.
 
 Lists, not tensors, so they travel through Ray's object store cheaply and print readably.
@@ -25,6 +25,12 @@ class LiveSample(_Model):
     prompt_ids: list[int]
     token_ids: list[int]
     logprobs: list[float] | None = Field(None, description="Behaviour logprobs, one per completion token.")
+    loss_mask: list[int] | None = Field(
+        None,
+        description="Per completion token: 1 where the model generated it (trained), 0 where it is context "
+        "between model turns (tool results, user turns, template tokens: attended, not trained). None: all 1.",
+    )
+    merged_steps: int = Field(1, ge=1, description="Model calls this sample holds (a merged trajectory: >1).")
     reward: float
     policy_version: int | None = Field(
         description="Oldest policy version that served the call; None when the step names no integer version."
@@ -53,6 +59,9 @@ class LiveItem(FedItem):
 
     samples: list[LiveSample]
     skipped_steps: dict[str, int] = Field(default_factory=dict, description="reason -> steps left out.")
+    merge: dict[str, int] = Field(
+        default_factory=dict, description="One-sequence counts (trainers.live.merge.MergeCounts)."
+    )
 
 
 class LiveRow(_Model):

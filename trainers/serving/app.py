@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sluice.errors import validation_problems
+from sluice.events import CONVERSATION_HEADER
 from trainers.config import ServeConfig
 from trainers.exceptions import RequestError
 from trainers.serving.chat import ChatServing
@@ -90,22 +91,23 @@ def _version_headers(versions: list[str], asked: str | None) -> dict[str, str]:
     return headers
 
 
-async def _serve(request: Request, model: type[BaseModel], serving: Any) -> Response:
+async def _serve(request: Request, model: type[BaseModel], serving: Any, **extra: Any) -> Response:
     req = await _parse(request, model)
     asked = _asked(request)
     if req.stream:
         versions: list[str] = []
-        stream = serving.stream(req, versions, asked)  # validates before the first byte is sent
+        stream = serving.stream(req, versions, asked, **extra)  # validates before the first byte is sent
         first = await anext(stream)  # waits for the request's batch: its version goes in the header
         headers = {**_headers(req), **_version_headers(versions[:1], asked)}
         return StreamingResponse(chain_first(first, stream), media_type="text/event-stream", headers=headers)
-    body = await serving.complete(req, asked)
+    body = await serving.complete(req, asked, **extra)
     used = body[EXTENSION_FIELD]["policy_versions"]
     return JSONResponse(body, headers={**_headers(req), **_version_headers(used, asked)})
 
 
 async def chat_completions(request: Request) -> Response:
-    return await _serve(request, ChatCompletionRequest, request.app.state.chat)
+    conversation = request.headers.get(CONVERSATION_HEADER, "").strip()[:256] or None  # its token history
+    return await _serve(request, ChatCompletionRequest, request.app.state.chat, conversation=conversation)
 
 
 async def completions(request: Request) -> Response:

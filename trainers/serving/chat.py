@@ -11,6 +11,11 @@ boolean, a nested object, an array, ``anyOf``), the model writes the whole argum
 schema instead (``grammar``: xgrammar's per-row logits constraint inside the generate loop), so the arguments are valid
 JSON that the schema accepts, with values the model chose; stop strings do not cut such a call, and a
 call that runs out of tokens first ends with finish_reason "length".
+
+A prompt is encoded through the server's ``TokenHistory``: a conversation re-sent with this server's last
+answer keeps the ids it was served with (an assistant tool call renders as its arguments text, which is
+what a schema-forced call generates), so each call's prompt ids extend the previous call's prompt +
+completion and a trainer can train the turns as one sequence.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from trainers.serving.engine import GenerateEngine, TokenEvent
 from trainers.serving.grammar import SchemaConstraint, arguments_grammar, compiled, needs_grammar
 from trainers.serving.policy_api import EXTENSION_FIELD, extension
 from trainers.serving.protocol import ChatCompletionRequest
+from trainers.serving.token_history import TokenHistory
 from trainers.tiny_model import render_chat
 
 
@@ -82,6 +88,7 @@ def _logprob_entry(text: str, logprob: float) -> dict[str, Any]:
 class ChatServing:
     def __init__(self, engine: GenerateEngine, cfg: ServeConfig, max_positions: int) -> None:
         self.engine, self.cfg, self.max_positions = engine, cfg, max_positions
+        self.history = TokenHistory(engine.tokenizer)
 
     def stops(self, req: ChatCompletionRequest, tool: ForcedTool | None) -> list[str]:
         """The request's stop strings; for a forced tool call also every special token."""
@@ -95,10 +102,11 @@ class ChatServing:
         return list(dict.fromkeys([*req.stops(), *specials]))
 
     def _prepare(
-        self, req: ChatCompletionRequest, asked: str | None
-    ) -> tuple[list[int], dict[str, Any], ForcedTool | None]:
+        self, req: ChatCompletionRequest, asked: str | None, conversation: str | None
+    ) -> tuple[str, list[int], dict[str, Any], ForcedTool | None]:
         tok = self.engine.tokenizer
-        prompt_ids = tok(render_chat(req.messages), add_special_tokens=False)["input_ids"]
+        text = render_chat(req.messages)
+        prompt_ids = self.history.encode(text, conversation)
         tool = forced_tool(req)
         if tool is not None and tool.grammar is not None:
             compiled(tool.grammar, tok)  # a schema the engine cannot compile is a 400 now, not a failed job
@@ -109,11 +117,14 @@ class ChatServing:
             constraint=None if tool is None or tool.grammar is None else partial(SchemaConstraint, tool.grammar, tok),
             version=asked,
         )  # fmt: skip
-        return prompt_ids, args, tool
+        return text, prompt_ids, args, tool
 
-    async def complete(self, req: ChatCompletionRequest, asked: str | None = None) -> dict[str, Any]:
-        """The whole completion, decoded by policy version ``asked`` (None or not kept: the default)."""
-        prompt_ids, args, tool = self._prepare(req, asked)
+    async def complete(
+        self, req: ChatCompletionRequest, asked: str | None = None, conversation: str | None = None
+    ) -> dict[str, Any]:
+        """The whole completion, decoded by policy version ``asked`` (None or not kept: the default);
+        ``conversation`` keys its token history (``TokenHistory``)."""
+        text, prompt_ids, args, tool = self._prepare(req, asked, conversation)
         trims = [StopTrimmer(tuple(self.stops(req, tool))) for _ in range(req.n)]
         entries: list[list[dict[str, Any]]] = [[] for _ in range(req.n)]
         choices: list[dict[str, Any]] = [{} for _ in range(req.n)]
@@ -126,6 +137,8 @@ class ChatServing:
                 entries[ev.index].append(_logprob_entry(ev.text, ev.logprob))
                 continue
             choices[ev.index] = self._choice(req, ev, trims[ev.index], entries[ev.index], tool)
+        for c in choices:
+            self.history.remember(text, prompt_ids, c["_ids"], conversation)
         completion_tokens = sum(len(c.pop("_ids")) for c in choices)
         body: dict[str, Any] = {
             "id": new_id("chatcmpl"),
@@ -166,16 +179,21 @@ class ChatServing:
         return choice
 
     def stream(
-        self, req: ChatCompletionRequest, versions: list[str], asked: str | None = None
+        self,
+        req: ChatCompletionRequest,
+        versions: list[str],
+        asked: str | None = None,
+        conversation: str | None = None,
     ) -> AsyncIterator[str]:
         """Validate now (a bad request is a 400, not a broken stream), then stream SSE lines. ``versions``
         fills with the policy versions used, the first one before the first line is yielded."""
-        prompt_ids, args, tool = self._prepare(req, asked)
-        return self._stream(req, prompt_ids, args, tool, versions)
+        text, prompt_ids, args, tool = self._prepare(req, asked, conversation)
+        return self._stream(req, (text, conversation), prompt_ids, args, tool, versions)
 
     async def _stream(
         self,
         req: ChatCompletionRequest,
+        seen: tuple[str, str | None],  # the prompt's text and conversation, for the token history
         prompt_ids: list[int],
         args: dict[str, Any],
         tool: ForcedTool | None,
@@ -191,6 +209,7 @@ class ChatServing:
         first = True
         completion_tokens = 0
         finished = 0
+        served: list[list[int]] = [[] for _ in range(req.n)]  # each choice's ids, for the token history
         last_is_usage = bool(req.stream_options and req.stream_options.include_usage)
 
         def chunk(
@@ -221,14 +240,16 @@ class ChatServing:
                 versions.append(ev.version)
             if ev.result is None:
                 completion_tokens += 1
-                text = trims[ev.index].feed(ev.text)
+                served[ev.index].append(ev.token_id)
+                piece = trims[ev.index].feed(ev.text)
                 extra: dict[str, Any] = {}
                 if req.logprobs:
                     extra["logprobs"] = {"content": [_logprob_entry(ev.text, ev.logprob)]}
                 if req.return_token_ids:
                     extra["token_ids"] = [ev.token_id]
-                yield chunk(ev.index, self._delta(text, tool), **extra)
+                yield chunk(ev.index, self._delta(piece, tool), **extra)
                 continue
+            self.history.remember(seen[0], prompt_ids, served[ev.index], seen[1])
             tail = trims[ev.index].flush()
             if tool is None:
                 finish = "stop" if trims[ev.index].stopped else ev.result.finish_reason

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +22,7 @@ class Problem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     task: str = Field(description="Name of the task that drew it; also the agent's x-sluice-task-id.")
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]
     answer: str = Field(description="What the checker accepts, in the task's own terms.")
 
 

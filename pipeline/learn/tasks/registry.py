@@ -5,11 +5,13 @@ from __future__ import annotations
 from pipeline.learn.tasks.arithmetic import ArithmeticTask
 from pipeline.learn.tasks.base import VerifiableTask
 from pipeline.learn.tasks.extraction import ExtractionTask
+from pipeline.learn.tasks.order_lookup import OrderLookupTask
 from pipeline.learn.tasks.tool_call import ToolCallTask
 
 TASKS: dict[str, type[VerifiableTask]] = {
     ArithmeticTask.name: ArithmeticTask,
     ExtractionTask.name: ExtractionTask,
+    OrderLookupTask.name: OrderLookupTask,
     ToolCallTask.name: ToolCallTask,
 }
 

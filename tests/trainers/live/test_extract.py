@@ -17,7 +17,8 @@ def test_multi_turn_prompts_are_rebuilt_from_the_recorded_token_prefix() -> None
     s0 = step(0, [5, 6, 7], [8, 9], logprobs=[-0.1, -0.2])
     # step 1 re-sends step 0's prompt + completion (5 tokens) and adds [10, 11]
     s1 = step(1, [10, 11], [12], logprobs=[-0.3], prefix_len=5, version="1")
-    item = extract_samples(trajectory([s0, s1]), TOK, GLOBS, 100)
+    # rewards naming their steps keep the steps apart (a chained trajectory otherwise trains as one sequence)
+    item = extract_samples(trajectory([s0, s1], step_rewards={0: 1.0, 1: 1.0}), TOK, GLOBS, 100)
     a, b = item.samples
     assert a.prompt_ids == [5, 6, 7] and a.token_ids == [8, 9] and a.logprobs == [-0.1, -0.2]
     assert b.prompt_ids == [5, 6, 7, 8, 9, 10, 11] and b.token_ids == [12] and b.logprobs == [-0.3]
