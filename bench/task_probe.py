@@ -4,7 +4,7 @@ Prompts are rendered and sampled exactly as ``sluice serve-model`` does (ChatML,
 the task's own ``max_tokens``), and each reply is graded by its task's checker. The benchmark's task must
 start between 0.1 and 0.6: low enough to have room, high enough that some group members get a reward.
 A multi-step task (``ToolTask``) runs as its agent does: the first call forced to the task's tool with the
-arguments written under its schema (``schema_decoding``, as the server does), the tool run, the result sent
+arguments written under its schema (``trainers.serving.grammar``, as the server does), the tool run, the result sent
 back with the history, the final reply sampled; the whole episode is graded (``grade_episode``).
 
     python -m bench.task_probe --model smollm2-135m-instruct --samples 48 --temperature 1.0
@@ -21,7 +21,7 @@ import torch
 
 from pipeline.learn.tasks import TASKS, Problem, ToolCall, ToolTask, build_tasks
 from trainers.generation import GenRequest, generate
-from trainers.serving.schema_decoding import SchemaConstraint, arguments_grammar
+from trainers.serving.grammar import SchemaConstraint, arguments_grammar
 from trainers.tiny_model import load_model, render_chat
 
 

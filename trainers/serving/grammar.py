@@ -19,7 +19,7 @@ marker ends a free-text value as it ends unconstrained forced calls; the token s
 quote); tokens holding a raw control character are masked too (the engine lets a raw tab into a string,
 which is no JSON); the mask is applied by plain tensor ops (``apply_bitmask``), faster on CPU than the engine's own.
 
-    python -m pytest tests/trainers/serving/test_schema_decoding.py
+    python -m pytest tests/trainers/serving/test_schema_decoding.py   (the engine behind forced tool calls)
 """
 
 from __future__ import annotations

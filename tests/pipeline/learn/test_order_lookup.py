@@ -8,7 +8,7 @@ import random
 
 from pipeline.learn.tasks import OrderLookupTask, ToolCall, build_tasks
 from pipeline.learn.tasks.order_lookup import order_record
-from trainers.serving.schema_decoding import needs_grammar
+from trainers.serving.grammar import needs_grammar
 from trainers.tiny_model import render_chat
 
 TASK = OrderLookupTask()
