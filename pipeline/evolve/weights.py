@@ -30,6 +30,7 @@ from governance.evolve.sequential import ArmStats
 from pipeline.demo.summary import rows
 from pipeline.evolve.backend import EvalClient, reply_text
 from pipeline.evolve.evidence import RecordedPrompt, recorded_prompts
+from pipeline.evolve.gates.canary import arm_outcomes
 from pipeline.evolve.graders import GraderChoice, NoGrader, grade, task_of
 from pipeline.evolve.loop_config import CanaryConfig, ShadowConfig
 from sinks.base import StoreClient
@@ -170,18 +171,9 @@ def read_policy_canary(
         arms, evidence = graded_arms(client, a, since, grader)
         (k_reward, k_calls), (c_reward, c_calls) = arms["control"], arms["candidate"]
     else:
-        sql = policy_outcomes_sql(a, since, cfg)
-        got = {r["arm"]: r for r in rows(client, sql)}
-
-        def arm(name: str) -> tuple[ArmStats, ArmStats]:
-            r = got.get(name) or {}
-            reward = ArmStats(n=int(r.get("rewarded") or 0), total=float(r.get("reward_sum") or 0.0))
-            calls = ArmStats(n=int(r.get("trajectories") or 0), total=float(r.get("calls_ok") or 0))
-            return reward, calls
-
-        (k_reward, k_calls), (c_reward, c_calls) = arm("control"), arm("candidate")
-        numbers = {name: dict(r) for name, r in got.items()}
-        evidence = Evidence(query=" ".join(sql.split()), numbers={**numbers, "reward": "posted"})
+        arms, evidence = arm_outcomes(client, policy_outcomes_sql(a, since, cfg))
+        (k_reward, k_calls), (c_reward, c_calls) = arms["control"], arms["candidate"]
+        evidence = evidence.model_copy(update={"numbers": {**evidence.numbers, "reward": "posted"}})
     result = canary_decision((k_reward, c_reward), (k_calls, c_calls), cfg.test)
     return result, evidence
 

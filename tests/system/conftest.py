@@ -195,3 +195,29 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     log = io.StringIO()
     with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
         yield Stack(cfg, path, sup, log)
+
+
+def live_trainer_config(tmp: Path, trainer: dict | None = None, live: dict | None = None) -> Path:
+    """``stack_config`` with one stage worker and `sluice train` in live mode on the tiny model, pushing to
+    the stack's model server; ``trainer`` and ``live`` override the trainer's and its live section's keys."""
+    path = stack_config(tmp)
+    data = yaml.safe_load(path.read_text())
+    data["stages"]["workers"] = 1
+    model_url = data["proxy"]["backends"][0]["base_url"].removesuffix("/v1")
+    data["trainer"] = {
+        **data["trainer"],
+        "mode": "live",
+        "promotion": "direct",
+        "models": ["sluice-tiny*"],
+        "policy_servers": [model_url],
+        "group_size": 4,
+        "max_staleness": 1,
+        "learning_rate": 1e-3,
+        "poll_timeout_s": 0.5,
+        "progress": False,
+        **(trainer or {}),
+        "live": {"group_wait_s": 5, "update_samples": 4, "update_wait_s": 1, "default_scope": "shared",
+                 **(live or {})},
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(data))
+    return path

@@ -28,7 +28,7 @@ from pipeline.evolve.ledger_state import proposal_states, read_ledger
 from sinks.clients import connect_client
 from sinks.erasure_models import ErasureRequest
 from sluice.events import scoped_trajectory_id
-from tests.system.conftest import stack_config
+from tests.system.conftest import live_trainer_config
 
 pytestmark = pytest.mark.slow
 KEY, TENANT, TASK = "sk-sluice-acme", "acme", "erase-me"
@@ -37,26 +37,11 @@ SUBJECT, OTHER = f"subject-gone-{RUN}", f"subject-kept-{RUN}"
 
 
 def _config(tmp: Path) -> Path:
-    path = stack_config(tmp)
-    data = yaml.safe_load(path.read_text())
-    data["stages"]["workers"] = 1
-    model_url = data["proxy"]["backends"][0]["base_url"].removesuffix("/v1")
-    data["trainer"] = {
-        **data["trainer"],
-        "mode": "live",
-        "promotion": "direct",
-        "models": ["sluice-tiny*"],
-        "policy_servers": [model_url],
-        "group_size": 4,
-        "max_staleness": 8,
-        "learning_rate": 1e-3,
-        "poll_timeout_s": 0.5,
-        "progress": False,
-        "checkpoint_every": 1,
-        "live": {"group_wait_s": 3, "update_samples": 8, "update_wait_s": 1, "default_scope": "shared"},
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return live_trainer_config(
+        tmp,
+        trainer={"max_staleness": 8, "checkpoint_every": 1},
+        live={"group_wait_s": 3, "update_samples": 8},
+    )
 
 
 def _call(http: httpx.Client, proxy: str, subject: str, reward: float | None) -> tuple[str, int]:

@@ -33,7 +33,7 @@ from pipeline.evolve.runner import EvolveRunner
 from pipeline.evolve.wiring import open_runner
 from sinks.clients import connect_client
 from sluice.events import scoped_trajectory_id
-from tests.system.conftest import stack_config
+from tests.system.conftest import live_trainer_config
 
 pytestmark = pytest.mark.slow
 KEY, TENANT, TASK = "sk-sluice-acme", "acme", "say-yes"
@@ -41,23 +41,10 @@ PROMPT = "Say yes."
 
 
 def _config(tmp: Path) -> Path:
-    path = stack_config(tmp)
+    path = live_trainer_config(
+        tmp, trainer={"promotion": "gated", "max_staleness": 8}, live={"group_wait_s": 3}
+    )
     data = yaml.safe_load(path.read_text())
-    data["stages"]["workers"] = 1
-    model_url = data["proxy"]["backends"][0]["base_url"].removesuffix("/v1")
-    data["trainer"] = {
-        **data["trainer"],
-        "mode": "live",
-        "promotion": "gated",
-        "models": ["sluice-tiny*"],
-        "policy_servers": [model_url],
-        "group_size": 4,
-        "max_staleness": 8,
-        "learning_rate": 1e-3,
-        "poll_timeout_s": 0.5,
-        "progress": False,
-        "live": {"group_wait_s": 3, "update_samples": 4, "update_wait_s": 1, "default_scope": "shared"},
-    }
     # the task's grader: the tiny model's answers are graded by the same regex whatever version gave them
     data["evolve"] = {
         "graders": {"*": {"kind": "traffic", "reward": {"kind": "regex", "pattern": "^$"}}},

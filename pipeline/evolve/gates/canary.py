@@ -63,19 +63,22 @@ def outcomes_sql(a: OverlayAssignment, since: datetime, cfg: CanaryConfig) -> st
         GROUP BY a.arm ORDER BY a.arm"""
 
 
-def read_canary(
-    client: StoreClient, a: OverlayAssignment, since: datetime, cfg: CanaryConfig
-) -> tuple[GateResult, Evidence]:
-    sql = outcomes_sql(a, since, cfg)
+def arm_outcomes(client: StoreClient, sql: str) -> tuple[dict[str, tuple[ArmStats, ArmStats]], Evidence]:
+    """Per arm, from an outcomes query (``outcomes_sql`` or a weights canary's): (rewards, good calls)."""
     got = {r["arm"]: r for r in rows(client, sql)}
-
-    def arm(name: str) -> tuple[ArmStats, ArmStats]:
+    out = {}
+    for name in ("control", "candidate"):
         r = got.get(name) or {}
         reward = ArmStats(n=int(r.get("rewarded") or 0), total=float(r.get("reward_sum") or 0.0))
         calls = ArmStats(n=int(r.get("trajectories") or 0), total=float(r.get("calls_ok") or 0))
-        return reward, calls
+        out[name] = (reward, calls)
+    return out, Evidence(query=" ".join(sql.split()), numbers={arm: dict(r) for arm, r in got.items()})
 
-    (k_reward, k_calls), (c_reward, c_calls) = arm("control"), arm("candidate")
+
+def read_canary(
+    client: StoreClient, a: OverlayAssignment, since: datetime, cfg: CanaryConfig
+) -> tuple[GateResult, Evidence]:
+    arms, evidence = arm_outcomes(client, outcomes_sql(a, since, cfg))
+    (k_reward, k_calls), (c_reward, c_calls) = arms["control"], arms["candidate"]
     result = canary_decision((k_reward, c_reward), (k_calls, c_calls), cfg.test)
-    evidence = Evidence(query=" ".join(sql.split()), numbers={arm: dict(r) for arm, r in got.items()})
     return result, evidence

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from app.config import load_config
 from app.up import running_stack
@@ -23,7 +22,7 @@ from pipeline.learn.agents import Attempt, TaskAgent
 from pipeline.learn.tasks import OrderLookupTask
 from sinks.clients import connect_client
 from sluice.events import StepEvent, Trajectory, scoped_trajectory_id
-from tests.system.conftest import stack_config
+from tests.system.conftest import live_trainer_config
 from trainers.grpo.batch import pack
 from trainers.live.extract import extract_samples
 from trainers.samples import Sample
@@ -35,25 +34,7 @@ TENANT = "acme"
 
 
 def _config(tmp: Path) -> Path:
-    path = stack_config(tmp)
-    data = yaml.safe_load(path.read_text())
-    data["stages"]["workers"] = 1
-    model_url = data["proxy"]["backends"][0]["base_url"].removesuffix("/v1")
-    data["trainer"] = {
-        **data["trainer"],
-        "mode": "live",
-        "promotion": "direct",
-        "models": ["sluice-tiny*"],
-        "policy_servers": [model_url],
-        "group_size": 4,
-        "max_staleness": 1,
-        "learning_rate": 1e-3,
-        "poll_timeout_s": 0.5,
-        "progress": False,
-        "live": {"group_wait_s": 5, "update_samples": 4, "update_wait_s": 1, "default_scope": "shared"},
-    }
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return live_trainer_config(tmp)
 
 
 async def _episodes(proxy: str, n: int) -> list[Attempt]:
