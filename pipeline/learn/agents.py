@@ -56,7 +56,9 @@ class TaskAgent:
         arm: str = "",
         seed: int = 0,
         timeout_s: float = 120.0,
+        headers: dict[str, str] | None = None,
     ) -> None:
+        """``headers``: sent on every call besides the trajectory and task ids (e.g. ``x-sluice-subject-id``)."""
         self.root = proxy_root.rstrip("/")
         self.api_key = api_key
         self.model = model
@@ -64,6 +66,7 @@ class TaskAgent:
         self.temperature = temperature
         self.arm = arm
         self.rng = random.Random(seed)
+        self.headers = dict(headers or {})
         self._client = openai.AsyncOpenAI(
             base_url=f"{self.root}/v1", api_key=api_key, max_retries=0, timeout=timeout_s
         )
@@ -88,7 +91,11 @@ class TaskAgent:
             messages=problem.messages,  # type: ignore[arg-type]
             max_tokens=task.max_tokens,
             temperature=self.temperature,
-            extra_headers={"x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task},
+            extra_headers={
+                **self.headers,
+                "x-sluice-trajectory-id": tid,
+                "x-sluice-task-id": task_id or problem.task,
+            },
         )
         completion = raw.parse()
         reply = completion.choices[0].message.content or ""
