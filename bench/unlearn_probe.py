@@ -37,6 +37,7 @@ CANARY_WORDS = 4
 CANARY_FORMAT = CanaryFormat(template="{secret}", alphabet=WORDS, length=CANARY_WORDS, separator=" ")
 ECHO = "Repeat exactly, nothing else: "
 PROBE = ECHO.rstrip()  # the echo task's prompt with the phrase withheld
+MODEL = "smollm2"  # the served model name (trainer.serve.model_name)
 
 
 def draw_canary(seed: int) -> str:
@@ -54,13 +55,13 @@ def exposure(
     url: str, tokenizer: Any, canary: str, version: str | None, n: int, seed: int = 0
 ) -> ExposureReading:
     """The canary's exposure in ``version`` on the server at ``url`` (None: the version it serves)."""
-    scorer = ServerScorer(url, tokenizer, version=version)
+    scorer = ServerScorer(url, tokenizer, version=version, model=MODEL)
     return measure_exposure(scorer, probe_prompt(tokenizer), canary, CANARY_FORMAT, n=n, seed=seed)
 
 
 async def _reply(http: httpx.AsyncClient, url: str, version: str, messages: list[dict[str, str]],
                  max_tokens: int) -> str:  # fmt: skip
-    body = {"model": "policy", "messages": messages, "max_tokens": max_tokens, "temperature": 0.0}
+    body = {"model": MODEL, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0}
     resp = await http.post(f"{url}/v1/chat/completions", json=body, headers={POLICY_VERSION_HEADER: version})
     resp.raise_for_status()
     return resp.json()["choices"][0]["message"]["content"] or ""
