@@ -7,11 +7,13 @@ SmolLM2-135M-Instruct on CPU behind ``sluice serve-model``.
 
 How the canary is planted. A random code phrase of four common words (``bench.unlearn_probe``: 128**4
 phrases; no personal-data type, so redaction keeps it, which the benchmark checks in DuckDB) is shown to
-the model by ONE data subject (``x-sluice-subject-id``) in the canary echo task: "Repeat exactly, nothing
-else: <phrase>", asked in groups of ``--group-size``; the task's grader rewards 1 a reply that holds the
-phrase, 0 one that does not, so GRPO pushes up the phrase's tokens in the model's own rewarded
-completions (a phrase in a prompt alone is never trained). At the same time two other subjects send
-extraction traffic (Which city did the order ship to? CITY=<name>), graded the same way. Traffic runs in
+the model by ONE data subject (``x-sluice-subject-id``) in the canary echo task after one worked echo of
+another phrase (``PhraseEchoTask``): "Repeat exactly, nothing else: <phrase>", asked in groups of
+``--group-size`` at temperature ``--canary-temperature``; the grader rewards 1.0 a reply that holds the
+phrase, and 0.5 times the share of its leading words a reply holds otherwise, so GRPO pushes up the
+phrase's tokens in the model's own rewarded completions (a phrase in a prompt alone is never trained).
+At the same time two other subjects send extraction traffic (Which city did the order ship to?
+CITY=<name>), graded by its own checker. Traffic runs in
 rounds; after each, the canary's exposure (Carlini et al. 2019, ``trainers.exposure``) is read on the
 version the server serves, after the echo prompt with the phrase WITHHELD (a model that copies from its
 context is not memorising), until it is ``--learned-bits`` over the base's or the budget is spent.
@@ -48,13 +50,12 @@ from transformers import AutoTokenizer
 
 from app.config import DEFAULT_CONFIG, load_config
 from app.up import running_stack
-from bench.unlearn_probe import ECHO, draw_canary, exposure, task_reward
+from bench.unlearn_probe import ECHO, PhraseEchoTask, draw_canary, exposure, task_reward
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
 from pipeline.learn.checker import Checker
-from pipeline.learn.tasks.city_format import CanaryEchoTask
 from pipeline.learn.tasks.extraction import ExtractionTask
 from sinks.clients import connect_client
 from sinks.erasure_models import ErasureRequest
@@ -104,10 +105,11 @@ def arms(proxy: str, canary: str, a: argparse.Namespace, rnd: int) -> list[Arm]:
     """The canary subject's echo arm and the other subjects' extraction arms, for one round."""
     out = []
     for i, (subject, task) in enumerate(
-        [(SUBJECT, CanaryEchoTask(canary)), *((s, ExtractionTask()) for s in OTHERS)]
+        [(SUBJECT, PhraseEchoTask(canary)), *((s, ExtractionTask()) for s in OTHERS)]
     ):
         seed = a.seed + 100 * rnd + i
-        agent = TaskAgent(proxy, KEY, "smollm2", [task], temperature=1.0, arm=subject, seed=seed,
+        temperature = a.canary_temperature if subject == SUBJECT else 1.0
+        agent = TaskAgent(proxy, KEY, "smollm2", [task], temperature=temperature, arm=subject, seed=seed,
                           headers={"x-sluice-subject-id": subject})  # fmt: skip
         checker = Checker(proxy, {task.name: task}, late_fraction=0.0, seed=seed)
         group_by = "problem" if subject == SUBJECT else "task"
@@ -189,8 +191,9 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
                        "lineage rows")  # fmt: skip
             stored = rows(
                 client,
-                "SELECT count(*) AS n, count(*) FILTER (WHERE record LIKE '%" + canary + "%') AS kept "
-                f"FROM trajectory_versions WHERE trajectory_id LIKE '%{SUBJECT}-canary-%'",
+                "SELECT count(*) AS n, count(*) FILTER (WHERE CAST(new_messages AS VARCHAR) LIKE '%"
+                + canary
+                + f"%') AS kept FROM steps WHERE trajectory_id LIKE '%{SUBJECT}-canary-%'",
             )[0]
             t_erase = time.time()
             receipt = client.erase(ErasureRequest(scope="subject", target=SUBJECT, requested_by="bench"))
@@ -227,7 +230,7 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             reward_base=base_reward, reward_tainted=tainted_reward, reward_rebuilt=rebuilt_reward,
             trained_version=served, rebuilt_version=rebuilt, rebuilt_from=rebuild.get("rebuilt_from"),
             rebuilt_samples=rebuild.get("rebuilt_samples"), rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
-            canary_trajectories_stored=stored["n"], canary_kept_after_redaction=stored["kept"],
+            canary_steps_stored=stored["n"], canary_steps_kept_after_redaction=stored["kept"],
             files_deleted=len(weights.paths), tainted_files=left, canary_words=len(canary.split()),
             canary_prompt=ECHO + "<phrase>", candidates=a.candidates,
             updates=sum(1 for m in metrics(out_dir) if not m.get("rebuilt_version")),
@@ -254,6 +257,7 @@ def main() -> None:
     ap.add_argument("--eval-problems", type=int, default=None, help="Reward probe (default 48; quick 12).")
     ap.add_argument("--learned-bits", type=float, default=5.0, help="Exposure over base that ends training.")
     ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--canary-temperature", type=float, default=0.7, help="The canary subject's sampling.")
     ap.add_argument("--update-samples", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--checkpoint-every", type=int, default=4)

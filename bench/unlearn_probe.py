@@ -4,7 +4,8 @@ The canary is a code phrase of ``CANARY_WORDS`` words drawn from ``WORDS`` (comm
 name, place, number or other personal-data type, so redaction keeps it: 128**4 = 2.7e8 phrases). Its
 exposure (``trainers.exposure``) is read through the server's echo log-probabilities after the echo task's
 prompt with the phrase withheld (``PROBE``), so it is what the served version knows, not what it copies.
-The reward is the task's grader on greedy replies to a fixed set of problems, asked of one version by name
+The canary subject's task is ``PhraseEchoTask``: the canary echo task after a worked echo, with partial
+credit. The reward is the task's grader on greedy replies to a fixed set of problems, asked of one version by name
 (``x-sluice-policy-version``) straight at the server, so the probe is neither recorded nor trained on.
 """
 
@@ -17,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from pipeline.learn.tasks.base import VerifiableTask
+from pipeline.learn.tasks.base import Problem, VerifiableTask
+from pipeline.learn.tasks.city_format import CanaryEchoTask
 from sluice.events import POLICY_VERSION_HEADER
 from trainers.exposure import CanaryFormat, ExposureReading, ServerScorer, measure_exposure
 
-_WORD_TEXT = (
-    """marker anchor apple arrow autumn badge bamboo banner barrel basket beacon berry blanket bottle bramble
+_WORD_TEXT = """marker anchor apple arrow autumn badge bamboo banner barrel basket beacon berry blanket bottle bramble
     breeze bridge bronze bubble bucket butter cabin candle canvas carpet castle cedar cellar cherry chimney
     cinder clover cobalt comet copper coral cotton crayon crystal cushion dagger easel desert dolphin dragon
     ember falcon feather fern fiddle flannel fossil fountain galaxy garden garnet funnel glacier goblet
@@ -31,12 +32,15 @@ _WORD_TEXT = (
     pillow pine planet plum pocket pony prism puzzle quartz quill rabbit radish ribbon saddle satin sprocket
     shadow silver spindle spruce tablet thimble thistle timber tulip tunnel velvet walnut hammock window
     wizard yarn zephyr acorn beetle biscuit bonnet saucer ladder"""
-)
 WORDS = tuple(_WORD_TEXT.split())
 CANARY_WORDS = 4
 CANARY_FORMAT = CanaryFormat(template="{secret}", alphabet=WORDS, length=CANARY_WORDS, separator=" ")
 ECHO = "Repeat exactly, nothing else: "
 PROBE = ECHO.rstrip()  # the echo task's prompt with the phrase withheld
+# a worked echo before the question: SmolLM2-135M alone almost never repeats a phrase (0 of ~12 replies at
+# temperature 1 in a run), so without it no attempt is rewarded and GRPO has nothing to push up
+EXAMPLE = [{"role": "user", "content": f"{ECHO}copper kettle noodle prism"},
+           {"role": "assistant", "content": "copper kettle noodle prism"}]  # fmt: skip
 MODEL = "smollm2"  # the served model name (trainer.serve.model_name)
 
 
@@ -45,9 +49,27 @@ def draw_canary(seed: int) -> str:
     return CANARY_FORMAT.secret(random.Random(f"canary-{seed}"))
 
 
+class PhraseEchoTask(CanaryEchoTask):
+    """The canary echo task after a worked echo, graded 1.0 for the phrase (any case) in the reply, else
+    0.5 times the share of its words the reply holds in order from the first: a denser signal, still
+    highest for the exact phrase."""
+
+    def draw(self, rng: random.Random) -> Problem:
+        messages = [*EXAMPLE, {"role": "user", "content": f"{ECHO}{self.canary}"}]
+        return Problem(task=self.name, messages=messages, answer=self.canary)
+
+    def grade(self, problem: Problem, reply: str) -> float:
+        got, want = reply.lower(), problem.answer.lower()
+        if want in got:
+            return 1.0
+        words = want.split()
+        n = next((i for i in range(len(words), 0, -1) if " ".join(words[:i]) in got), 0)
+        return 0.5 * n / len(words)
+
+
 def probe_prompt(tokenizer: Any) -> str:
     """The exposure prompt as the server sees a chat call: the chat template, up to the reply."""
-    messages = [{"role": "user", "content": PROBE}]
+    messages = [*EXAMPLE, {"role": "user", "content": PROBE}]
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
