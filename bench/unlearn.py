@@ -210,23 +210,28 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
         say(f"erased in {erase_call_s:.1f}s: {len(tainted)} tainted; serving v{policy()['serving_version']}, "
             f"exposure {after:.2f}")  # fmt: skip
         out_dir = cfg.path(cfg.trainer.output_dir)
-        wait_until(lambda: any(m.get("rebuilt_version") for m in metrics(out_dir)), a.rebuild_wait_s,
-                   "the rebuilt version")  # fmt: skip
-        rebuild = next(m for m in metrics(out_dir) if m.get("rebuilt_version"))
-        rebuilt = rebuild["rebuilt_version"]
-        wait_until(lambda: rebuilt in policy()["versions"], 120, "the rebuilt version on the server")
-        rebuild_s = time.time() - t_erase
-        rebuilt_exposure = exposure(model, tok, canary, rebuilt, a.candidates).exposure
-        rebuilt_reward = task_reward(model, rebuilt, extraction, a.eval_problems, a.seed)
-        say(f"rebuilt v{rebuilt}: exposure {rebuilt_exposure:.2f}, extraction reward {rebuilt_reward:.3f}")
+        rebuild: dict[str, Any] = {}
+        rebuilt, rebuild_s, rebuilt_exposure, rebuilt_reward = None, None, None, None
+        if tainted:  # no tainted version (the canary's rows never trained one): nothing to rebuild
+            wait_until(lambda: any(m.get("rebuilt_version") for m in metrics(out_dir)), a.rebuild_wait_s,
+                       "the rebuilt version")  # fmt: skip
+            rebuild = next(m for m in metrics(out_dir) if m.get("rebuilt_version"))
+            rebuilt = rebuild["rebuilt_version"]
+            wait_until(lambda: rebuilt in policy()["versions"], 120, "the rebuilt version on the server")
+            rebuild_s = time.time() - t_erase
+            rebuilt_exposure = exposure(model, tok, canary, rebuilt, a.candidates).exposure
+            rebuilt_reward = task_reward(model, rebuilt, extraction, a.eval_problems, a.seed)
+            say(
+                f"rebuilt v{rebuilt}: exposure {rebuilt_exposure:.2f}, extraction reward {rebuilt_reward:.3f}"
+            )
         left = tainted_files(tmp, tainted)
         gain = tainted_reward - base_reward
+        retained = (rebuilt_reward - base_reward) / gain if rebuilt_reward is not None and gain > 0 else None
         f.update(
             exposure_base=round(base, 3), exposure_trained=round(trained, 3),
-            exposure_after_erasure=round(after, 3), exposure_rebuilt=round(rebuilt_exposure, 3),
+            exposure_after_erasure=round(after, 3), exposure_rebuilt=rebuilt_exposure and round(rebuilt_exposure, 3),
             tainted_versions=len(tainted), tainted_files_left=len(left), tainted_serving_s=round(tainted_serving_s, 1),
-            rebuild_s=round(rebuild_s, 1), rebuilt_reward_retained=round((rebuilt_reward - base_reward) / gain, 3)
-            if gain > 0 else None,
+            rebuild_s=rebuild_s and round(rebuild_s, 1), rebuilt_reward_retained=retained and round(retained, 3),
             reward_base=base_reward, reward_tainted=tainted_reward, reward_rebuilt=rebuilt_reward,
             trained_version=served, rebuilt_version=rebuilt, rebuilt_from=rebuild.get("rebuilt_from"),
             rebuilt_samples=rebuild.get("rebuilt_samples"), rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
@@ -242,7 +247,7 @@ def meets(f: dict[str, Any]) -> bool:
     b = f["exposure_base"]
     r = f["rebuilt_reward_retained"]
     return (f["exposure_trained"] >= b + 5 and f["exposure_after_erasure"] <= b + 1
-            and f["exposure_rebuilt"] <= b + 1 and f["tainted_files_left"] == 0
+            and f["exposure_rebuilt"] is not None and f["exposure_rebuilt"] <= b + 1 and f["tainted_files_left"] == 0
             and f["tainted_serving_s"] <= 60 and r is not None and r >= 0.8)  # fmt: skip
 
 
