@@ -255,7 +255,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="A few minutes: runs end to end.")
     ap.add_argument("--round-s", type=float, default=None, help="Traffic per round (default 120; quick 60).")
-    ap.add_argument("--max-rounds", type=int, default=None, help="Rounds at most (default 7; quick 2).")
+    ap.add_argument("--max-rounds", type=int, default=None, help="Rounds at most (default 6; quick 2).")
     ap.add_argument(
         "--candidates", type=int, default=None, help="Exposure candidates (default 512; quick 32)."
     )
@@ -274,7 +274,7 @@ def main() -> None:
     a = ap.parse_args()
     quick = a.quick
     a.round_s = a.round_s or (60.0 if quick else 120.0)
-    a.max_rounds = a.max_rounds or (2 if quick else 7)
+    a.max_rounds = a.max_rounds or (2 if quick else 6)
     a.candidates = a.candidates or (32 if quick else 512)
     a.eval_problems = a.eval_problems or (12 if quick else 48)
     tmp_ctx = tempfile.TemporaryDirectory(prefix="sluice-unlearn-") if a.keep_dir is None else None
