@@ -203,9 +203,18 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
         weights = next(p for p in receipt.places if p.place == "weights")
         found = re.search(r"tainted policy versions (\[[^\]]*\])", weights.removed)
         tainted = set(ast.literal_eval(found.group(1))) if found else set()
-        wait_until(lambda: (lambda s: s["serving_version"] not in tainted and not tainted & set(s["versions"]))(
-            policy()), 120, "no tainted version on the server")  # fmt: skip
-        tainted_serving_s = time.time() - t_erase
+        say(f"receipt, weights: {weights.removed} | {weights.operator_action}")
+
+        def clean() -> bool:
+            s = policy()
+            return s["serving_version"] not in tainted and not tainted & set(s["versions"])
+
+        try:
+            wait_until(clean, a.clean_wait_s, "no tainted version on the server")
+            tainted_serving_s: float | None = time.time() - t_erase
+        except TimeoutError:  # recorded as a miss, and the run goes on to measure what is served
+            tainted_serving_s = None
+            say(f"a tainted version is still on the server: {policy()}")
         after = exposure(model, tok, canary, None, a.candidates).exposure
         say(f"erased in {erase_call_s:.1f}s: {len(tainted)} tainted; serving v{policy()['serving_version']}, "
             f"exposure {after:.2f}")  # fmt: skip
@@ -230,7 +239,8 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
         f.update(
             exposure_base=round(base, 3), exposure_trained=round(trained, 3),
             exposure_after_erasure=round(after, 3), exposure_rebuilt=rebuilt_exposure and round(rebuilt_exposure, 3),
-            tainted_versions=len(tainted), tainted_files_left=len(left), tainted_serving_s=round(tainted_serving_s, 1),
+            tainted_versions=len(tainted), tainted_files_left=len(left), tainted_serving_s=tainted_serving_s and round(tainted_serving_s, 1),
+            weights_receipt=weights.removed, weights_operator_action=weights.operator_action,
             rebuild_s=rebuild_s and round(rebuild_s, 1), rebuilt_reward_retained=retained and round(retained, 3),
             reward_base=base_reward, reward_tainted=tainted_reward, reward_rebuilt=rebuilt_reward,
             trained_version=served, rebuilt_version=rebuilt, rebuilt_from=rebuild.get("rebuilt_from"),
@@ -248,7 +258,7 @@ def meets(f: dict[str, Any]) -> bool:
     r = f["rebuilt_reward_retained"]
     return (f["exposure_trained"] >= b + 5 and f["exposure_after_erasure"] <= b + 1
             and f["exposure_rebuilt"] is not None and f["exposure_rebuilt"] <= b + 1 and f["tainted_files_left"] == 0
-            and f["tainted_serving_s"] <= 60 and r is not None and r >= 0.8)  # fmt: skip
+            and f["tainted_serving_s"] is not None and f["tainted_serving_s"] <= 60 and r is not None and r >= 0.8)  # fmt: skip
 
 
 def main() -> None:
@@ -268,6 +278,9 @@ def main() -> None:
     ap.add_argument("--checkpoint-every", type=int, default=4)
     ap.add_argument("--settle-s", type=float, default=10.0)
     ap.add_argument("--rebuild-wait-s", type=float, default=600.0)
+    ap.add_argument(
+        "--clean-wait-s", type=float, default=120.0, help="Wait this long for no tainted version."
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--save", type=Path, default=None, help="Also write the final JSON line to this file.")
     ap.add_argument("--keep-dir", type=Path, default=None, help="Run in this directory and keep it.")
