@@ -85,7 +85,10 @@ class ServeConfig(Frozen):
     default_max_tokens: int = Field(64, ge=1)
     max_tokens_limit: int = Field(512, ge=1)
     keep_versions: int = Field(
-        3, ge=1, description="Former defaults kept in memory for rollback (the default included)."
+        3,
+        ge=1,
+        description="Former defaults kept in memory for rollback (the default included), besides the base "
+        "loaded at start, which is never evicted (the rollback of last resort).",
     )
     max_versions: int = Field(
         8, ge=1, description="Versions in memory at most (default, kept, candidates); a push beyond is a 409."

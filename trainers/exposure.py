@@ -29,16 +29,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class CanaryFormat(BaseModel):
-    """The shape of a canary: ``template`` with ``{secret}`` replaced by ``length`` symbols of ``alphabet``."""
+    """The shape of a canary: ``template`` with ``{secret}`` replaced by ``length`` symbols of ``alphabet``
+    (characters of a string, or words of a tuple), joined by ``separator``."""
 
     model_config = ConfigDict(frozen=True)
 
     template: str = "code {secret}"
-    alphabet: str = "0123456789"
+    alphabet: str | tuple[str, ...] = "0123456789"
     length: int = Field(6, ge=1)
+    separator: str = ""
 
     def secret(self, rng: random.Random) -> str:
-        return "".join(rng.choice(self.alphabet) for _ in range(self.length))
+        return self.separator.join(rng.choice(self.alphabet) for _ in range(self.length))
 
     def text(self, secret: str) -> str:
         return self.template.format(secret=secret)

@@ -65,7 +65,9 @@ class TaskAgent:
         arm: str = "",
         seed: int = 0,
         timeout_s: float = 120.0,
+        headers: dict[str, str] | None = None,
     ) -> None:
+        """``headers``: sent on every call besides the trajectory and task ids (e.g. ``x-sluice-subject-id``)."""
         self.root = proxy_root.rstrip("/")
         self.api_key = api_key
         self.model = model
@@ -73,6 +75,7 @@ class TaskAgent:
         self.temperature = temperature
         self.arm = arm
         self.rng = random.Random(seed)
+        self.headers = dict(headers or {})
         self._client = openai.AsyncOpenAI(
             base_url=f"{self.root}/v1", api_key=api_key, max_retries=0, timeout=timeout_s
         )
@@ -92,7 +95,7 @@ class TaskAgent:
         """Ask the proxy once, end the trajectory, return the attempt (raises openai.APIError on failure).
         ``task_id`` (default: the task's name) groups attempts for the trainer."""
         tid = trajectory_id or f"{self.arm or 'learn'}-{problem.task}-{uuid.uuid4().hex[:12]}"
-        headers = {"x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task}
+        headers = {**self.headers, "x-sluice-trajectory-id": tid, "x-sluice-task-id": task_id or problem.task}
         calls: list[ToolCall] = []
         messages: list[dict[str, Any]] = list(problem.messages)
         n_calls = 1

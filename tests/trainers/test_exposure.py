@@ -31,6 +31,15 @@ def test_rank_and_exposure_arithmetic() -> None:
         measure_exposure(lambda p, c: [0.0] * len(c), "code 1234 again", "1234", FMT, n=8)
 
 
+def test_a_phrase_of_words_is_a_canary_format() -> None:
+    words = ("amber", "cedar", "falcon", "harbor", "pebble")
+    fmt = CanaryFormat(template="{secret}", alphabet=words, length=3, separator=" ")
+    assert fmt.space == 125
+    texts = candidates(fmt, "cedar cedar falcon", 20, seed=0)
+    assert texts[0] == "cedar cedar falcon" and len(set(texts)) == 20
+    assert all(len(t.split(" ")) == 3 and set(t.split(" ")) <= set(words) for t in texts)
+
+
 def test_a_model_trained_on_the_canary_ranks_it_first() -> None:
     torch.manual_seed(0)
     model, tok = build_tiny()

@@ -34,8 +34,8 @@ from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
 from trainers.live.lineage import LineageLedger, UnpublishedRows, build_lineage
 from trainers.live.policy_state import PolicyState, write_policy_state
+from trainers.live.published import PublishedLine
 from trainers.live.samples import LiveItem, LiveRow
-from trainers.live.scopes import MAX_SNAPSHOTS
 from trainers.live.staleness import apply_staleness, in_scope
 from trainers.loop_core import OnStep, RunSetup, TrainingLoop
 
@@ -73,9 +73,9 @@ class LiveLoop(TrainingLoop):
         self.ready: dict[str, deque[tuple[LiveRow, float]]] = {}  # learning scope -> rows ready to train
         self.items: dict[str, LiveItem] = {}  # trajectory id -> newest version received, until trained
         self.unpublished = UnpublishedRows()  # per scope, what its next version trained on since its parent
-        # learning scope -> its newest published versions and the rows each trained on (an erasure rebuilds
-        # the tainted ones from these, minus the erased rows)
-        self.published: dict[str, list[tuple[str, list[LiveRow]]]] = {}
+        # learning scope -> its published versions and what each trained on (an erasure rebuilds the
+        # tainted ones from these, minus the erased rows)
+        self.published: dict[str, PublishedLine] = {}
         self.totals: Counter[str] = Counter()
         self.serving: dict[str, str] = {}
         self.version = 0  # the shared scope's
@@ -257,9 +257,7 @@ class LiveLoop(TrainingLoop):
             return {"push_s": 0.0, "pushed_servers": 0, "push_errors": 0, "unrecorded_versions": 1}
         self.unpublished.published(scope)
         self.lineages += 1
-        line = self.published.setdefault(scope, [])
-        line.append((lineage.version, rows))
-        del line[:-MAX_SNAPSHOTS]
+        self.published.setdefault(scope, PublishedLine()).append(lineage.version, rows)
         pushed = ray.get(self.learner.publish.remote(scope))
         if (
             self.ledger is not None
@@ -291,20 +289,19 @@ class LiveLoop(TrainingLoop):
                 yield m
 
     def _rebuild(self, scope: str, erased: set[str], start: float) -> dict[str, Any] | None:
-        line = self.published.get(scope, [])
-        hit = [i for i, (_, rows) in enumerate(line) if any(r.sample.trajectory_id in erased for r in rows)]
+        line = self.published.setdefault(scope, PublishedLine())
+        hit = line.first_hit(erased)
         loose = self.unpublished.since_parent(scope)
-        if not hit and not any(r.sample.trajectory_id in erased for r in loose):
+        if hit is None and not any(r.sample.trajectory_id in erased for r in loose):
             return None
-        first = hit[0] if hit else len(line)
+        first = len(line.entries) if hit is None else hit
         base = policy_version_name(*self.base)
-        target = line[first - 1][0] if first > 0 else base
+        target = line.entries[first - 1].version if first > 0 else base
         used = ray.get(self.learner.reset_scope.remote(scope, target))
-        keep = next((i + 1 for i, (name, _) in enumerate(line) if name == used), 0)
-        tainted = [name for name, _ in line[keep:]]
-        replay = [[r for r in rows if r.sample.trajectory_id not in erased] for _, rows in line[keep:]]
+        keep = line.index_after(used)
+        replay, lost = line.replay_after(keep, erased)
         replay.append([r for r in loose if r.sample.trajectory_id not in erased])
-        self.published[scope] = line[:keep]
+        tainted = line.cut(keep)
         self.unpublished.published(scope)
         self.totals["rebuilds"] += 1
         self.log.info(
@@ -324,6 +321,7 @@ class LiveLoop(TrainingLoop):
         pushed = self._publish(trained, {**lm, "parent_version": used}, scope, rebuild_of=tainted)
         return {"step": self.state.step, "mode": "live", "scope": scope, "rebuild_of": tainted,
                 "rebuilt_from": used, "rebuilt_version": lm["version_name"], "rebuilt_samples": len(trained),
+                "rebuild_rows_let_go": lost,
                 "elapsed_s": time.monotonic() - start, "rebuilds_total": self.totals["rebuilds"],
                 "policy_version": lm["policy_version"], **pushed}  # fmt: skip
 

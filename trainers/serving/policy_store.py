@@ -5,7 +5,9 @@ change (an update is laid over its parent and copies nothing else), so holding N
 model plus what each update replaced. Roles: the *default* (what a request that picks no version gets),
 *candidates* (served only to requests that name them; never evicted, and never made the default except by
 a promotion) and *kept* versions (former defaults, rollback targets; the least recently default beyond
-``keep`` is evicted). ``max_versions`` caps everything in memory: a push beyond it is refused.
+``keep`` is evicted). The version the server loaded with (the base) is never evicted and does not count
+in ``keep``: it is the rollback of last resort, where an erasure takes a line whose every version
+trained on erased data. ``max_versions`` caps everything in memory: a push beyond it is refused.
 
 Decoding a version points every parameter's ``.data`` at that version's tensors (``activate``): no copy,
 microseconds per tensor, done by the generate thread before each batch, so a batch is decoded by one
@@ -96,6 +98,7 @@ class PolicyStore:
         if max_versions < keep:
             raise ValueError(f"max_versions={max_versions} is below keep={keep}")
         self.keep, self.max_versions = keep, max_versions
+        self.base_version = base_version
         self._lock = threading.Lock()
         by_id: dict[int, str] = {}
         self._slots: dict[str, torch.Tensor] = {}  # canonical name -> the live Parameter/buffer
@@ -185,7 +188,9 @@ class PolicyStore:
     def _check_room(self, role: PushRole) -> None:
         candidates = sum(v.candidate for v in self._versions.values())
         others = len(self._versions) - candidates
-        after = candidates + 1 + others if role == "candidate" else candidates + min(self.keep, others + 1)
+        base = int(self.base_version in self._versions and not self._versions[self.base_version].candidate)
+        served = candidates + base + min(self.keep, others - base + 1)
+        after = candidates + 1 + others if role == "candidate" else served
         if after > self.max_versions:
             raise TooManyVersions(
                 f"this server holds {len(self._versions)} versions (max_versions={self.max_versions}); "
@@ -250,8 +255,9 @@ class PolicyStore:
             return asked if asked is not None and asked in self._versions else self.serving
 
     def _evict(self) -> None:
-        while sum(not v.candidate for v in self._versions.values()) > self.keep:
-            oldest = next(n for n, v in self._versions.items() if not v.candidate and n != self.serving)
+        pinned = (self.serving, self.base_version)
+        while sum(not v.candidate and n != self.base_version for n, v in self._versions.items()) > self.keep:
+            oldest = next(n for n, v in self._versions.items() if not v.candidate and n not in pinned)
             del self._versions[oldest]  # the least recently default; never a candidate
 
     def _record(self, version: str, action: str, swap_ms: float, tensors: int) -> None:

@@ -246,8 +246,10 @@ def test_partial_push_from_a_file_refusals_and_rollback(
 
     resp = run(check())
     assert one_version(resp) == "0" and served_by(resp, versions) == "0"
-    # keep_versions=3: a new push evicts the least recently served ("1"), and "1" stays a used name
-    assert client.push_state_dict({LAYER: base[LAYER] * 2}, "3").versions == ["2", "0", "3"]
+    # keep_versions=3 besides the base ("0", never evicted): the fourth push evicts the least recently
+    # served ("1"), and "1" stays a used name
+    assert client.push_state_dict({LAYER: base[LAYER] * 2}, "3").versions == ["1", "2", "0", "3"]
+    assert client.push_state_dict({LAYER: base[LAYER] * 3}, "4").versions == ["2", "0", "3", "4"]
     with pytest.raises(VersionNotKept):
         client.rollback("1")
     with pytest.raises(VersionConflict):
@@ -256,7 +258,7 @@ def test_partial_push_from_a_file_refusals_and_rollback(
     events = read_events(server.events_log)
     assert [(e.action, e.version, e.previous_version) for e in events] == [
         ("load", "0", None), ("update", "1", "0"), ("update", "2", "1"), ("rollback", "0", "2"),
-        ("update", "3", "0"),
+        ("update", "3", "0"), ("update", "4", "3"),
     ]  # fmt: skip
-    assert events[2].tensors == 1 and events[-1].kept_versions == ["2", "0", "3"]
+    assert events[2].tensors == 1 and events[-1].kept_versions == ["2", "0", "3", "4"]
     assert all(e.server == server.url and e.model == MODEL for e in events)

@@ -49,17 +49,18 @@ def test_partial_and_full_updates_and_rollback(server: ServeProcess, tmp_path_fa
     assert version == "1" and flipped != base_text
 
     full = client.push_file(weights, "2")  # every tensor, read by the server from its file
-    assert full.serving_version == "2" and full.tensors == len(names) and full.versions == ["1", "2"]
+    assert full.serving_version == "2" and full.tensors == len(names) and full.versions == ["0", "1", "2"]
     assert answer(server) == ("2", base_text)
 
     assert client.rollback("1").serving_version == "1"
     assert answer(server) == ("1", flipped)
-    with pytest.raises(VersionNotKept):  # keep_versions=2: "0" was evicted
-        client.rollback("0")
     fixed = tmp_path_factory.mktemp("w") / "norm.safetensors"
     save_file({NORM: norm}, str(fixed))
     assert client.push_file(fixed, "3").tensors == 1
     assert answer(server) == ("3", base_text)
+    with pytest.raises(VersionNotKept):  # keep_versions=2 besides the base: "3" evicted "2"
+        client.rollback("2")
+    assert client.rollback("0").serving_version == "0"  # the base is never evicted
 
 
 def test_forced_tool_arguments_end_at_the_end_of_turn(server: ServeProcess) -> None:

@@ -80,18 +80,20 @@ def test_names_are_never_reused_and_only_kept_versions_roll_back(model: torch.nn
         store.prepare_update("0", {LAYER: w})
     swap(store, "1", {LAYER: w + 1})
     swap(store, "2", {LAYER: w + 2})
-    assert store.kept() == ["1", "2"]  # "0" evicted: keep=2
-    for reused in ("0", "1", "2"):  # evicted or kept, a used name stays used
+    assert store.kept() == ["0", "1", "2"]  # keep=2 besides the base, which is never evicted
+    swap(store, "3", {LAYER: w + 3})
+    assert store.kept() == ["0", "2", "3"]  # "1" evicted: the least recently served
+    for reused in ("0", "1", "2", "3"):  # evicted or kept, a used name stays used
         with pytest.raises(VersionReused):
             store.prepare_update(reused, {LAYER: w})
     with pytest.raises(VersionNotKept):
-        store.prepare_rollback("0")
-    store.apply(store.prepare_rollback("1"))
-    assert torch.equal(model.state_dict()[LAYER], w + 1)
-    assert store.serving == "1" and store.kept() == ["2", "1"]  # least recently served first
-    swap(store, "3", {LAYER: w + 3})
-    assert store.kept() == ["1", "3"]  # the evicted one is the least recently served
-    assert [h.action for h in store.history] == ["load", "update", "update", "rollback", "update"]
+        store.prepare_rollback("1")
+    store.apply(store.prepare_rollback("2"))
+    assert torch.equal(model.state_dict()[LAYER], w + 2)
+    assert store.serving == "2" and store.kept()[-1] == "2"  # least recently served first
+    store.apply(store.prepare_rollback("0"))  # the base stays a rollback target however many came after
+    assert torch.equal(model.state_dict()[LAYER], w) and store.serving == "0"
+    assert [h.action for h in store.history] == ["load", "update", "update", "update", "rollback", "rollback"]
 
 
 def test_engine_swaps_between_batches_and_tags_every_token(model: torch.nn.Module) -> None:
@@ -150,7 +152,7 @@ def test_a_failed_swap_reaches_its_caller_and_the_engine_goes_on(model: torch.nn
 
 
 def test_candidates_roles_promote_discard_and_the_cap(model: torch.nn.Module) -> None:
-    store = PolicyStore(model, "sluice-tiny", keep=2, max_versions=4)
+    store = PolicyStore(model, "sluice-tiny", keep=2, max_versions=5)
     w = model.state_dict()[LAYER].clone()
     store.apply(store.prepare_update("c1", {LAYER: w + 1}, role="candidate"))
     assert store.serving == "0" and torch.equal(model.state_dict()[LAYER], w)  # the default did not change
@@ -161,13 +163,13 @@ def test_candidates_roles_promote_discard_and_the_cap(model: torch.nn.Module) ->
     assert info.added_bytes == model.state_dict()[HEAD].numel() * 4  # the tied head, counted once
     assert store._versions["c2"].tensors[LAYER] is store._versions["c1"].tensors[LAYER]  # shared, not copied
     swap(store, "1", {LAYER: w + 3})
-    swap(store, "2", {LAYER: w + 4})  # keep=2 evicts "0", never a candidate
-    assert store.kept() == ["c1", "c2", "1", "2"] and store.candidates() == ["c1", "c2"]
-    with pytest.raises(TooManyVersions):  # max_versions=4
+    swap(store, "2", {LAYER: w + 4})  # keep=2 besides the base: nothing evicted yet
+    assert set(store.kept()) == {"0", "c1", "c2", "1", "2"} and store.candidates() == ["c1", "c2"]
+    with pytest.raises(TooManyVersions):  # max_versions=5
         store.check_push("3", "candidate")
-    swap(store, "3", {LAYER: w + 5})  # a served push evicts a kept version: it fits
+    swap(store, "3", {LAYER: w + 5})  # a served push evicts a kept version ("1", never the base): it fits
     with pytest.raises(VersionNotKept):
-        store.prepare_update("4", {LAYER: w}, parent="0")  # "0" was evicted
+        store.prepare_update("4", {LAYER: w}, parent="1")  # "1" was evicted
     store.apply(store.prepare_select("c2", "promote"))
     assert store.serving == "c2" and store.role("c2") == "default" and store.candidates() == ["c1"]
     assert torch.equal(model.state_dict()[LAYER], w + 1)  # c2 = c1's layer + its own head
@@ -179,7 +181,7 @@ def test_candidates_roles_promote_discard_and_the_cap(model: torch.nn.Module) ->
     with pytest.raises(VersionReused):  # discarded names stay used
         store.check_new_name("c1")
     roles = {i.version: i.role for i in store.status().kept}
-    assert roles == {"3": "kept", "c2": "default"}
+    assert roles == {"0": "kept", "3": "kept", "c2": "default"}  # the promotion evicted "2"
     actions = [(h.action, h.version) for h in store.history][-3:]
     assert actions == [("update", "3"), ("promote", "c2"), ("discard", "c1")]
 

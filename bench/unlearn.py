@@ -1,0 +1,317 @@
+"""Benchmark of unlearning: a canary one data subject taught the served policy is forgotten after the
+subject is erased, and the rebuilt version keeps what the other subjects' traffic taught it.
+
+One embedded stack (broker, proxy, stage worker, DuckDB sink, live trainer with ``trainer.promotion:
+direct``, so every trained version serves at once: this measures forgetting, not the gates) and the real
+SmolLM2-135M-Instruct on CPU behind ``sluice serve-model``.
+
+How the canary is planted. A random code phrase of four common words (``bench.unlearn_probe``: 128**4
+phrases; no personal-data type, so redaction keeps it, which the benchmark checks in DuckDB) is shown to
+the model by ONE data subject (``x-sluice-subject-id``) in the canary echo task after one worked echo of
+another phrase (``PhraseEchoTask``): "Repeat exactly, nothing else: <phrase>", asked in groups of
+``--group-size`` at temperature ``--canary-temperature``; the grader rewards 1.0 a reply that holds the
+phrase, and 0.5 times the share of its leading words a reply holds otherwise, so GRPO pushes up the
+phrase's tokens in the model's own rewarded completions (a phrase in a prompt alone is never trained).
+At the same time two other subjects send extraction traffic (Which city did the order ship to?
+CITY=<name>), graded by its own checker. Traffic runs in
+rounds; after each, the canary's exposure (Carlini et al. 2019, ``trainers.exposure``) is read on the
+version the server serves, after the echo prompt with the phrase WITHHELD (a model that copies from its
+context is not memorising), until it is ``--learned-bits`` over the base's or the budget is spent.
+
+Then the subject is erased through the sink client (what ``sluice erase --subject`` calls), and measured:
+``tainted_serving_s`` (erase call -> no server serves or holds a tainted version), what is served after
+the erasure, the trainer's rebuilt version (``rebuild_of`` in its lineage) once served, files of tainted
+versions left under the data directory, and the extraction reward (greedy, fixed problems, asked of each
+version by name) of the base, the last tainted and the rebuilt version.
+
+    python -m bench.unlearn --quick     # a few minutes: runs end to end, small exposure candidate set
+    python -m bench.unlearn             # the full run (about 20 minutes on two free cores)
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import io
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from transformers import AutoTokenizer
+
+from app.config import DEFAULT_CONFIG, load_config
+from app.up import running_stack
+from bench.unlearn_probe import ECHO, PhraseEchoTask, draw_canary, exposure, task_reward
+from infra.broker import free_port
+from pipeline.demo.summary import rows, wait_until
+from pipeline.learn.agents import TaskAgent
+from pipeline.learn.arm import Arm
+from pipeline.learn.checker import Checker
+from pipeline.learn.tasks.extraction import ExtractionTask
+from sinks.clients import connect_client
+from sinks.erasure_models import ErasureRequest
+from trainers.smollm2 import smollm2_dir
+
+KEY, TENANT = "sk-bench-unlearn", "acme"
+SUBJECT, OTHERS = "subject-canary", ("subject-a", "subject-b")
+TARGETS = {"exposure_trained_over_base": ">= 5", "exposure_after_erasure_over_base": "<= 1",
+           "exposure_rebuilt_over_base": "<= 1", "tainted_files_left": "<= 0", "tainted_serving_s": "<= 60",
+           "rebuilt_reward_retained": ">= 0.8"}  # fmt: skip
+
+
+def write_config(tmp: Path, a: argparse.Namespace) -> Path:
+    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
+    port = free_port()
+    data["broker"]["bootstrap_servers"] = f"127.0.0.1:{free_port()}"
+    data["topics"]["partitions"] = 2
+    data["proxy"].update(
+        port=free_port(), spool_dir=str(tmp / "spool"),
+        backends=[{"name": "live", "base_url": f"http://127.0.0.1:{port}/v1", "models": ["smollm2"],
+                   "return_token_ids": True, "model_version": "live"}],
+        api_keys=[{"key": KEY, "tenant": TENANT, "data_class": "internal", "consent_training": True}],
+    )  # fmt: skip
+    data["eligibility"]["tenants"] = {TENANT: {"training_opt_in": True, "retention_days": 30}}
+    data["stages"].update(data_dir=str(tmp / "stages"), workers=1)
+    data["rewards"] = {**data["rewards"], "wait_s": 2}
+    data["sink"] = {**data.get("sink", {}), "database": str(tmp / "sluice.duckdb"), "query_port": free_port()}
+    data["up"] = {"log_file": str(tmp / "logs" / "up.log"), "local_model_backend": "live"}
+    data["trainer"] = {
+        **data.get("trainer", {}),
+        "mode": "live", "promotion": "direct", "model": str(smollm2_dir()), "models": ["smollm2*"],
+        "output_dir": str(tmp / "trainer"), "policy_servers": [f"http://127.0.0.1:{port}"],
+        "group_size": a.group_size, "max_staleness": 4, "learning_rate": a.lr, "poll_timeout_s": 0.5,
+        "checkpoint_every": a.checkpoint_every, "progress": False, "seed": a.seed,
+        "serve": {"model_name": "smollm2", "max_batch": 32, "keep_versions": 4, "port": port,
+                  "events_log": str(tmp / "serve" / "events.jsonl")},
+        "live": {"group_wait_s": 30, "update_samples": a.update_samples, "max_update_samples": 2 * a.update_samples,
+                 "update_wait_s": 5, "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": ["q_proj", "v_proj"],
+                 "default_scope": "shared"},
+    }  # fmt: skip
+    path = tmp / "sluice.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def arms(proxy: str, canary: str, a: argparse.Namespace, rnd: int) -> list[Arm]:
+    """The canary subject's echo arm and the other subjects' extraction arms, for one round."""
+    out = []
+    for i, (subject, task) in enumerate(
+        [(SUBJECT, PhraseEchoTask(canary)), *((s, ExtractionTask()) for s in OTHERS)]
+    ):
+        seed = a.seed + 100 * rnd + i
+        temperature = a.canary_temperature if subject == SUBJECT else 1.0
+        agent = TaskAgent(proxy, KEY, "smollm2", [task], temperature=temperature, arm=subject, seed=seed,
+                          headers={"x-sluice-subject-id": subject})  # fmt: skip
+        checker = Checker(proxy, {task.name: task}, late_fraction=0.0, seed=seed)
+        group_by = "problem" if subject == SUBJECT else "task"
+        out.append(Arm(agent, checker, group_size=a.group_size, groups_in_flight=1, group_by=group_by))
+    return out
+
+
+async def traffic(proxy: str, canary: str, a: argparse.Namespace, rnd: int) -> dict[str, float]:
+    """One round of every subject's traffic; the mean reward per subject."""
+    all_arms = arms(proxy, canary, a, rnd)
+    try:
+        until = time.time() + a.round_s
+        await asyncio.gather(*(arm.run(until=until) for arm in all_arms))
+        await asyncio.gather(*(arm.checker.drain() for arm in all_arms))
+    finally:
+        for arm in all_arms:
+            await arm.agent.aclose()
+            await arm.checker.aclose()
+    return {
+        arm.agent.arm: round(sum(g.reward for g in arm.graded) / max(1, len(arm.graded)), 3)
+        for arm in all_arms
+    }
+
+
+def metrics(out_dir: Path) -> list[dict[str, Any]]:
+    path = out_dir / "metrics.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+
+
+def tainted_files(root: Path, tainted: set[str]) -> list[str]:
+    """Pushed weight files of a tainted version, and checkpoints that hold one, anywhere under ``root``."""
+    names = {f"policy-v{v}.safetensors" for v in tainted}
+    left = [str(p) for p in root.rglob("policy-v*") if p.name in names]
+    for state in root.rglob("trainer_state.json"):
+        if str(json.loads(state.read_text()).get("policy_version")) in tainted:
+            left.append(str(state.parent))
+    return left
+
+
+def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
+    path = write_config(tmp, a)
+    cfg = load_config(path)
+    proxy, model = f"http://{cfg.proxy.host}:{cfg.proxy.port}", cfg.trainer.policy_servers[0]
+    tok = AutoTokenizer.from_pretrained(str(smollm2_dir()))
+    canary = draw_canary(a.seed)
+    extraction = ExtractionTask()
+    f: dict[str, Any] = {}
+    with running_stack(cfg, path, with_trainer=True, log_path=tmp / "logs" / "up.log", sink=log), \
+            httpx.Client(timeout=60) as http:  # fmt: skip
+
+        def policy() -> dict[str, Any]:
+            return http.get(f"{model}/v1/policy").json()
+
+        def say(msg: str) -> None:
+            print(f"[{time.time() - t0:6.0f}s] {msg}", file=sys.stderr, flush=True)
+
+        t0 = time.time()
+        base = exposure(model, tok, canary, "0", a.candidates).exposure
+        base_reward = task_reward(model, "0", extraction, a.eval_problems, a.seed)
+        say(f"base: exposure {base:.2f} bits, extraction reward {base_reward:.3f}")
+        trained, rewards = base, []
+        for rnd in range(a.max_rounds):
+            rewards.append(asyncio.run(traffic(proxy, canary, a, rnd)))
+            time.sleep(a.settle_s)  # the round's last rewards reach a pushed version
+            served = policy()["serving_version"]
+            trained = exposure(model, tok, canary, None, a.candidates).exposure
+            say(f"round {rnd + 1}: rewards {rewards[-1]}; serving v{served}, exposure {trained:.2f} bits")
+            if trained >= base + a.learned_bits:
+                break
+        time.sleep(a.settle_s)
+        status = policy()
+        served = status["serving_version"]
+        trained = exposure(model, tok, canary, served, a.candidates).exposure
+        tainted_reward = task_reward(model, served, extraction, a.eval_problems, a.seed)
+        say(f"trained v{served}: exposure {trained:.2f}, extraction reward {tainted_reward:.3f}")
+        client = connect_client(cfg.sink_settings(), None)
+        try:
+            wait_until(lambda: rows(client, "SELECT count(*) AS n FROM policy_lineage")[0]["n"] > 0, 120,
+                       "lineage rows")  # fmt: skip
+            stored = rows(
+                client,
+                "SELECT count(*) AS n, count(*) FILTER (WHERE CAST(new_messages AS VARCHAR) LIKE '%"
+                + canary
+                + f"%') AS kept FROM steps WHERE trajectory_id LIKE '%{SUBJECT}-canary-%'",
+            )[0]
+            t_erase = time.time()
+            receipt = client.erase(ErasureRequest(scope="subject", target=SUBJECT, requested_by="bench"))
+            erase_call_s = time.time() - t_erase
+        finally:
+            client.close()
+        weights = next(p for p in receipt.places if p.place == "weights")
+        found = re.search(r"tainted policy versions (\[[^\]]*\])", weights.removed)
+        tainted = set(ast.literal_eval(found.group(1))) if found else set()
+        say(f"receipt, weights: {weights.removed} | {weights.operator_action}")
+
+        def clean() -> bool:
+            s = policy()
+            return s["serving_version"] not in tainted and not tainted & set(s["versions"])
+
+        try:
+            wait_until(clean, a.clean_wait_s, "no tainted version on the server")
+            tainted_serving_s: float | None = time.time() - t_erase
+        except TimeoutError:  # recorded as a miss, and the run goes on to measure what is served
+            tainted_serving_s = None
+            say(f"a tainted version is still on the server: {policy()}")
+        after = exposure(model, tok, canary, None, a.candidates).exposure
+        say(f"erased in {erase_call_s:.1f}s: {len(tainted)} tainted; serving v{policy()['serving_version']}, "
+            f"exposure {after:.2f}")  # fmt: skip
+        out_dir = cfg.path(cfg.trainer.output_dir)
+        rebuild: dict[str, Any] = {}
+        rebuilt, rebuild_s, rebuilt_exposure, rebuilt_reward = None, None, None, None
+        if tainted:  # no tainted version (the canary's rows never trained one): nothing to rebuild
+            wait_until(lambda: any(m.get("rebuilt_version") for m in metrics(out_dir)), a.rebuild_wait_s,
+                       "the rebuilt version")  # fmt: skip
+            rebuild = next(m for m in metrics(out_dir) if m.get("rebuilt_version"))
+            rebuilt = rebuild["rebuilt_version"]
+            wait_until(lambda: rebuilt in policy()["versions"], 120, "the rebuilt version on the server")
+            rebuild_s = time.time() - t_erase
+            rebuilt_exposure = exposure(model, tok, canary, rebuilt, a.candidates).exposure
+            rebuilt_reward = task_reward(model, rebuilt, extraction, a.eval_problems, a.seed)
+            say(
+                f"rebuilt v{rebuilt}: exposure {rebuilt_exposure:.2f}, extraction reward {rebuilt_reward:.3f}"
+            )
+        left = tainted_files(tmp, tainted)
+        gain = tainted_reward - base_reward
+        retained = (rebuilt_reward - base_reward) / gain if rebuilt_reward is not None and gain > 0 else None
+        f.update(
+            exposure_base=round(base, 3), exposure_trained=round(trained, 3),
+            exposure_after_erasure=round(after, 3), exposure_rebuilt=rebuilt_exposure and round(rebuilt_exposure, 3),
+            tainted_versions=len(tainted), tainted_files_left=len(left), tainted_serving_s=tainted_serving_s and round(tainted_serving_s, 1),
+            weights_receipt=weights.removed, weights_operator_action=weights.operator_action,
+            rebuild_s=rebuild_s and round(rebuild_s, 1), rebuilt_reward_retained=retained and round(retained, 3),
+            reward_base=base_reward, reward_tainted=tainted_reward, reward_rebuilt=rebuilt_reward,
+            trained_version=served, rebuilt_version=rebuilt, rebuilt_from=rebuild.get("rebuilt_from"),
+            rebuilt_samples=rebuild.get("rebuilt_samples"), rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
+            canary_steps_stored=stored["n"], canary_steps_kept_after_redaction=stored["kept"],
+            files_deleted=len(weights.paths), tainted_files=left, canary_words=len(canary.split()),
+            canary_prompt=ECHO + "<phrase>", candidates=a.candidates,
+            updates=sum(1 for m in metrics(out_dir) if not m.get("rebuilt_version")),
+        )  # fmt: skip
+    return f
+
+
+def meets(f: dict[str, Any]) -> bool:
+    b = f["exposure_base"]
+    r = f["rebuilt_reward_retained"]
+    return (f["exposure_trained"] >= b + 5 and f["exposure_after_erasure"] <= b + 1
+            and f["exposure_rebuilt"] is not None and f["exposure_rebuilt"] <= b + 1 and f["tainted_files_left"] == 0
+            and f["tainted_serving_s"] is not None and f["tainted_serving_s"] <= 60 and r is not None and r >= 0.8)  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="A few minutes: runs end to end.")
+    ap.add_argument("--round-s", type=float, default=None, help="Traffic per round (default 120; quick 60).")
+    ap.add_argument("--max-rounds", type=int, default=None, help="Rounds at most (default 6; quick 2).")
+    ap.add_argument(
+        "--candidates", type=int, default=None, help="Exposure candidates (default 512; quick 32)."
+    )
+    ap.add_argument("--eval-problems", type=int, default=None, help="Reward probe (default 48; quick 12).")
+    ap.add_argument("--learned-bits", type=float, default=5.0, help="Exposure over base that ends training.")
+    ap.add_argument("--group-size", type=int, default=4)
+    ap.add_argument("--canary-temperature", type=float, default=0.7, help="The canary subject's sampling.")
+    ap.add_argument("--update-samples", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--checkpoint-every", type=int, default=4)
+    ap.add_argument("--settle-s", type=float, default=10.0)
+    ap.add_argument("--rebuild-wait-s", type=float, default=600.0)
+    ap.add_argument(
+        "--clean-wait-s", type=float, default=120.0, help="Wait this long for no tainted version."
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--save", type=Path, default=None, help="Also write the final JSON line to this file.")
+    ap.add_argument("--keep-dir", type=Path, default=None, help="Run in this directory and keep it.")
+    a = ap.parse_args()
+    quick = a.quick
+    a.round_s = a.round_s or (60.0 if quick else 120.0)
+    a.max_rounds = a.max_rounds or (2 if quick else 6)
+    a.candidates = a.candidates or (32 if quick else 512)
+    a.eval_problems = a.eval_problems or (12 if quick else 48)
+    tmp_ctx = tempfile.TemporaryDirectory(prefix="sluice-unlearn-") if a.keep_dir is None else None
+    tmp = Path(tmp_ctx.name) if tmp_ctx else a.keep_dir
+    tmp.mkdir(parents=True, exist_ok=True)
+    log, started = io.StringIO(), time.time()
+    try:
+        figures = run(a, tmp, log)
+    except Exception:
+        print(log.getvalue()[-6000:], file=sys.stderr)
+        raise
+    finally:
+        if tmp_ctx is not None:
+            tmp_ctx.cleanup()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+    line = {"bench": "unlearn", "quick": quick, "model": "smollm2-135m-instruct", **figures,
+            "duration_s": round(time.time() - started, 1), "targets": TARGETS, "meets_targets": meets(figures),
+            "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit.strip(),
+            "command": "python -m bench.unlearn" + (" --quick" if quick else "")}  # fmt: skip
+    text = json.dumps(line)
+    if a.save is not None:
+        a.save.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""A line's published versions: an erasure finds the first version that trained on an erased trajectory
+however long the line (longer than the learner's weight copies), and the rebuild replays every later
+version's rows minus the erased ones."""
+
+from __future__ import annotations
+
+from trainers.live.published import PublishedLine
+from trainers.live.samples import LiveRow, LiveSample
+from trainers.live.scopes import MAX_SNAPSHOTS
+
+
+def _row(tid: str) -> LiveRow:
+    sample = LiveSample(
+        trajectory_id=tid, version=1, step_index=0, prompt_ids=[1, 2], token_ids=[3], reward=1.0, policy_version=0,
+        group_key="g", baseline_key="b",
+    )  # fmt: skip
+    return LiveRow(sample=sample, advantage=0.5)
+
+
+def _line(n: int, max_rows: int = 1000) -> PublishedLine:
+    line = PublishedLine(max_rows=max_rows)
+    for v in range(1, n + 1):
+        line.append(str(v), [_row(f"kept-{v}-a"), _row(f"kept-{v}-b")] + ([_row("gone")] if v == 2 else []))
+    return line
+
+
+def test_an_erasure_older_than_the_weight_copies_is_found_and_every_later_update_replayed() -> None:
+    n = 3 * MAX_SNAPSHOTS
+    line = _line(n)
+    assert line.first_hit({"gone"}) == 1
+    assert line.first_hit({"never-trained"}) is None
+    keep = line.index_after("1")
+    replay, lost = line.replay_after(keep, {"gone"})
+    assert len(replay) == n - 1 and lost == 0
+    assert all(len(rows) == 2 for rows in replay)
+    assert not any(r.sample.trajectory_id == "gone" for rows in replay for r in rows)
+    assert line.cut(keep) == [str(v) for v in range(2, n + 1)] and line.versions() == ["1"]
+
+
+def test_going_back_to_the_start_replays_the_whole_line() -> None:
+    line = _line(4)
+    assert line.index_after("0") == 0
+    replay, _ = line.replay_after(0, {"gone"})
+    assert [len(rows) for rows in replay] == [2, 2, 2, 2]
+
+
+def test_old_rows_are_let_go_but_their_trajectory_ids_still_taint() -> None:
+    line = _line(10, max_rows=8)  # 21 rows published; only the newest versions' rows are kept
+    assert sum(len(e.rows) for e in line.entries) <= 8
+    assert line.entries[1].rows == [] and line.first_hit({"gone"}) == 1
+    replay, lost = line.replay_after(1, {"gone"})
+    assert lost == sum(e.rows_dropped for e in line.entries[1:]) > 0
+    assert sum(map(len, replay)) == sum(len(e.rows) for e in line.entries[1:])

@@ -1,0 +1,77 @@
+"""A learning line's published versions and what each trained on: what an erasure rebuilds from.
+
+Per published version the line keeps the trajectory ids it trained on for the line's whole life (a few
+bytes each), so an erasure always finds the first version that trained on an erased trajectory, however
+long ago; and the rows themselves (token ids, advantages) for the newest ``max_rows``, so the rebuild
+replays every update made since the untainted ancestor, not only the last few. Rows older than that are
+let go (their version's ids stay): a rebuild that reaches back past them replays what is left, and says
+how many rows it could not replay.
+
+The learner keeps weight copies for only a few versions (``trainers.live.scopes.MAX_SNAPSHOTS``); the line
+must not be cut to that length, or an erasure that reaches a version older than the copies goes unseen and
+the line keeps training on the erased data's weights.
+
+    line = PublishedLine()
+    line.append("7", rows)
+    first = line.first_hit(erased)              # index of the first tainted version, or None
+    replay, lost = line.replay_after(keep, erased)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainers.live.samples import LiveRow
+
+MAX_REPLAY_ROWS = 20_000  # rows kept per line for rebuilds (older versions keep their trajectory ids)
+
+
+@dataclass
+class Published:
+    """One published version: its name, the trajectory ids it trained on, and its rows while kept."""
+
+    version: str
+    trajectory_ids: frozenset[str]
+    rows: list[LiveRow]
+    rows_dropped: int = 0
+
+
+@dataclass
+class PublishedLine:
+    max_rows: int = MAX_REPLAY_ROWS
+    entries: list[Published] = field(default_factory=list)
+
+    def append(self, version: str, rows: list[LiveRow]) -> None:
+        ids = frozenset(r.sample.trajectory_id for r in rows)
+        self.entries.append(Published(version, ids, list(rows)))
+        kept = sum(len(e.rows) for e in self.entries)
+        for entry in self.entries:  # let the oldest rows go first; the ids stay
+            if kept <= self.max_rows:
+                break
+            kept -= len(entry.rows)
+            entry.rows_dropped += len(entry.rows)
+            entry.rows = []
+
+    def versions(self) -> list[str]:
+        return [e.version for e in self.entries]
+
+    def first_hit(self, erased: set[str]) -> int | None:
+        """Index of the oldest version that trained on an erased trajectory (None: the line is clean)."""
+        return next((i for i, e in enumerate(self.entries) if e.trajectory_ids & erased), None)
+
+    def index_after(self, version: str) -> int:
+        """How many entries to keep when the line goes back to ``version`` (0: back to its start)."""
+        return next((i + 1 for i, e in enumerate(self.entries) if e.version == version), 0)
+
+    def replay_after(self, keep: int, erased: set[str]) -> tuple[list[list[LiveRow]], int]:
+        """Per version after the first ``keep``: its kept rows minus the erased ones; and how many rows
+        of those versions could not be replayed (let go earlier)."""
+        later = self.entries[keep:]
+        replay = [[r for r in e.rows if r.sample.trajectory_id not in erased] for e in later]
+        return replay, sum(e.rows_dropped for e in later)
+
+    def cut(self, keep: int) -> list[str]:
+        """Drop every version after the first ``keep``; returns their names (the tainted ones)."""
+        gone = [e.version for e in self.entries[keep:]]
+        del self.entries[keep:]
+        return gone
