@@ -160,7 +160,7 @@ def test_erasure_reaches_every_copy_and_nothing_comes_back(config: tuple[Path, P
             out = erase.stdout
             erasure_id = re.search(r"erasure (\w+) completed: 2 trajectories", out)
             assert erasure_id, out  # the two landed ones are in the store; the third is in flight
-            for place in ("duckdb:", "topics:", "stages:", "proxy:", "exports:", "checkpoints:", "to do:"):
+            for place in ("duckdb:", "topics:", "stages:", "proxy:", "exports:", "weights:", "to do:"):
                 assert place in out, out
             assert str(export) in out and SUBJECT not in out
 

@@ -38,7 +38,11 @@ def test_recorded_tokens_train_smollm2_and_the_update_serves(tmp_path: Path) -> 
         (a, v_a), (b, v_b) = sampled(server.url, 1), sampled(server.url, 2)
         assert v_a == v_b == "0"
         tcfg = TrainerConfig(
-            model=SMOLLM2_NAME, learning_rate=1e-5, policy_servers=[server.url], promotion="direct"
+            model=SMOLLM2_NAME,
+            learning_rate=1e-5,
+            policy_servers=[server.url],
+            promotion="direct",
+            live={"default_scope": "shared"},
         )
         learner = LiveLearner(tcfg, SMOLLM2_NAME, str(tmp_path / "trainer"))
         assert learner.version == 0  # the server already serves the base weights as "0"
