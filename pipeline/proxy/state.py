@@ -173,7 +173,7 @@ class ProxyState:
         it right away."""
         chains = self.response_chains.forget(event)
         dropped = self.recorder.forget(event)
-        self.seen.forget(event)
+        self.seen.forget(event, self.recorder.is_erased)
         self.erasure_offsets[partition] = next_offset
         self._save_links()
         log.info(

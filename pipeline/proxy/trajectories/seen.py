@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,11 +76,13 @@ class SeenTrajectories:
                     break
         return out
 
-    def forget(self, erasure: ErasureEvent) -> int:
-        """Drop the entries an erasure names by trajectory or tenant; how many were dropped."""
-        if erasure.scope == "subject" and erasure.trajectory_id is None:
-            return 0  # subjects are not kept here; the erased ids are refused by linking's erased set
-        gone = [k for k, e in self._seen.items() if erasure.matches(e.trajectory_id, e.tenant, ())]
+    def forget(self, erasure: ErasureEvent, erased: Callable[[str], bool] = lambda _tid: False) -> int:
+        """Drop the entries an erasure names by trajectory or tenant, and (a subject's erasure: subjects are
+        not kept here) those ``erased`` says linking's state already marked erased; how many were dropped."""
+        gone = [
+            k for k, e in self._seen.items()
+            if erasure.matches(e.trajectory_id, e.tenant, ()) or erased(e.trajectory_id)
+        ]  # fmt: skip
         for key in gone:
             del self._seen[key]
         return len(gone)
