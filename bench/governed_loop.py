@@ -56,9 +56,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
-from app.config import DEFAULT_CONFIG, load_config
+from app.config import load_config
 from app.up import running_stack
 from bench.governed_figures import (
     Answer,
@@ -70,6 +69,7 @@ from bench.governed_figures import (
     ungated_served,
     weights_states,
 )
+from bench.smollm2_stack import policy_backend, smollm2_stack, write_yaml
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
@@ -80,7 +80,6 @@ from pipeline.learn.checker import Checker
 from pipeline.learn.tasks import ExtractionTask, Problem
 from sinks.clients import connect_client
 from sluice.events import scoped_trajectory_id
-from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 OUT = Path("docs/benchmarks/governed_loop.json")
 GAMED_SOURCE = "gamed-grader"
@@ -103,58 +102,35 @@ class GamedExtraction(ExtractionTask):
 
 
 def write_config(tmp: Path, a: argparse.Namespace) -> Path:
-    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    port = free_port()
-    data["broker"]["bootstrap_servers"] = f"127.0.0.1:{free_port()}"
-    data["topics"]["partitions"] = 2
-    data["proxy"].update(
-        port=free_port(),
-        spool_dir=str(tmp / "spool"),
-        backends=[{"name": "policy", "base_url": f"http://127.0.0.1:{port}/v1", "models": ["smollm2*"],
-                   "return_token_ids": True}],
-        api_keys=[{"key": k, "tenant": t, "data_class": "internal", "consent_training": True}
-                  for t, k in TENANTS.items()],
-    )  # fmt: skip
-    data["eligibility"]["tenants"] = {
-        "gated": {"training_opt_in": True, "retention_days": 30},
-        "gamed": {"training_opt_in": True, "retention_days": 30},
-        "control": {"training_opt_in": False, "retention_days": 30},
-    }
-    data["stages"].update(data_dir=str(tmp / "stages"), workers=1)
-    data["rewards"] = {**data["rewards"], "wait_s": 2}
-    data["sink"] = {**data.get("sink", {}), "database": str(tmp / "sluice.duckdb"), "query_port": free_port()}
-    data["up"] = {"log_file": str(tmp / "logs" / "up.log"), "local_model_backend": "policy"}
-    data["trainer"] = {
-        **data.get("trainer", {}),
-        "mode": "live",
-        "promotion": "gated",
-        "model": str(smollm2_dir()) if a.model == SMOLLM2_NAME else a.model,
-        "models": ["smollm2*"],
-        "output_dir": str(tmp / "trainer"),
-        "policy_servers": [f"http://127.0.0.1:{port}"],
-        "group_size": 4,
-        # gated: a tenant is served its promoted version while its line trains on, so every row is as many
-        # versions behind as the line has gone since the last promotion; the decoupled loss (behaviour
-        # weight cap, IcePop mask) bounds the off-policy step instead of dropping all of them
-        "max_staleness": 64,
-        "learning_rate": a.lr,
-        "poll_timeout_s": 0.5,
-        "checkpoint_every": 10_000,  # the benchmark measures the loop, not checkpoints
-        "progress": False,
-        "seed": a.seed,
+    data = smollm2_stack(
+        tmp,
+        backends=[policy_backend("policy", free_port(), ["smollm2*"])],
+        keys=TENANTS,
+        opt_in={"gated": True, "gamed": True, "control": False},
+        trainer={
+            "promotion": "gated",
+            "model": a.model,
+            "models": ["smollm2*"],
+            "group_size": 4,
+            # gated: a tenant is served its promoted version while its line trains on, so every row is as many
+            # versions behind as the line has gone since the last promotion; the decoupled loss (behaviour
+            # weight cap, IcePop mask) bounds the off-policy step instead of dropping all of them
+            "max_staleness": 64,
+            "learning_rate": a.lr,
+            "seed": a.seed,
+        },
         # the default and up to ~6 candidates of two scopes at once; each costs its merged q/v matrices
-        "serve": {"model_name": "smollm2", "max_batch": 32, "keep_versions": 2, "max_versions": 12,
-                  "events_log": str(tmp / "serve" / "policy_events.jsonl")},
-        "live": {
-            "group_wait_s": 30, "update_samples": 16, "max_update_samples": 32, "update_wait_s": 5,
+        serve={"max_versions": 12},
+        live={
+            "update_samples": 16,
             # rank 8 on q/v: small pushes and snapshots per scope, enough for a format-and-copy task
-            "lora_rank": a.lora_rank, "lora_alpha": 2.0 * a.lora_rank, "lora_targets": ["q_proj", "v_proj"],
+            "lora_rank": a.lora_rank, "lora_targets": ["q_proj", "v_proj"],
             # a candidate every few updates: each one a real step beyond its parent, so the gates spend
             # their scarce traffic on versions that can differ, not on one update's noise
             "push_every": a.push_every,
             "default_scope": "own", "scopes": {"control": "none"},
         },
-    }  # fmt: skip
+    )  # fmt: skip
     grader = {"kind": "learn", "learn_task": "extraction"}  # the TRUE checker, never the posted rewards
     data["evolve"] = {
         "enabled": False,  # the passes run in this process, on the benchmark's schedule
@@ -177,9 +153,7 @@ def write_config(tmp: Path, a: argparse.Namespace) -> Path:
         "limits": {"max_canaries": 2, "min_evidence": 4, "cooldown_after_rollback_s": 0,
                    "weights_min_interval_s": 0},
     }  # fmt: skip
-    path = tmp / "sluice.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return write_yaml(data, tmp / "sluice.yaml")
 
 
 class ControlPlane(threading.Thread):

@@ -34,11 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from app.config import DEFAULT_CONFIG, load_config
+from app.config import load_config
 from app.up import http_ok, running_stack
-from infra.broker import free_port
+from bench.smollm2_stack import live_and_control
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
@@ -47,7 +45,6 @@ from pipeline.learn.report import plot, points_sql, steps_per_trajectory_sql, ve
 from pipeline.learn.tasks import ToolTask, build_tasks
 from pipeline.supervisor import ServiceSpec, sluice_argv
 from sinks.clients import connect_client
-from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 LIVE_KEY, CONTROL_KEY = "sk-bench-live", "sk-bench-control"
 TARGETS = {"reward_gain_vs_control": 1.3, "reward_to_serving_p50_s": 60.0}
@@ -55,69 +52,23 @@ MULTI_STEP_TARGETS = {"reward_gain_vs_control": 1.5, "steps_per_trajectory_mean"
                       "merged_trajectory_frac": 0.9, "reward_to_serving_p50_s": 90.0}  # fmt: skip
 
 
-def model_source(name: str) -> str:
-    """The trainer and the servers load SmolLM2 from its cached HF directory (made once from the wheel)."""
-    return str(smollm2_dir()) if name == SMOLLM2_NAME else name
-
-
 def write_configs(tmp: Path, a: argparse.Namespace) -> tuple[Path, Path]:
     """The stack's config (live server started by the stack) and the control server's copy of it."""
-    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    live_port, control_port = free_port(), free_port()
-    data["broker"]["bootstrap_servers"] = f"127.0.0.1:{free_port()}"
-    data["topics"]["partitions"] = 2
-    data["proxy"].update(
-        port=free_port(),
-        spool_dir=str(tmp / "spool"),
-        backends=[
-            {"name": "live", "base_url": f"http://127.0.0.1:{live_port}/v1", "models": ["smollm2-live"],
-             "return_token_ids": True, "model_version": "live"},
-            {"name": "control", "base_url": f"http://127.0.0.1:{control_port}/v1",
-             "models": ["smollm2-control"], "return_token_ids": True, "model_version": "control"},
-        ],
-        api_keys=[
-            {"key": LIVE_KEY, "tenant": "live", "data_class": "internal", "consent_training": True},
-            {"key": CONTROL_KEY, "tenant": "control", "data_class": "internal", "consent_training": True},
-        ],
+    return live_and_control(
+        tmp,
+        keys={"live": LIVE_KEY, "control": CONTROL_KEY},
+        opt_in={"live": True, "control": False},
+        trainer={
+            "promotion": "direct",  # this benchmark measures learning speed; bench.governed_loop gates it
+            "model": a.model,
+            "group_size": a.group_size,
+            "max_staleness": a.max_staleness,
+            "learning_rate": a.lr,
+            "seed": a.seed,
+        },
+        live={"update_samples": a.update_samples, "lora_rank": a.lora_rank, "lora_targets": a.lora_targets,
+              "default_scope": "shared"},
     )  # fmt: skip
-    data["eligibility"]["tenants"] = {
-        "live": {"training_opt_in": True, "retention_days": 30},
-        "control": {"training_opt_in": False, "retention_days": 30},
-    }
-    data["stages"].update(data_dir=str(tmp / "stages"), workers=1)
-    data["rewards"] = {**data["rewards"], "wait_s": 2}
-    data["sink"] = {**data.get("sink", {}), "database": str(tmp / "sluice.duckdb"), "query_port": free_port()}
-    data["up"] = {"log_file": str(tmp / "logs" / "up.log"), "local_model_backend": "live"}
-    data["trainer"] = {
-        **data.get("trainer", {}),
-        "mode": "live",
-        "promotion": "direct",  # this benchmark measures learning speed; bench.governed_loop gates it
-        "model": model_source(a.model),
-        "models": ["smollm2-live*"],
-        "output_dir": str(tmp / "trainer"),
-        "policy_servers": [f"http://127.0.0.1:{live_port}"],
-        "group_size": a.group_size,
-        "max_staleness": a.max_staleness,
-        "learning_rate": a.lr,
-        "poll_timeout_s": 0.5,
-        "checkpoint_every": 10_000,  # the benchmark measures the loop, not checkpoints
-        "progress": False,
-        "seed": a.seed,
-        "serve": {"model_name": "smollm2", "max_batch": 32, "keep_versions": 2,
-                  "events_log": str(tmp / "serve" / "live_events.jsonl")},
-        "live": {"group_wait_s": 30, "update_samples": a.update_samples,
-                 "max_update_samples": 2 * a.update_samples, "update_wait_s": 5,
-                 "lora_rank": a.lora_rank, "lora_alpha": 2.0 * a.lora_rank, "lora_targets": a.lora_targets,
-                 "default_scope": "shared"},
-    }  # fmt: skip
-    path = tmp / "sluice.yaml"
-    path.write_text(yaml.safe_dump(data))
-    control = json.loads(json.dumps(data))
-    control["trainer"]["serve"]["events_log"] = str(tmp / "serve" / "control_events.jsonl")
-    control["trainer"]["serve"]["port"] = control_port
-    control_path = tmp / "control.yaml"
-    control_path.write_text(yaml.safe_dump(control))
-    return path, control_path
 
 
 def mean(values: list[float]) -> float | None:

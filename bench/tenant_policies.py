@@ -39,14 +39,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from app.config import DEFAULT_CONFIG, load_config
+from app.config import load_config
 from app.up import http_ok, running_stack
-from bench.live_loop import mean, model_source
+from bench.live_loop import mean
 from bench.policy_versions import commit
 from bench.serve_probe import decode_ratio, kept_versions, serve_rss_mb
-from infra.broker import free_port
+from bench.smollm2_stack import live_and_control, model_source
 from pipeline.demo.summary import rows
 from pipeline.learn.agents import TaskAgent
 from pipeline.learn.arm import Arm
@@ -75,57 +73,16 @@ def key(tenant: str) -> str:
 
 
 def write_configs(tmp: Path, a: argparse.Namespace) -> tuple[Path, Path]:
-    data = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    live_port, control_port = free_port(), free_port()
-    data["broker"]["bootstrap_servers"] = f"127.0.0.1:{free_port()}"
-    data["topics"]["partitions"] = 2
-    data["proxy"].update(
-        port=free_port(),
-        spool_dir=str(tmp / "spool"),
-        backends=[
-            {"name": "live", "base_url": f"http://127.0.0.1:{live_port}/v1", "models": ["smollm2-live"],
-             "return_token_ids": True, "model_version": "live"},
-            {"name": "control", "base_url": f"http://127.0.0.1:{control_port}/v1",
-             "models": ["smollm2-control"], "return_token_ids": True, "model_version": "control"},
-        ],
-        api_keys=[{"key": key(t), "tenant": t, "data_class": "internal", "consent_training": True} for t in TENANTS],
+    return live_and_control(
+        tmp,
+        keys={t: key(t) for t in TENANTS},
+        opt_in=dict.fromkeys(TENANTS, True),
+        trainer={"promotion": "direct", "model": a.model, "group_size": a.group_size,
+                 "max_staleness": a.max_staleness, "learning_rate": a.lr, "seed": a.seed},
+        serve={"max_versions": 12},
+        live={"update_samples": a.update_samples, "lora_rank": a.lora_rank, "lora_targets": a.lora_targets,
+              "default_scope": "none", "scopes": SCOPES},
     )  # fmt: skip
-    data["eligibility"]["tenants"] = {t: {"training_opt_in": True, "retention_days": 30} for t in TENANTS}
-    data["stages"].update(data_dir=str(tmp / "stages"), workers=1)
-    data["rewards"] = {**data["rewards"], "wait_s": 2}
-    data["sink"] = {**data.get("sink", {}), "database": str(tmp / "sluice.duckdb"), "query_port": free_port()}
-    data["up"] = {"log_file": str(tmp / "logs" / "up.log"), "local_model_backend": "live"}
-    data["trainer"] = {
-        **data.get("trainer", {}),
-        "mode": "live",
-        "promotion": "direct",
-        "model": model_source(a.model),
-        "models": ["smollm2-live*"],
-        "output_dir": str(tmp / "trainer"),
-        "policy_servers": [f"http://127.0.0.1:{live_port}"],
-        "group_size": a.group_size,
-        "max_staleness": a.max_staleness,
-        "learning_rate": a.lr,
-        "poll_timeout_s": 0.5,
-        "checkpoint_every": 10_000,
-        "progress": False,
-        "seed": a.seed,
-        "serve": {"model_name": "smollm2", "max_batch": 32, "keep_versions": 2, "max_versions": 12,
-                  "events_log": str(tmp / "serve" / "live_events.jsonl")},
-        "live": {"group_wait_s": 30, "update_samples": a.update_samples,
-                 "max_update_samples": 2 * a.update_samples, "update_wait_s": 5,
-                 "lora_rank": a.lora_rank, "lora_alpha": 2.0 * a.lora_rank, "lora_targets": a.lora_targets,
-                 "default_scope": "none", "scopes": SCOPES},
-    }  # fmt: skip
-    path = tmp / "sluice.yaml"
-    path.write_text(yaml.safe_dump(data))
-    control = json.loads(json.dumps(data))
-    control["trainer"]["serve"].update(
-        events_log=str(tmp / "serve" / "control_events.jsonl"), port=control_port
-    )
-    control_path = tmp / "control.yaml"
-    control_path.write_text(yaml.safe_dump(control))
-    return path, control_path
 
 
 def tenant_tasks(tenant: str, canary: str, canary_every: int) -> list[VerifiableTask]:
