@@ -12,8 +12,7 @@ the square of the steps; merged it grows with the sequence.
     python -m bench.trainer_cost --model smollm2-135m-instruct
 
 Ends with one JSON line (``cost_ratio_merged_vs_per_step_20`` target <= 0.25, ``cost_growth_20_vs_2_merged``
-target <= 12), also written to docs/benchmarks/trainer_cost.json and appended as a run to
-docs/benchmarks/trainer_cost.jsonl (the benchmark tables: ``python docs/render_benchmarks.py``).
+target <= 12), also appended as a run to docs/benchmarks/trainer_cost.jsonl (the benchmark tables: ``python docs/render_benchmarks.py``).
 """
 
 from __future__ import annotations
@@ -22,81 +21,23 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import torch
 
-from sluice.events import (
-    Action,
-    Choice,
-    GenAIAttributes,
-    Message,
-    Observation,
-    Reward,
-    SamplingParams,
-    StepEvent,
-    StepMetadata,
-    Trajectory,
-)
+from bench.record import commit, record_run
+from sluice.events import Trajectory
+from testing.live_steps import chained_trajectory
 from trainers.config import TrainerConfig
 from trainers.live.extract import extract_samples
 from trainers.live.learner import LiveLearner
 from trainers.live.samples import LiveRow
 
-OUT = Path("docs/benchmarks/trainer_cost.json")
-RUNS = Path("docs/benchmarks/trainer_cost.jsonl")
+TARGETS = {"cost_ratio_merged_vs_per_step_20": "<= 0.25", "cost_growth_20_vs_2_merged": "<= 12"}
 MODEL_GLOB = "bench-*"
-
-
-def synthetic_trajectory(
-    tid: str, n_steps: int, rng: random.Random, vocab: int, prompt: int, completion: int, tool: int
-) -> Trajectory:
-    """``n_steps`` chained model calls: each re-sends the history (prompt + completions + tool results)."""
-    steps, history = [], [rng.randrange(8, vocab) for _ in range(prompt)]
-    for i in range(n_steps):
-        new = history if i == 0 else [rng.randrange(8, vocab) for _ in range(tool)]
-        prefix = 0 if i == 0 else len(history)
-        if i:
-            history = history + new
-        out = [rng.randrange(8, vocab) for _ in range(completion)]
-        steps.append(
-            StepEvent(
-                trajectory_id=tid,
-                tenant="bench",
-                step_index=i,
-                observation=Observation(messages=[Message(role="user", content="-")]),
-                action=Action(
-                    choices=[
-                        Choice(
-                            message=Message(role="assistant", content="-"),
-                            finish_reason="stop",
-                            token_ids=out,
-                            logprobs=[-1.0] * completion,
-                        )
-                    ],
-                    prompt_token_ids=list(new),
-                    prompt_token_prefix_len=prefix,
-                ),  # fmt: skip
-                metadata=StepMetadata(
-                    gen_ai=GenAIAttributes(request_model="bench-model"),
-                    sampling=SamplingParams(temperature=1.0),
-                    model_version="0",
-                    policy_versions=["0"],
-                    task_id="bench",
-                ),
-            )
-        )
-        history = history + out
-    reward = float(rng.random() < 0.5)
-    return Trajectory(
-        trajectory_id=tid, event_id=f"{tid}:v1", tenant="bench", version=1, steps=steps,
-        rewards=[Reward(value=reward)], reward=reward, rewarded=True,
-    )  # fmt: skip
 
 
 def rows_of(trajs: list[Trajectory], tokenizer: object, merge: bool) -> list[LiveRow]:
@@ -114,16 +55,6 @@ def time_train(learner: LiveLearner, rows: list[LiveRow], repeats: int) -> float
         learner.train(rows)
         walls.append(time.perf_counter() - t0)
     return statistics.median(walls)
-
-
-def commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main() -> None:
@@ -145,12 +76,12 @@ def main() -> None:
         learner = LiveLearner(cfg, args.model, out_dir)
         vocab = int(learner.model.get_input_embeddings().weight.shape[0])
         rng = random.Random(0)
-        warm = [synthetic_trajectory("warm", 2, rng, vocab, args.prompt_tokens, args.completion_tokens, 8)]
+        warm = [chained_trajectory("warm", 2, rng, vocab, args.prompt_tokens, args.completion_tokens, 8)]
         learner.train(rows_of(warm, learner.tokenizer, True))  # warm-up: allocator, kernels
         figures: dict[str, float] = {}
         for n in args.steps:
             trajs = [
-                synthetic_trajectory(f"t{n}-{k}", n, rng, vocab, args.prompt_tokens, args.completion_tokens,
+                chained_trajectory(f"t{n}-{k}", n, rng, vocab, args.prompt_tokens, args.completion_tokens,
                                      args.tool_tokens)
                 for k in range(args.trajectories)
             ]  # fmt: skip
@@ -192,18 +123,9 @@ def main() -> None:
     }
     line = json.dumps(result)
     if not args.no_record:
-        OUT.write_text(line + "\n")
-        run = {
-            "benchmark": "trainer_cost", "date": result["date"][:16].replace("T", " "),
-            "machine": "2-core, no-GPU shared machine", "commit": result["commit"], "command": result["command"],
-            "figures": {k: v for k, v in result.items() if isinstance(v, int | float)},
-            "targets": {"cost_ratio_merged_vs_per_step_20": "<= 0.25", "cost_growth_20_vs_2_merged": "<= 12"},
-            "headline": ["cost_ratio_merged_vs_per_step_20", "cost_growth_20_vs_2_merged"],
-            "notes": f"{args.model}, {args.trajectories} trajectories per update, prompt {args.prompt_tokens}, "
-            f"{args.completion_tokens} generated + {args.tool_tokens} tool tokens per step",
-        }  # fmt: skip
-        with RUNS.open("a") as f:
-            f.write(json.dumps(run) + "\n")
+        record_run("trainer_cost", result, TARGETS, headline=list(TARGETS), command=result["command"],
+                   notes=f"{args.model}, {args.trajectories} trajectories per update, prompt {args.prompt_tokens}, "
+                   f"{args.completion_tokens} generated + {args.tool_tokens} tool tokens per step")  # fmt: skip
     print(line)
 
 

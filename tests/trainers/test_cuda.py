@@ -12,8 +12,8 @@ import torch
 from safetensors.torch import load_file
 
 from app.config import parse_config
+from testing.live_steps import step, trajectory
 from testing.toy_traffic import make_trajectories
-from tests.trainers.live.builders import step, trajectory
 from trainers.actors.learner import Learner
 from trainers.actors.rollout_worker import RolloutWorker
 from trainers.checkpoint import TrainerState

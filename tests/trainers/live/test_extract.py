@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trainers.live.builders import step, trajectory
+from testing.live_steps import step, trajectory
 from trainers.live.extract import extract_samples, parse_version
 from trainers.tiny_model import build_tokenizer
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tests.trainers.live.builders import step, trajectory
+from testing.live_steps import step, trajectory
 from trainers.live.extract import extract_samples
 from trainers.live.grouping import GroupAssembler, RunningBaseline
 from trainers.live.samples import LiveItem

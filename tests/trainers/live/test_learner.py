@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.trainers.live.builders import step, trajectory
+from testing.live_steps import step, trajectory
 from trainers.config import TrainerConfig
 from trainers.generation import sequence_logprobs
 from trainers.live.extract import extract_samples

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from tests.trainers.live.builders import step, trajectory
+from testing.live_steps import step, trajectory
 from trainers.generation import sequence_logprobs
 from trainers.grpo.batch import logprobs_of, pack
 from trainers.live.decoupled_loss import DecoupledLossConfig, decoupled_ppo_loss

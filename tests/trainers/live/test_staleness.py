@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.trainers.live.builders import step, trajectory
+from testing.live_steps import step, trajectory
 from trainers.live.extract import extract_samples
 from trainers.live.samples import LiveRow
 from trainers.live.staleness import apply_staleness
