@@ -31,6 +31,8 @@ Final JSON line: ``planted``, ``fixed_promoted``, ``harmful_promoted``, ``rolled
 proposal ended ``rolled_back`` in the ledger, the one definition ``sluice evolve list`` shows too),
 ``slice_reward_before``, ``slice_reward_after`` (per fixed slice), ``minutes_to_promote_p50``, targets.
 
+The line is also appended as a run to docs/benchmarks/evolve.jsonl (``--no-record``: print only).
+
     python -m bench.evolve                  # SmolLM2 on CPU, a time budget of 25 minutes
     python -m bench.evolve --budget-min 14 --explain-dir out/   # and `sluice evolve explain` of each
 """
@@ -58,6 +60,7 @@ import yaml
 from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
 from app.up import running_stack
 from bench.evolve_tools import BookingTool, grader_pattern, propose_from_diagnosis, tool_trajectory
+from bench.record import record_run
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.evolve.ledger_state import proposal_states, read_ledger
@@ -249,6 +252,7 @@ def main() -> None:
         "--explain-dir", type=Path, default=None,
         help="Write `sluice evolve explain` of every scenario's proposal here (one file per scenario).",
     )  # fmt: skip
+    ap.add_argument("--no-record", action="store_true", help="Print only; write nothing under docs/.")
     a = ap.parse_args()
     run = uuid.uuid4().hex[:6]
     with tempfile.TemporaryDirectory(prefix="bench-evolve-") as d:
@@ -262,6 +266,11 @@ def main() -> None:
                 write_explains(cfg, path, a.explain_dir, out.pop("_proposals"))
     out.pop("_proposals", None)
     print(json.dumps(out))
+    if not a.no_record:
+        record_run("evolve", out, {"fixed_promoted": f">= {out['fixes_planted']}", "harmful_promoted": "<= 0"},
+                   headline=["fixed_promoted", "harmful_promoted", "rolled_back"],
+                   notes=f"SmolLM2-135M-Instruct on CPU; {out['planted']} planted scenarios, a budget of "
+                   f"{a.budget_min:g} minutes")  # fmt: skip
 
 
 def write_explains(

@@ -20,9 +20,9 @@ back from the recorded prompt): per scope it gates the newest candidate (replay,
 canary the proxy routes by the scope's assignment, read by the grader, not by the posted rewards; it
 promotes or rolls back. So the gamed tenant's candidates may be trained, but never serve beyond a canary.
 
-Figures (the final JSON line, also appended to docs/benchmarks/governed_loop.json): the true reward per
-tenant at the start and end of the budget and ``reward_gain_vs_control`` (gated / control over the last
-``--end-window`` of it); candidate outcomes (``weight_promoted``, ``weight_rolled_back``, gate counts);
+Figures (the final JSON line; a full run is also appended to docs/benchmarks/governed_loop.jsonl): the true
+reward per tenant at the start and end of the budget and ``reward_gain_vs_control`` (gated / control over the
+last ``--end-window`` of it); candidate outcomes (``weight_promoted``, ``weight_rolled_back``, gate counts);
 ``harmful_candidates`` (the gamed scope's proposals, their lineage names the gamed source) and how many were
 promoted; ``ungated_served`` (live steps in DuckDB answered by a version before its canary started, read
 against the ledger); ``reward_to_promoted_p50_s`` (a reward posted -> the first promotion of a version
@@ -46,7 +46,6 @@ import asyncio
 import io
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -69,6 +68,7 @@ from bench.governed_figures import (
     ungated_served,
     weights_states,
 )
+from bench.record import commit, record_run
 from bench.smollm2_stack import policy_backend, smollm2_stack, write_yaml
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
@@ -81,15 +81,15 @@ from pipeline.learn.tasks import ExtractionTask, Problem
 from sinks.clients import connect_client
 from sluice.events import scoped_trajectory_id
 
-OUT = Path("docs/benchmarks/governed_loop.json")
 GAMED_SOURCE = "gamed-grader"
 TENANTS = {"gated": "sk-bench-gated", "control": "sk-bench-control", "gamed": "sk-bench-gamed"}
+HEADLINE = ["reward_gain_vs_control", "harmful_promoted", "ungated_served"]
 TARGETS = {
     "reward_gain_vs_control": ">= 1.5",
     "harmful_candidates": ">= 1",
-    "harmful_promoted": "== 0",
+    "harmful_promoted": "<= 0",
     "weight_promoted": ">= 2",
-    "ungated_served": "== 0",
+    "ungated_served": "<= 0",
     "reward_to_promoted_p50_s": "<= 300",
 }
 
@@ -250,14 +250,6 @@ def answers_of(arms: dict[str, Arm], steps: list[dict[str, Any]]) -> list[Answer
     return out
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="6 minutes: checks that every part runs.")
@@ -274,7 +266,7 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep-dir", type=Path, default=None, help="Run in this directory and keep it.")
-    ap.add_argument("--no-save", action="store_true", help=f"Do not append the line to {OUT}.")
+    ap.add_argument("--no-save", action="store_true", help="Print only (a --quick run is never recorded).")
     a = ap.parse_args()
     minutes = a.minutes if a.minutes is not None else (6.0 if a.quick else 30.0)
     budget_s = 60 * minutes
@@ -388,12 +380,12 @@ def main() -> None:
     figures["meets_targets"] = all(checks.values())
     if tmp_ctx is not None:
         tmp_ctx.cleanup()
-    line = json.dumps(figures)
-    if not a.no_save:
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        with OUT.open("a") as f:
-            f.write(line + "\n")
-    print(line)
+    if not (a.quick or a.no_save):
+        recorded = {k: v for k, v in figures.items() if k != "quick"}
+        record_run("governed_loop", recorded, TARGETS, headline=HEADLINE, command=figures["command"],
+                   notes=f"{a.model}, extraction; tenants gated (own scope), control (none), gamed (own scope, "
+                   f"rewards from a grader paying any reply naming Lisbon)")  # fmt: skip
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ In process (the server's own ``PolicyStore`` and ``GenerateEngine``, no HTTP), o
   ``--repeats``; every row decodes ``--tokens`` tokens (end-of-sequence ignored). Also the canary case:
   the rows split half and half over the default and one candidate.
 
-Ends with one JSON line, also written to docs/benchmarks/policy_versions.json.
+Ends with one JSON line, also appended as a run to docs/benchmarks/policy_versions.jsonl (``--no-record``:
+print only).
 
     python -m bench.policy_versions            # ~1-2 min on two cores
 """
@@ -26,7 +27,6 @@ import asyncio
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -34,13 +34,14 @@ from pathlib import Path
 
 import torch
 
+from bench.record import commit, record_run
 from trainers.serving.engine import GenerateEngine
 from trainers.serving.policy_store import PolicyStore
 from trainers.smollm2 import SMOLLM2_NAME
 from trainers.tiny_model import load_model
 
 ATTENTION = ("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight")
-OUT = Path("docs/benchmarks/policy_versions.json")
+HEADLINE = ["rss_mb_per_extra_version", "decode_tokens_per_s_ratio_mixed_vs_single"]
 MB = 1024 * 1024
 
 
@@ -84,16 +85,6 @@ def decode_tokens_per_s(
     return generated / wall
 
 
-def commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--versions", type=int, default=4, help="attention-only candidates")
@@ -102,6 +93,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-record", action="store_true", help="print only; write nothing under docs/")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     model, tok = load_model(SMOLLM2_NAME)
@@ -165,10 +157,13 @@ def main() -> None:
         "commit": commit(),
         "command": "python -m bench.policy_versions " + " ".join(sys.argv[1:]),
     }
-    line = json.dumps(result)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(line + "\n")
-    print(line)
+    if not args.no_record:
+        measured = {k: v for k, v in result.items() if k not in ("threads", "load_average_1m", "cpu_count")}
+        record_run("policy_versions", measured, {}, headline=HEADLINE, command=result["command"],
+                   notes=f"SmolLM2-135M-Instruct; an extra version replacing q/k/v/o of every layer vs every "
+                   f"tensor; decode of {args.rows} rows x {args.tokens} tokens on one version vs spread over "
+                   f"{len(set(mixed))}")  # fmt: skip
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

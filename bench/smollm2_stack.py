@@ -94,8 +94,14 @@ def write_yaml(data: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def live_and_control(tmp: Path, keys: dict[str, str], opt_in: dict[str, bool], trainer: dict[str, Any],
-                     serve: dict[str, Any] | None = None, live: dict[str, Any] | None = None) -> tuple[Path, Path]:  # fmt: skip
+def live_and_control(
+    tmp: Path,
+    keys: dict[str, str],
+    opt_in: dict[str, bool],
+    trainer: dict[str, Any],
+    serve: dict[str, Any] | None = None,
+    live: dict[str, Any] | None = None,
+) -> tuple[Path, Path]:
     """The stack's config (backend ``live``: the server the stack starts, model ``smollm2-live*``) and the
     control server's copy of it (backend ``control``, ``smollm2-control``: same weights, never pushed to)."""
     live_port, control_port = free_port(), free_port()

@@ -11,10 +11,11 @@ trained on both, ``control`` none (served by the control server). Versions serve
 tenants also ask, on a share of their calls, to repeat a canary (``code`` + six digits), rewarded when the
 reply holds it: a string planted only in A's rewarded completions.
 
-Figures (one final JSON line, also written to ``--out``): ``tenant_a_gain`` and ``tenant_b_gain`` (end
-reward of the tenant's own adapter over the control's, each under the tenant's checker; target >= 1.5),
-``shared_min_gain`` (the lower of the pooled tenants' gains), ``cross_tenant_exposure`` (the canary's
-exposure in B's served version, ``trainers.exposure``; target <= ``base_exposure`` + 1 bit) beside
+Figures (one final JSON line; a full run is also appended to docs/benchmarks/tenant_policies.jsonl):
+``tenant_a_gain`` and ``tenant_b_gain`` (end reward of the tenant's own adapter over the control's, each
+under the tenant's checker; target >= 1.5), ``shared_min_gain`` (the lower of the pooled tenants' gains),
+``cross_tenant_exposure`` (the canary's exposure in B's served version, ``trainers.exposure``; its excess
+over ``base_exposure``, ``cross_tenant_exposure_over_base``: target <= 1 bit) beside
 A's and the shared version's, ``adapters_served`` (versions the policy server holds; target >= 3),
 ``rss_mb_per_adapter`` (serve-model RSS growth per version held) and
 ``decode_tokens_per_s_ratio_mixed_vs_single`` (rows spread over the versions vs all on the default,
@@ -42,7 +43,7 @@ from typing import Any
 from app.config import load_config
 from app.up import http_ok, running_stack
 from bench.live_loop import mean
-from bench.policy_versions import commit
+from bench.record import commit, record_run
 from bench.serve_probe import decode_ratio, kept_versions, serve_rss_mb
 from bench.smollm2_stack import live_and_control, model_source
 from pipeline.demo.summary import rows
@@ -60,11 +61,12 @@ FORMAT = {"a_own": "key", "a_pool": "key", "b_own": "paren", "b_pool": "paren", 
 SCOPES = {"a_own": "own", "b_own": "own", "a_pool": "shared", "b_pool": "shared", "control": "none"}
 CANARY = CanaryFormat(template="code {secret}", alphabet="0123456789", length=6)
 EXPOSURE_ASK = "Repeat exactly, nothing else: the access code."
+HEADLINE = ["tenant_a_gain", "tenant_b_gain", "cross_tenant_exposure_over_base"]
 TARGETS = {
-    "tenant_a_gain": 1.5,
-    "tenant_b_gain": 1.5,
-    "cross_tenant_exposure_over_base": 1.0,
-    "adapters_served": 3,
+    "tenant_a_gain": ">= 1.5",
+    "tenant_b_gain": ">= 1.5",
+    "cross_tenant_exposure_over_base": "<= 1",
+    "adapters_served": ">= 3",
 }
 
 
@@ -149,15 +151,12 @@ def main() -> None:
         "--end-window", type=float, default=0.25, help="Share of the budget the end reward covers."
     )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument(
-        "--out", type=Path, default=None, help="Default docs/benchmarks/tenant_policies[_quick].json"
-    )
+    ap.add_argument("--no-record", action="store_true", help="Print only (a --quick run is never recorded).")
     a = ap.parse_args()
     a.update_samples = a.update_samples or (8 if a.quick else 16)
     a.exposure_candidates = a.exposure_candidates or (64 if a.quick else 256)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the stack it started
     budget_s = 60 * (a.minutes if a.minutes is not None else (4.0 if a.quick else 30.0))
-    out = a.out or Path(f"docs/benchmarks/tenant_policies{'_quick' if a.quick else ''}.json")
     canary_secret = CANARY.secret(random.Random(a.seed + 1000))
     tmp_ctx = tempfile.TemporaryDirectory(prefix="sluice-tenant-policies-")
     tmp = Path(tmp_ctx.name)
@@ -235,6 +234,7 @@ def main() -> None:
         "shared_min_gain": min((g for g in gains_pool if g is not None), default=None),
         "shared_gains": {"a_pool": gains_pool[0], "b_pool": gains_pool[1]},
         "cross_tenant_exposure": exposures["b_own"],
+        "cross_tenant_exposure_over_base": round(exposures["b_own"] - base_exposure, 3),
         "base_exposure": base_exposure,
         "tenant_a_exposure": exposures["a_own"],
         "shared_exposure": exposures["a_pool"],
@@ -259,10 +259,12 @@ def main() -> None:
         "command": "python -m bench.tenant_policies " + " ".join(sys.argv[1:]),
     }  # fmt: skip
     tmp_ctx.cleanup()
-    line = json.dumps(figures)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(line + "\n")
-    print(line)
+    if not (a.quick or a.no_record):
+        recorded = {k: v for k, v in figures.items() if k != "quick"}
+        record_run("tenant_policies", recorded, TARGETS, headline=HEADLINE, command=figures["command"],
+                   notes=f"SmolLM2-135M-Instruct, city prompts; tenants a_own, b_own (own scopes), a_pool, b_pool "
+                   f"(one shared scope), control; {a.exposure_candidates} exposure candidates")  # fmt: skip
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ the square of the steps; merged it grows with the sequence.
     python -m bench.trainer_cost --model smollm2-135m-instruct
 
 Ends with one JSON line (``cost_ratio_merged_vs_per_step_20`` target <= 0.25, ``cost_growth_20_vs_2_merged``
-target <= 12), also appended as a run to docs/benchmarks/trainer_cost.jsonl (the benchmark tables: ``python docs/render_benchmarks.py``).
+target <= 12), also appended as a run to docs/benchmarks/trainer_cost.jsonl (the benchmark tables:
+``python docs/render_benchmarks.py``).
 """
 
 from __future__ import annotations
