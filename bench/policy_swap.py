@@ -37,7 +37,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from infra.broker import free_port, port_open
-from trainers.serving.policy_client import PolicyClient
+from sluice.policy_client import PolicyClient
 from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 LAYER = "model.layers.7."

@@ -28,7 +28,6 @@ import shutil
 from typing import Any
 
 import duckdb
-import httpx
 from pydantic import ValidationError
 
 from governance.evolve.taint import tainted_versions, untainted_ancestor
@@ -36,7 +35,7 @@ from sinks.erasure_models import ErasurePlace
 from sinks.settings import SinkSettings
 from sluice.events import new_id
 from sluice.evolution import LedgerEntry, OverlayAssignment, PolicyLineage, Proposal
-from sluice.policy_http import DISCARD_PATH, POLICY_PATH, ROLLBACK_PATH
+from sluice.policy_client import PolicyClient, PolicyClientError, VersionNotKept
 
 log = logging.getLogger("sluice.sink.erasure")
 ACTOR = "sluice-erasure"
@@ -149,29 +148,28 @@ class WeightsErasure:
 
     def stop_servers(self) -> None:
         """Every policy server whose default is tainted rolls back; every server discards what it holds of
-        the tainted versions (the weight API over HTTP: ``sluice.policy_http``)."""
-        timeout = self.cfg.sink.producer_timeout_s
-        with httpx.Client(timeout=timeout) as http:
-            for url in self.cfg.policy_servers:
-                root = url.rstrip("/").removesuffix("/v1")
-                try:
-                    status = _ok(http.get(root + POLICY_PATH))
-                    default = str(status.get("serving_version"))
-                    if default in self.tainted:
-                        history = status.get("history") or []
-                        base = str(history[0].get("version")) if history else "0"
-                        to = self.target(default, base)
-                        if http.post(root + ROLLBACK_PATH, json={"version": to}).status_code == 404:
-                            to = base  # not kept there any more: the version it loaded with
-                            _ok(http.post(root + ROLLBACK_PATH, json={"version": to}))
-                        self.rolled_back[url] = f"{default} -> {to}"
-                    gone = [str(v) for v in status.get("versions") or [] if str(v) in self.tainted]
-                    for v in gone:
-                        _ok(http.post(root + DISCARD_PATH, json={"version": v}))
-                    if gone:
-                        self.discarded[url] = gone
-                except (httpx.HTTPError, ValueError) as err:
-                    self.problems.append(f"policy server {url}: {type(err).__name__}: {err}")
+        the tainted versions (the weight API's client: ``sluice.policy_client``)."""
+        for url in self.cfg.policy_servers:
+            client = PolicyClient(url, self.cfg.sink.producer_timeout_s)
+            try:
+                status = client.status()
+                default = status.serving_version
+                if default in self.tainted:
+                    base = status.history[0].version if status.history else "0"
+                    to = self.target(default, base)
+                    try:
+                        client.rollback(to)
+                    except VersionNotKept:  # not kept there any more: the version it loaded with
+                        to = base
+                        client.rollback(to)
+                    self.rolled_back[url] = f"{default} -> {to}"
+                gone = [v for v in status.versions if v in self.tainted]
+                for v in gone:
+                    client.discard(v)
+                if gone:
+                    self.discarded[url] = gone
+            except (PolicyClientError, ValueError) as err:
+                self.problems.append(f"policy server {url}: {type(err).__name__}: {err}")
 
     # ------------------------------------------------------------------ 3. delete
     def delete_files(self) -> None:
@@ -205,15 +203,6 @@ class WeightsErasure:
         if self.problems:
             action = "; ".join(self.problems) + "; " + action
         return ErasurePlace(place="weights", removed=removed, operator_action=action, paths=self.deleted)
-
-
-def _ok(resp: httpx.Response) -> dict[str, Any]:
-    """The JSON body of a 2xx answer; a ValueError naming the status and the server's message otherwise."""
-    if resp.status_code >= 300:
-        raise ValueError(
-            f"{resp.request.method} {resp.request.url.path} answered {resp.status_code}: {resp.text[:200]}"
-        )
-    return resp.json()
 
 
 def erase_from_weights(

@@ -19,7 +19,7 @@ from app.options import config_option, load_or_exit
 COMMANDLINE = ParameterSource.COMMANDLINE
 
 if TYPE_CHECKING:
-    from trainers.serving.policy_client import FleetResult
+    from sluice.policy_client import FleetResult
 
 
 def _run(config_path: Path | None, resume: bool, max_steps: int | None) -> None:
@@ -98,7 +98,7 @@ def rollback_command(version: str, config_path: Path | None) -> None:
     Each server records the rollback as a policy event. A running live trainer pushes its next version as
     usual: stop it first to stay on VERSION.
     """
-    from trainers.serving.policy_client import PolicyClientError, PolicyFleet
+    from sluice.policy_client import PolicyClientError, PolicyFleet
 
     cfg = load_or_exit(config_path)
     fleet = PolicyFleet(cfg.trainer.policy_server_urls())
@@ -122,7 +122,7 @@ def push_command(weights: Path, version: str, config_path: Path | None) -> None:
     """Serve WEIGHTS as VERSION on every policy server.
 
     WEIGHTS is a safetensors file with state-dict names. A subset of the tensors replaces just those on top of what each server serves."""
-    from trainers.serving.policy_client import PolicyFleet
+    from sluice.policy_client import PolicyFleet
 
     cfg = load_or_exit(config_path)
     fleet = PolicyFleet(cfg.trainer.policy_server_urls())

@@ -41,7 +41,7 @@ from pipeline.evolve.weights_gating import WeightsGating
 from sinks.base import StoreClient
 from sluice.events import new_id, utcnow
 from sluice.evolution import Evidence, LedgerEntry, OverlayAssignment, Proposal, scope_key
-from trainers.serving.policy_client import PolicyFleet
+from sluice.policy_client import PolicyFleet
 
 
 class EvolveRunner(WeightsGating):

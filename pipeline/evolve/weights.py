@@ -37,7 +37,7 @@ from sinks.base import StoreClient
 from sinks.views import quote_literal
 from sluice.events import Trajectory
 from sluice.evolution import ALL_TENANTS, Evidence, OverlayAssignment, Proposal
-from trainers.serving.policy_client import PolicyFleet, PolicyStatus
+from sluice.policy_client import PolicyFleet, PolicyStatus
 
 log = logging.getLogger("sluice.evolve.weights")
 

@@ -11,7 +11,7 @@ from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.evolve.runner import EvolveRunner
 from pipeline.evolve.settings import EvolveSettings
 from sinks.clients import connect_client
-from trainers.serving.policy_client import PolicyFleet
+from sluice.policy_client import PolicyFleet
 
 
 @contextmanager

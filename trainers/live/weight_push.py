@@ -30,7 +30,7 @@ from urllib.parse import urlparse
 import torch
 from pydantic import BaseModel, Field
 
-from trainers.serving.policy_client import PolicyClientError, PolicyFleet, PolicyStatus
+from sluice.policy_client import PolicyClientError, PolicyFleet, PolicyStatus
 
 log = logging.getLogger("sluice.trainer.push")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

@@ -1,113 +1,57 @@
-"""The policy-version contract of `sluice serve-model`, defined once for the server and its clients.
-
-A server holds several versions at once: the *default* (what a request that picks none gets), *candidates*
-(loaded, served only to requests that ask for them by name) and *kept* older versions (rollback targets).
-A request picks one with the header ``x-sluice-policy-version: NAME``; a name the server does not keep is
-answered by the default and the response carries ``x-sluice-policy-fallback: NAME``. Every model response
-names the version that produced it: header ``x-sluice-policy-version`` and the top-level extension field
-``"sluice": {"policy_version": v, "policy_versions": [...], "policy_fallback": asked}`` (the last only on
-a fallback). The weight API (errors in OpenAI's JSON shape):
-
-    GET  /v1/policy             -> PolicyStatus (every version with its role, parent, tensors and bytes)
-    POST /v1/policy/weights     JSON PushRequest {version, path, role?, parent?}, or raw safetensors bytes
-                                with the version in x-sluice-policy-version (x-sluice-policy-role,
-                                x-sluice-policy-parent optional) -> SwapReply
-                                409 reused name or max_versions reached, 404 unknown parent, 400 bad tensors
-    POST /v1/policy/promote     JSON VersionRequest -> SwapReply (404 when the version is not kept)
-    POST /v1/policy/rollback    JSON VersionRequest -> SwapReply (the same as promote, recorded as rollback)
-    POST /v1/policy/discard     JSON VersionRequest -> SwapReply (404 not kept, 409 the default)
+"""The server's side of the policy-version contract (``sluice.policy_http``, where the paths, headers and
+models are defined once for the server and its clients): the response extension that names the versions
+that answered. The contract's names are re-exported for the server's modules.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-
-from sluice.events import (
-    POLICY_EXTENSION_FIELD,
-    POLICY_FALLBACK_HEADER,
-    POLICY_VERSION_HEADER,
-    PolicyRole,
+from sluice.policy_http import (
+    DISCARD_PATH,
+    EXTENSION_FIELD,
+    FALLBACK_HEADER,
+    PARENT_HEADER,
+    POLICY_PATH,
+    PROMOTE_PATH,
+    REQUEST_VERSION_HEADER,
+    ROLE_HEADER,
+    ROLLBACK_PATH,
+    SAFETENSORS_CONTENT_TYPE,
+    VERSION_HEADER,
+    WEIGHTS_PATH,
+    PolicyHistoryEntry,
+    PolicyStatus,
+    PushRequest,
+    PushRole,
+    RollbackRequest,
+    SwapReply,
+    VersionInfo,
+    VersionName,
+    VersionRequest,
 )
-from sluice.policy_http import DISCARD_PATH, POLICY_PATH, PROMOTE_PATH, ROLLBACK_PATH, WEIGHTS_PATH
 
-__all__ = ["DISCARD_PATH", "POLICY_PATH", "PROMOTE_PATH", "ROLLBACK_PATH", "WEIGHTS_PATH"]
-
-VERSION_HEADER = POLICY_VERSION_HEADER  # on a response: the version that answered
-REQUEST_VERSION_HEADER = POLICY_VERSION_HEADER  # on a request: the version it asks for (absent: the default)
-FALLBACK_HEADER = POLICY_FALLBACK_HEADER  # on a response: the version asked for, when another answered
-ROLE_HEADER = "x-sluice-policy-role"  # on a safetensors push: "serve" (default) or "candidate"
-PARENT_HEADER = "x-sluice-policy-parent"  # on a safetensors push: the version its tensors are laid over
-EXTENSION_FIELD = POLICY_EXTENSION_FIELD
-
-SAFETENSORS_CONTENT_TYPE = "application/octet-stream"
-
-PushRole = Literal["serve", "candidate"]
-VersionName = Annotated[str, Field(min_length=1, max_length=128)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class PolicyHistoryEntry(_Model):
-    version: str
-    action: Literal["load", "update", "rollback", "promote", "discard"]
-    at: float = Field(description="Unix time (seconds) of the change.")
-    swap_ms: float = 0.0
-    tensors: int = Field(0, description="Tensors the update replaced (0 for the other actions).")
-    role: PolicyRole | None = Field(None, description="The version's role after the change (discard: None).")
-
-
-class VersionInfo(_Model):
-    version: str
-    role: PolicyRole
-    parent: str | None = Field(None, description="The version its tensors were laid over (None: loaded).")
-    tensors: int = Field(0, description="Tensors it replaced in its parent.")
-    added_bytes: int = Field(0, description="Memory it holds that its parent does not (replaced tensors).")
-
-
-class PolicyStatus(_Model):
-    model: str
-    serving_version: str = Field(description="The default version: what a request that picks none gets.")
-    versions: list[str] = Field(description="Every version in memory, oldest first.")
-    candidates: list[str] = Field(default_factory=list)
-    kept: list[VersionInfo] = Field(default_factory=list, description="Each version in memory, in detail.")
-    max_versions: int = 0
-    history: list[PolicyHistoryEntry] = Field(default_factory=list)
-
-
-class PushRequest(_Model):
-    """JSON body of a weight push from the same machine: a safetensors file the server reads itself."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    version: VersionName
-    path: str = Field(min_length=1)
-    role: PushRole = Field("serve", description="serve: the new default; candidate: default unchanged.")
-    parent: str | None = Field(None, description="The version its tensors are laid over (None: the default).")
-
-
-class VersionRequest(_Model):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    version: VersionName
-
-
-RollbackRequest = VersionRequest  # the body of rollback, promote and discard
-
-
-class SwapReply(_Model):
-    serving_version: str = Field(description="The default version after the change.")
-    version: str = Field("", description="The version the call acted on.")
-    role: PolicyRole | None = Field(None, description="Its role after the change (discard: None).")
-    parent: str | None = None
-    swap_ms: float = Field(0.0, description="How long generation paused for the change (between batches).")
-    load_ms: float = Field(0.0, description="Reading and checking the tensors, while generation went on.")
-    wait_ms: float = Field(0.0, description="Waiting for the running batch to finish before the change.")
-    tensors: int = 0
-    added_bytes: int = 0
-    versions: list[str] = Field(default_factory=list)
-    candidates: list[str] = Field(default_factory=list)
+__all__ = [
+    "DISCARD_PATH",
+    "EXTENSION_FIELD",
+    "FALLBACK_HEADER",
+    "PARENT_HEADER",
+    "POLICY_PATH",
+    "PROMOTE_PATH",
+    "PolicyHistoryEntry",
+    "PolicyStatus",
+    "PushRequest",
+    "PushRole",
+    "REQUEST_VERSION_HEADER",
+    "ROLE_HEADER",
+    "ROLLBACK_PATH",
+    "RollbackRequest",
+    "SAFETENSORS_CONTENT_TYPE",
+    "SwapReply",
+    "VERSION_HEADER",
+    "VersionInfo",
+    "VersionName",
+    "VersionRequest",
+    "WEIGHTS_PATH",
+]
 
 
 def extension(versions: list[str], asked: str | None = None) -> dict[str, object]:

@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sluice.policy_client import PolicyClientError, PolicyFleet
 from trainers.live.policy_state import read_policy_state
-from trainers.serving.policy_client import PolicyClientError, PolicyFleet
 from trainers.settings import TrainerSettings
 
 

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from trainers.serving.policy_client import PolicyClientError, server_root
+from sluice.policy_client import PolicyClientError, server_root
 
 LOAD_PATH = "/v1/load_lora_adapter"
 UNLOAD_PATH = "/v1/unload_lora_adapter"

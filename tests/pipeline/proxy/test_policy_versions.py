@@ -17,11 +17,11 @@ import pytest
 from infra.broker import LocalBroker, free_port
 from pipeline.topics import create_topics
 from sluice.events import PolicyEvent, StepEvent
+from sluice.policy_client import PolicyClient
 from tests.conftest import make_config
 from tests.kafka_helpers import read_topic
 from tests.pipeline.proxy.conftest import KEY, LiveProxy, proxy_section, serve
 from tests.trainers.serving.serve_process import ServeProcess, serve_model
-from trainers.serving.policy_client import PolicyClient
 from trainers.tiny_model import build_tiny
 
 LAYER = "model.layers.0.mlp.up_proj.weight"

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import torch
 
-from trainers.serving.policy_client import PolicyClient, VersionConflict, VersionNotKept
+from sluice.policy_client import PolicyClient, VersionConflict, VersionNotKept
 from trainers.serving.policy_events import read_events
 from trainers.tiny_model import build_tiny
 

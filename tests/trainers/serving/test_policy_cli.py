@@ -15,7 +15,7 @@ import yaml
 from safetensors.torch import save_file
 
 from infra.broker import LocalBroker
-from trainers.serving.policy_client import PolicyClient
+from sluice.policy_client import PolicyClient
 from trainers.serving.policy_events import read_events
 from trainers.tiny_model import build_tiny
 

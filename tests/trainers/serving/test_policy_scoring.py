@@ -10,8 +10,8 @@ import httpx
 import pytest
 import torch
 
+from sluice.policy_client import PolicyClient
 from trainers.exposure import CanaryFormat, ServerScorer, TorchScorer, measure_exposure
-from trainers.serving.policy_client import PolicyClient
 from trainers.tiny_model import build_tiny
 
 from .serve_process import ServeProcess, serve_model

@@ -19,8 +19,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
+from sluice.policy_client import BadWeights, PolicyClient, VersionConflict, VersionNotKept
 from trainers.generation import sequence_logprobs
-from trainers.serving.policy_client import BadWeights, PolicyClient, VersionConflict, VersionNotKept
 from trainers.serving.policy_events import read_events
 from trainers.tiny_model import build_tiny
 

@@ -11,7 +11,7 @@ import pytest
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from trainers.serving.policy_client import PolicyClient, VersionNotKept
+from sluice.policy_client import PolicyClient, VersionNotKept
 from trainers.smollm2 import SMOLLM2_NAME, smollm2_dir
 
 from .serve_process import ServeProcess, serve_model

@@ -1,10 +1,12 @@
 """Client of the policy servers' weight API: push new weights (served at once or as a candidate), promote,
 roll back, discard, read the versions each server holds and their roles.
 
-Used by the learner's weight push, ``sluice train rollback VERSION`` and ``sluice status``. Standard library
-HTTP only (no extra dependency); one ``PolicyClient`` per server, ``PolicyFleet`` for all configured ones.
+Used by the learner's weight push, the control plane's promotions, an erasure's rollback and discards,
+``sluice train rollback VERSION`` and ``sluice status``. Standard library HTTP only (no extra dependency;
+torch and safetensors only where a state dict is pushed); one ``PolicyClient`` per server, ``PolicyFleet``
+for all configured ones.
 
-    from trainers.serving.policy_client import PolicyClient
+    from sluice.policy_client import PolicyClient
     client = PolicyClient("http://127.0.0.1:8788")
     client.push_state_dict(model.state_dict(), version="3")   # raw safetensors over HTTP
     client.push_file("/abs/weights.safetensors", version="4")  # the server reads the file (same machine)
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainers.serving.policy_api import (
+from sluice.policy_http import (
     DISCARD_PATH,
     PARENT_HEADER,
     POLICY_PATH,
