@@ -172,6 +172,16 @@ async def _lookup(
     return session, name, await console.query(session, sql_of(name))
 
 
+def _rows_page(console: Console, sql: str, template: str) -> Callable[[web.Request], Any]:
+    """The handler of a page that lists what ``sql`` reads for the signed-in session (its tenant's rows)."""
+
+    async def page(request: web.Request) -> web.Response:
+        session = _require(console, request)
+        return console.page(template, session, rows=await console.query(session, sql))
+
+    return page
+
+
 def make_app(
     ui: ConsoleConfig, store: SinkSettings, status: StatusSource, proxy_url: str | None = None
 ) -> web.Application:
@@ -289,11 +299,7 @@ def make_app(
         svg = learning_svg([(r["policy_version"], r["mean_reward"]) for r in rows])
         return console.page("learning.html", session, rows=rows, svg=svg)
 
-    @routes.get("/policies")
-    async def policies(request: web.Request) -> web.Response:
-        session = _require(console, request)
-        rows = await console.query(session, q.TENANT_POLICIES_SQL)
-        return console.page("policies.html", session, rows=rows)
+    routes.get("/policies")(_rows_page(console, q.TENANT_POLICIES_SQL, "policies.html"))
 
     @routes.get("/policies/{version}")
     async def version_lineage(request: web.Request) -> web.Response:
@@ -302,11 +308,7 @@ def make_app(
             return console.not_found(session, f"lineage of policy version {version}")
         return console.page("policy_lineage.html", session, version=version, items=items, head=items[0])
 
-    @routes.get("/evolution")
-    async def evolution(request: web.Request) -> web.Response:
-        session = _require(console, request)
-        rows = await console.query(session, q.PROPOSALS_SQL)
-        return console.page("evolution.html", session, rows=rows)
+    routes.get("/evolution")(_rows_page(console, q.PROPOSALS_SQL, "evolution.html"))
 
     @routes.get("/evolution/{pid}")
     async def proposal(request: web.Request) -> web.Response:

@@ -15,12 +15,11 @@ Every request is kept (``requests``), so a test can check what the backend recei
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.pipeline.evolve.local_backend import JsonHandler, LocalBackend
 
 # question cue -> pattern of the fact in the system prompt
 FACTS = {
@@ -73,34 +72,22 @@ def policy(messages: list[dict[str, Any]]) -> str:
     return "I am not sure."
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, *_args: Any) -> None:
-        pass
-
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        raw = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
+class _Handler(JsonHandler):
     def do_GET(self) -> None:  # noqa: N802
-        self._send(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+        self.send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
     def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        body = self.read_json()
         if not self.path.endswith("/chat/completions"):
-            self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+            self.send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
             return
-        self.server.requests.append(body)
+        requests = self.server.backend.requests
+        requests.append(body)
         text = policy(body.get("messages") or [])
-        self._send(
+        self.send_json(
             200,
             {
-                "id": f"chatcmpl-{len(self.server.requests)}",
+                "id": f"chatcmpl-{len(requests)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "scripted"),
@@ -112,30 +99,11 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    requests: list[dict[str, Any]]
+class ScriptedBackend(LocalBackend):
+    """Every request it received is kept in ``requests``."""
 
+    handler = _Handler
 
-class ScriptedBackend:
     def __init__(self) -> None:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.requests = []
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        return self._server.requests
-
-    def __enter__(self) -> ScriptedBackend:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        self.requests: list[dict[str, Any]] = []
+        super().__init__()
