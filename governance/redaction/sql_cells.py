@@ -2,7 +2,7 @@
 
 An agent's tool output or a log often carries the statement it ran: ``INSERT INTO patients (first_name,
 date_of_birth) VALUES ('Ana', '1954-08-13')``. Each value is analysed with its column as the key, as a
-JSON value is with its key (``key_context.keyed_spans`` calls this).
+JSON value is with its key (``keyed_spans.keyed_spans`` calls this).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 from governance.config import RedactionConfig
 from governance.redaction.analysis_cache import AnalysisCache, Finding, cache_key
 from governance.redaction.engine_provider import Engines
-from governance.redaction.key_context import keyed_spans
+from governance.redaction.keyed_spans import keyed_spans
 from governance.redaction.recognizer_runner import RecognizerRunner
 from governance.redaction.recognizers import SECRET_ENTITIES
 from governance.redaction.recognizers.base import Prefiltered

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from governance.redaction import Redactor
-from governance.redaction.key_context import code_or_placeholder, keyed_spans, names_kind, names_secret
+from governance.redaction.key_context import code_or_placeholder, names_kind, names_secret
+from governance.redaction.keyed_spans import keyed_spans
 
 
 @pytest.mark.parametrize(
