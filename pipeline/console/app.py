@@ -149,10 +149,10 @@ class Console:
         html = self.env.get_template(name).render(session=session, **ctx)
         return web.Response(text=html, content_type="text/html")
 
-    def not_found(self, session: Session | None, what: str) -> web.Response:
-        resp = self.page("not_found.html", session, what=what)
-        resp.set_status(404)
-        return resp
+    def not_found(self, session: Session | None, what: str) -> web.HTTPNotFound:
+        """The not-found page, as the exception a handler raises."""
+        html = self.env.get_template("not_found.html").render(session=session, what=what)
+        return web.HTTPNotFound(text=html, content_type="text/html")
 
 
 def _require(console: Console, request: web.Request) -> Session:
@@ -163,13 +163,16 @@ def _require(console: Console, request: web.Request) -> Session:
 
 
 async def _lookup(
-    console: Console, request: web.Request, key: str, sql_of: Callable[[str], str]
+    console: Console, request: web.Request, key: str, sql_of: Callable[[str], str], what: str
 ) -> tuple[Session, str, list[dict[str, Any]]]:
-    """The signed-in session, the id at ``key`` in the path and the rows ``sql_of(id)`` reads: none for an
-    unknown id, and none alike for another tenant's."""
+    """The signed-in session, the id at ``key`` in the path and the rows ``sql_of(id)`` reads; the
+    not-found page naming ``what`` (``{}``: the id) for an unknown id, and alike for another tenant's."""
     session = _require(console, request)
     name = request.match_info[key]
-    return session, name, await console.query(session, sql_of(name))
+    found = await console.query(session, sql_of(name))
+    if not found:
+        raise console.not_found(session, what.format(name))
+    return session, name, found
 
 
 def _rows_page(console: Console, sql: str, template: str) -> Callable[[web.Request], Any]:
@@ -269,9 +272,7 @@ def make_app(
 
     @routes.get("/trajectories/{tid}")
     async def trajectory(request: web.Request) -> web.Response:
-        session, tid, found = await _lookup(console, request, "tid", q.trajectory_sql)
-        if not found:
-            return console.not_found(session, f"trajectory {tid}")
+        session, tid, found = await _lookup(console, request, "tid", q.trajectory_sql, "trajectory {}")
         versions, rewards, steps = await asyncio.gather(
             console.query(session, q.versions_sql(tid)),
             console.query(session, q.rewards_sql(tid)),
@@ -303,18 +304,15 @@ def make_app(
 
     @routes.get("/policies/{version}")
     async def version_lineage(request: web.Request) -> web.Response:
-        session, version, items = await _lookup(console, request, "version", q.version_lineage_sql)
-        if not items:
-            return console.not_found(session, f"lineage of policy version {version}")
+        what = "lineage of policy version {}"
+        session, version, items = await _lookup(console, request, "version", q.version_lineage_sql, what)
         return console.page("policy_lineage.html", session, version=version, items=items, head=items[0])
 
     routes.get("/evolution")(_rows_page(console, q.PROPOSALS_SQL, "evolution.html"))
 
     @routes.get("/evolution/{pid}")
     async def proposal(request: web.Request) -> web.Response:
-        session, pid, entries = await _lookup(console, request, "pid", q.ledger_sql)
-        if not entries:
-            return console.not_found(session, f"proposal {pid}")
+        session, pid, entries = await _lookup(console, request, "pid", q.ledger_sql, "proposal {}")
         for e in entries:
             e["evidence"] = pretty_json(e["evidence"])
             e["diff"] = pretty_json(e["diff"])
