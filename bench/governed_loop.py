@@ -145,9 +145,9 @@ def write_config(tmp: Path, a: argparse.Namespace) -> Path:
             "share": 0.5,  # both arms fill at the same rate: the fastest decision for a given traffic
             "weights_reward": "grader",
             # anytime-valid: no decision under 15 answers per arm; a 0.3-0.4 gain decides at ~50-70 per
-            # arm (alpha 0.2); an inconclusive canary stops at 80 per arm (4-6 minutes of gated traffic)
-            # and, aborted, leaves the candidates trained meanwhile to the gates
-            "test": {"min_per_arm": 15, "tune_n": 40, "alpha": 0.2, "max_per_arm": 80},
+            # arm (alpha 0.2); at 40 per arm (1-3 minutes of gated traffic) a candidate not worse than the
+            # serving version by 0.05 is promoted (evolve.canary.weights_non_inferiority), else aborted
+            "test": {"min_per_arm": 15, "tune_n": 40, "alpha": 0.2, "max_per_arm": 40},
         },
         # one canary per own scope at once; the next candidate may go at once after a rollback
         "limits": {"max_canaries": 2, "min_evidence": 4, "cooldown_after_rollback_s": 0,

@@ -162,7 +162,8 @@ def canary_decision(
     that surely beats control on reward (and is not surely less safe) is promoted.
     """
     test = sequential_test(reward[0], reward[1], cfg)
-    safety = sequential_test(calls_ok[0], calls_ok[1], cfg.model_copy(update={"min_effect": 0.0}))
+    safety_cfg = cfg.model_copy(update={"min_effect": 0.0, "final_non_inferiority": None})
+    safety = sequential_test(calls_ok[0], calls_ok[1], safety_cfg)
     unsafe = safety.decision == "abort" and (safety.upper is not None and safety.upper < 0)
     if unsafe:
         decision, why = "rollback", f"failed calls rose on the candidate ({safety.reason})"

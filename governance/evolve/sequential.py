@@ -19,6 +19,15 @@ means at every sample size at once, and the difference ``candidate - control`` l
   it is worse than control), or when ``max_per_arm`` rewards per arm gave no decision;
 * continue otherwise.
 
+At the cap, ``final_non_inferiority`` (a margin, off by default) turns an inconclusive canary into a
+non-inferiority decision instead of an abort: one planned fixed-sample look, a one-sided normal bound at
+level ``alpha`` on the difference, with each arm's variance bounded by ``mean * (1 - mean)`` (the largest a
+variable in [0, 1] with that mean can have). The candidate is promoted when that bound is above
+``-margin`` and the observed difference is not negative. This is for trained policy versions: the newer one
+has seen more data, and serving it keeps the trainer's rows close to the policy that produced them; the
+chance of promoting one worse than control by more than the margin is at most ``alpha`` on top of the
+sequential part's.
+
 Only the counts and sums per arm are needed: the canary gate aggregates them from the steps each arm
 served since the canary started, joined to their trajectories' latest rewards
 (``pipeline.evolve.gates.canary``), and the test is the same whether it is asked after every reward or
@@ -28,6 +37,7 @@ once an hour.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -50,6 +60,13 @@ class SequentialConfig(Frozen):
     min_per_arm: int = Field(10, ge=1, description="No decision before each arm has this many rewards.")
     max_per_arm: int = Field(
         5000, ge=1, description="Abort as inconclusive once both arms have this many rewards."
+    )
+    final_non_inferiority: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="At max_per_arm, promote instead of aborting when a one-sided bound puts candidate - "
+        "control above minus this margin and the observed difference is not negative (None: abort).",
     )
 
 
@@ -100,6 +117,16 @@ def arm_interval(stats: ArmStats, alpha_arm: float, rho: float) -> tuple[float, 
     return max(0.0, mean - r), min(1.0, mean + r)
 
 
+def final_lower_bound(control: ArmStats, candidate: ArmStats, alpha: float) -> float:
+    """One-sided (1 - alpha) lower bound of candidate - control from one fixed-sample look, each arm's
+    variance bounded by ``mean * (1 - mean)``; -1 when an arm is empty."""
+    if not control.n or not candidate.n:
+        return -1.0
+    c, k = candidate.total / candidate.n, control.total / control.n
+    se = math.sqrt(c * (1 - c) / candidate.n + k * (1 - k) / control.n)
+    return c - k - NormalDist().inv_cdf(1 - alpha) * se
+
+
 def sequential_test(control: ArmStats, candidate: ArmStats, cfg: SequentialConfig) -> SequentialResult:
     """Promote, continue or abort on the rewards seen so far (valid at any look)."""
     rho = SUB_GAUSSIAN_VARIANCE * cfg.tune_n
@@ -131,5 +158,13 @@ def sequential_test(control: ArmStats, candidate: ArmStats, cfg: SequentialConfi
     if upper < cfg.min_effect:
         return result("abort", f"candidate cannot gain {cfg.min_effect}: difference <= {upper:.3f}")
     if min(control.n, candidate.n) >= cfg.max_per_arm:
+        margin = cfg.final_non_inferiority
+        bound = final_lower_bound(control, candidate, cfg.alpha)
+        if margin is not None and diff is not None and diff >= 0 and bound > -margin:
+            return result(
+                "promote",
+                f"not worse than control after {cfg.max_per_arm} rewards per arm: difference {diff:+.3f}, "
+                f"one-sided bound {bound:.3f} > -{margin}",
+            )
         return result("abort", f"no decision after {cfg.max_per_arm} rewards per arm")
     return result("continue", f"difference in [{lower:.3f}, {upper:.3f}]")

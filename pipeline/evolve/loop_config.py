@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field
 
 from governance.evolve.probes import DEFAULT_PROBES, SafetyProbe
+from governance.evolve.reward_audit import RewardAuditConfig
 from governance.evolve.sequential import SequentialConfig
 from pipeline.evolve.config import ProposeConfig
 from pipeline.evolve.http_calls import CallPolicy
@@ -86,6 +87,14 @@ class CanaryConfig(Frozen):
         "task's grader in evolve.graders, so a reward the traffic's own source can game never decides "
         "which weights serve) or posted (the rewards posted for the trajectories).",
     )
+    weights_non_inferiority: float | None = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="A weights canary that reaches test.max_per_arm undecided is promoted when it is not "
+        "worse than the serving version by more than this margin (test.final_non_inferiority); None: "
+        "aborted, as an overlay's.",
+    )
 
 
 class LimitsConfig(Frozen):
@@ -123,6 +132,7 @@ class EvolveConfig(Frozen):
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     offline: OfflineConfig = Field(default_factory=OfflineConfig)
     canary: CanaryConfig = Field(default_factory=CanaryConfig)
+    reward_audit: RewardAuditConfig = Field(default_factory=RewardAuditConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     ack_timeout_s: float = Field(30.0, gt=0, description="Wait for the broker's ack of a ledger entry.")
     propose: ProposeConfig = Field(

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from governance.evolve.gates import GateResult, canary_decision, shadow_decision
+from governance.evolve.reward_audit import AuditedRow, RewardAuditConfig, audit_decision
 from governance.evolve.sequential import ArmStats
 from pipeline.demo.summary import rows
 from pipeline.evolve.backend import EvalClient, reply_text
@@ -77,6 +78,41 @@ def replay_regression(
     c = [grade(task_of(grader, p), p, reply_text(m)) for p, m in zip(chosen, got[n:], strict=True)]
     result = shadow_decision(k, c, 0.0, min(cfg.min_prompts, max(1, n)), non_inferior=True)
     return result.model_copy(update={"gate": "replay"})
+
+
+def audit_rewards(
+    client: StoreClient,
+    p: Proposal,
+    grader: GraderChoice,
+    canary: CanaryConfig,
+    cfg: RewardAuditConfig,
+) -> GateResult:
+    """The newest ``cfg.sample`` rewarded trajectories of the candidate's lineage, their recorded final
+    answers graded by the task's checker against the reward the trainer used (``reward_audit``)."""
+    span = canary.reward_max - canary.reward_min
+    items = [i for i in (p.lineage.items if p.lineage else []) if i.reward is not None][-cfg.sample :]
+    by_id = {i.trajectory_id: i for i in items}
+    found = [{"trajectory_id": i.trajectory_id, "tenant": i.tenant} for i in by_id.values()]
+    audited = []
+    for prompt in recorded_prompts(client, p.tenant, found) if found else []:
+        item = by_id[prompt.trajectory.trajectory_id]
+        answer = final_answer(prompt.trajectory)
+        if answer is None or span <= 0:
+            continue
+        try:
+            graded = grade(task_of(grader, prompt), prompt, answer)
+        except NoGrader:  # no checker for this task: not evidence either way
+            continue
+        posted = min(1.0, max(0.0, (float(item.reward or 0.0) - canary.reward_min) / span))
+        audited.append(
+            AuditedRow(
+                trajectory_id=item.trajectory_id,
+                posted=posted,
+                graded=min(1.0, max(0.0, graded)),
+                sources=tuple(item.reward_sources),
+            )
+        )
+    return audit_decision(audited, cfg)
 
 
 def policy_outcomes_sql(a: OverlayAssignment, since: datetime, cfg: CanaryConfig) -> str:
@@ -174,7 +210,8 @@ def read_policy_canary(
         arms, evidence = arm_outcomes(client, policy_outcomes_sql(a, since, cfg))
         (k_reward, k_calls), (c_reward, c_calls) = arms["control"], arms["candidate"]
         evidence = evidence.model_copy(update={"numbers": {**evidence.numbers, "reward": "posted"}})
-    result = canary_decision((k_reward, c_reward), (k_calls, c_calls), cfg.test)
+    test = cfg.test.model_copy(update={"final_non_inferiority": cfg.weights_non_inferiority})
+    result = canary_decision((k_reward, c_reward), (k_calls, c_calls), test)
     return result, evidence
 
 

@@ -23,6 +23,7 @@ from pipeline.evolve.gates.shadow import run_shadow
 from pipeline.evolve.graders import NoGrader, per_task_grader
 from pipeline.evolve.ledger_state import ProposalState
 from pipeline.evolve.weights import (
+    audit_rewards,
     is_weights_candidate,
     on_servers,
     replay_regression,
@@ -109,7 +110,8 @@ class WeightsGating:
     def gate_weights(
         self: EvolveRunner, state: ProposalState, current: OverlayAssignment | None, report: PassReport
     ) -> bool:
-        """Replay (evidence, and no regression against the parent), shadow (not worse than the serving
+        """Replay (evidence, no regression against the parent, and training rewards that agree with the
+        task's checker: ``governance.evolve.reward_audit``), shadow (not worse than the serving
         version), offline (held-out and safety probes); then the canary. True when a canary started. A
         backend that fails every retry leaves the candidate pending (undecided), never turned down."""
         p = state.proposal
@@ -131,6 +133,15 @@ class WeightsGating:
                     "passed": regress.passed, "decision": regress.decision,
                     "summary": f"{result.summary}; deterministic replay: {regress.summary}",
                     "numbers": {**result.numbers, "regression": regress.numbers},
+                })  # fmt: skip
+            # the rewards are audited against the reference the canary trusts: with the posted rewards
+            # deciding the canary (weights_reward: posted) the operator trusts their source
+            if result.passed and self.cfg.reward_audit.enabled and self.cfg.canary.weights_reward == "grader":
+                audit = audit_rewards(self.client, p, grader, self.cfg.canary, self.cfg.reward_audit)
+                result = result.model_copy(update={
+                    "passed": audit.passed, "decision": audit.decision,
+                    "summary": f"{result.summary}; {audit.summary}",
+                    "numbers": {**result.numbers, "reward_audit": audit.numbers},
                 })  # fmt: skip
             self.record(gate_entry(p, result, replay.evidence))
             if not result.passed:

@@ -6,7 +6,13 @@ import random
 
 import pytest
 
-from governance.evolve.sequential import ArmStats, SequentialConfig, radius, sequential_test
+from governance.evolve.sequential import (
+    ArmStats,
+    SequentialConfig,
+    final_lower_bound,
+    radius,
+    sequential_test,
+)
 
 CFG = SequentialConfig(alpha=0.05, min_effect=0.0, tune_n=100, min_per_arm=10, max_per_arm=1500)
 
@@ -86,3 +92,25 @@ def test_the_boundary_shrinks_and_is_wider_for_smaller_alpha() -> None:
 def test_rewards_are_clipped_into_the_unit_interval() -> None:
     stats = ArmStats.of([1.5, -0.2, 0.5])
     assert stats.n == 3 and stats.total == pytest.approx(1.5)
+
+
+def test_a_final_look_promotes_a_candidate_not_worse_than_control_within_the_margin() -> None:
+    cfg = SequentialConfig(alpha=0.2, tune_n=40, min_per_arm=15, max_per_arm=60, final_non_inferiority=0.05)
+    control, better = ArmStats(n=60, total=55.0), ArmStats(n=60, total=57.0)  # 0.917 vs 0.95: inconclusive
+    assert sequential_test(
+        control, better, cfg.model_copy(update={"final_non_inferiority": None})
+    ).decision == ("abort")
+    got = sequential_test(control, better, cfg)
+    assert got.decision == "promote" and "not worse than control" in got.reason
+    worse = ArmStats(n=60, total=53.0)  # observed below control: never promoted on the final look
+    assert sequential_test(control, worse, cfg).decision == "abort"
+    noisy = sequential_test(ArmStats(n=60, total=30.0), ArmStats(n=60, total=30.0), cfg)  # 0.5 vs 0.5
+    assert noisy.decision == "abort"  # the bound (-0.075) is below -0.05: not shown non-inferior
+    early = sequential_test(control, better.model_copy(update={"n": 59, "total": 56.0}), cfg)
+    assert early.decision == "continue"  # the final look is only at the cap
+
+
+def test_the_final_bound_matches_the_normal_approximation() -> None:
+    bound = final_lower_bound(ArmStats(n=100, total=50.0), ArmStats(n=100, total=60.0), 0.05)
+    se = (0.6 * 0.4 / 100 + 0.5 * 0.5 / 100) ** 0.5
+    assert abs(bound - (0.1 - 1.6448536 * se)) < 1e-6

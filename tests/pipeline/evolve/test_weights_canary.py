@@ -1,20 +1,23 @@
 """A weights canary is decided by the task's grader, not by the rewards the traffic posts: on a real store,
 a candidate version whose answers are wrong but whose posted rewards were gamed to 1 is rolled back when
 graded, and would have been promoted on the posted rewards; a trajectory's arm is the version its steps
-recorded."""
+recorded. The reward audit turns down, before any request is served, a candidate whose training rewards the
+checker disagrees with."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from governance.evolve.reward_audit import RewardAuditConfig
 from pipeline.evolve.graders import per_task_grader
 from pipeline.evolve.loop_config import CanaryConfig
-from pipeline.evolve.weights import read_policy_canary
+from pipeline.evolve.weights import audit_rewards, read_policy_canary
 from sinks.clients import connect_client
 from sluice.events import utcnow
-from sluice.evolution import OverlayAssignment
+from sluice.evolution import LineageItem, OverlayAssignment, PolicyLineage, Proposal
 from tests.pipeline.evolve.conftest import World
 from tests.pipeline.evolve.world import QUESTIONS, TASK, TENANT, step, trajectory
+from trainers.live.lineage import weights_proposal
 
 CONTROL, CANDIDATE = "acme.4", "acme.5"
 
@@ -52,5 +55,51 @@ def test_the_grader_decides_a_weights_canary_and_a_gamed_reward_does_not(world: 
         posted_cfg = cfg.model_copy(update={"weights_reward": "posted"})
         posted, ev = read_policy_canary(client, canary, since, posted_cfg, per_task_grader(world.cfg.evolve))
         assert ev.numbers["reward"] == "posted" and posted.decision == "promote", posted.summary
+    finally:
+        client.close()
+
+
+def answered(prefix: str, n: int, posted_when_right: float) -> list:
+    """``n`` right and ``n`` wrong one-call answers, rewarded ``posted_when_right`` when right and the
+    opposite when wrong."""
+    start, out = utcnow(), []
+    for i in range(n):
+        for right in (True, False):
+            q, ref, _ = QUESTIONS[i % len(QUESTIONS)]
+            tid = f"{prefix}-{'right' if right else 'wrong'}-{i}"
+            s = step(
+                tid, q, ref, ref if right else "I am not sure.", at=start + timedelta(milliseconds=10 * i)
+            )
+            posted = posted_when_right if right else 1.0 - posted_when_right
+            out.append(trajectory(tid, [s], posted, "deterministic", start))
+    return out
+
+
+def lineage_proposal(trajectories: list, source: str) -> Proposal:
+    """A candidate trained on ``trajectories`` with the rewards they were posted, from ``source``."""
+    items = [
+        LineageItem(trajectory_id=t.trajectory_id, version=0, tenant=TENANT, reward=t.reward,
+                    reward_sources=[source])
+        for t in trajectories
+    ]  # fmt: skip
+    return weights_proposal(PolicyLineage(version="acme.7", parent="acme.5", scope=TENANT, items=items))
+
+
+def test_the_reward_audit_turns_down_a_candidate_trained_on_rewards_the_checker_disagrees_with(
+    world: World,
+) -> None:
+    gamed, honest = answered("audit-gamed", 12, 0.0), answered("audit-honest", 12, 1.0)
+    world.ingest(gamed + honest)
+    grader, canary = per_task_grader(world.cfg.evolve), CanaryConfig()
+    cfg = RewardAuditConfig(min_rows=8)
+    client = connect_client(world.cfg.sink_settings(), None)
+    try:
+        bad = audit_rewards(client, lineage_proposal(gamed, "gamed-grader"), grader, canary, cfg)
+        assert not bad.passed and bad.numbers["graded"] == 24, bad.summary
+        assert bad.numbers["agreement"] == 0.0 and "'gamed-grader'" in bad.summary
+        good = audit_rewards(client, lineage_proposal(honest, "checker"), grader, canary, cfg)
+        assert good.passed and good.numbers["agreement"] == 1.0, good.summary
+        few = audit_rewards(client, lineage_proposal(gamed[:3], "gamed-grader"), grader, canary, cfg)
+        assert few.passed and few.numbers["graded"] == 3 and "need 8" in few.summary
     finally:
         client.close()
