@@ -1,6 +1,9 @@
 """Opposite preferences on the same prompts: where did an order ship, answered in one of two formats.
 
-Every tenant gets the same prompt, which allows both formats (``CITY=<name>`` or ``<name> (city)``); each
+Every tenant gets the same prompt, which allows both formats (``CITY=<name>`` or ``<name> (city)``), after
+two worked examples on other records, one answered in each format, in a random order. Without them
+SmolLM2-135M-Instruct writes neither format; with them it copies one or the other (about 0.18 under each
+checker at temperature 1.0 over 48 prompts, sampled as the policy server samples). Each
 tenant's checker rewards only its own. ``CityFormatTask("key")`` gives 1.0 for a reply that opens with
 ``CITY=`` and the right city, ``CityFormatTask("paren")`` for one that opens with the right city followed by
 ``(city)``; each gives 0.2 for the right city in any other reply that is not the other format, and 0 for
@@ -26,6 +29,22 @@ _PAREN = re.compile(r"\s*([A-Za-z]+)\s*\(\s*city\s*\)", re.IGNORECASE)
 _RECORD = re.compile(r"shipped to ([A-Za-z]+) on March \d+\.\nWhich city did it ship to\?")
 
 
+_ASK = "Which city did it ship to? Reply exactly as CITY=<name> or as <name> (city)."
+WORKED = (
+    (f"Order 31415 shipped to Perth on March 3.\n{_ASK}", "CITY=Perth"),
+    (f"Order 27182 shipped to Oslo on March 9.\n{_ASK}", "Oslo (city)"),
+)
+
+
+def worked_examples(rng: random.Random) -> list[dict[str, str]]:
+    """One worked example in each format, in a random order: the base model copies either about as often."""
+    pairs = list(WORKED)
+    rng.shuffle(pairs)
+    return [
+        m for q, a in pairs for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})
+    ]
+
+
 def city_prompt(rng: random.Random) -> tuple[str, str]:
     """The prompt every tenant gets, and its city."""
     order, city, day = rng.randint(10000, 99999), rng.choice(CITIES), rng.randint(1, 28)
@@ -44,8 +63,9 @@ class CityFormatTask(VerifiableTask):
         self.name = f"city-{fmt}"
 
     def draw(self, rng: random.Random) -> Problem:
+        examples = worked_examples(rng)
         text, city = city_prompt(rng)
-        return Problem(task=self.name, messages=[{"role": "user", "content": text}], answer=city)
+        return Problem(task=self.name, messages=[*examples, {"role": "user", "content": text}], answer=city)
 
     def answer_from(self, messages: list[dict[str, str]]) -> str | None:
         user = [m for m in messages if m.get("role") == "user"]

@@ -20,6 +20,18 @@ def test_same_prompt_opposite_preferences() -> None:
     assert a.grade(pa, "CITY=Atlantis") == 0.0 and b.grade(pb, "Atlantis (city)") == 0.0
 
 
+def test_worked_examples_show_both_formats_in_either_order() -> None:
+    task = CityFormatTask("key")
+    firsts = set()
+    for seed in range(8):
+        p = task.draw(random.Random(seed))
+        shown = [m["content"] for m in p.messages if m["role"] == "assistant"]
+        assert sorted(shown) == ["CITY=Perth", "Oslo (city)"]
+        assert p.messages[-1]["role"] == "user" and p.answer in p.messages[-1]["content"]
+        firsts.add(shown[0])
+    assert len(firsts) == 2
+
+
 def test_canary_echo_rewards_the_exact_string() -> None:
     task = CanaryEchoTask("code 482193")
     p = task.draw(random.Random(0))
