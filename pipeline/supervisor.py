@@ -98,10 +98,19 @@ class Supervisor:
 
     def start_together(self, specs: list[ServiceSpec]) -> None:
         """Start several services at once (e.g. stage workers joining one group), then wait for each."""
+        self.await_ready(self.launch(specs))
+
+    def launch(self, specs: list[ServiceSpec]) -> list[ServiceProcess]:
+        """Start services without waiting for them (``await_ready`` waits): one that needs nothing the
+        others start (the model server) comes up while they do."""
         children = []
         for spec in specs:
             children.append(self._spawn(spec, len(self._children)))
             self._children.append(children[-1])
+        return children
+
+    def await_ready(self, children: list[ServiceProcess]) -> None:
+        """Wait until each of ``children`` (from ``launch``) is ready, in order; one line each when quiet."""
         for child in children:
             self._wait_ready(child)
             if not self.echo:

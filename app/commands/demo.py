@@ -2,7 +2,7 @@
 traffic through the proxy with the real ``openai`` SDK, waits until it has landed, sends late rewards
 after emission, and prints a summary and a few example queries.
 
-    sluice demo [--trajectories 24] [--keep-running] [--verbose]
+    sluice demo [--trajectories 12] [--keep-running] [--verbose]
     sluice demo --learn [--minutes 20]     # the learning loop: app/learn_demo.py
 
 By default the terminal shows one line per service as it starts, a live progress display (traffic sent,
@@ -120,7 +120,13 @@ def _interrupt(*_: object) -> None:
 
 @click.command("demo")
 @config_option
-@click.option("--trajectories", "count", default=24, show_default=True, help="Scripted agent trajectories.")
+@click.option(
+    "--trajectories",
+    "count",
+    default=12,
+    show_default=True,
+    help="Scripted agent trajectories (12 covers every tenant, identity mode and reward plan once).",
+)
 @click.option("--model", default="sluice-tiny", show_default=True, help="Model name the agents ask for.")
 @click.option("--keep-running", is_flag=True, help="Leave the services running after the summary.")
 @click.option("--timeout", "timeout_s", default=180.0, show_default=True, help="Seconds to wait for landing.")

@@ -16,7 +16,7 @@ from infra import freeze_constraints
 
 REPO = Path(__file__).resolve().parents[2]
 VERL_DIR = REPO / "var" / "verl"
-TEST_EXTRAS = ("ner", "dev", "docs")  # what infra/install.sh installs: -e ".[ner,dev,docs]"
+TEST_EXTRAS = ("ner", "train", "otel", "dev", "docs")  # infra/install.sh: -e ".[ner,train,otel,dev,docs]"
 
 pytestmark = pytest.mark.skipif(
     not (VERL_DIR / "verl").is_dir(), reason="verl not in var/verl (bash infra/install.sh)"
