@@ -4,6 +4,7 @@ decision is in the ledger before the assignment that names it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -144,5 +145,10 @@ def test_the_scheduler_runs_passes_until_stopped(world: World) -> None:
 
     from pipeline.evolve.scheduler import serve
 
-    reports = serve(world.cfg.evolve_settings(), threading.Event(), passes=2)
+    settings = world.cfg.evolve_settings()
+    # a short schedule: the passes, not the wait between them, are what is under test
+    fast = settings.model_copy(update={"evolve": settings.evolve.model_copy(update={"interval_s": 0.5})})
+    started = time.monotonic()
+    reports = serve(fast, threading.Event(), passes=2)
     assert len(reports) == 2
+    assert time.monotonic() - started >= fast.evolve.interval_s  # the second pass waited its interval
