@@ -1,7 +1,8 @@
 """Finds PII spans in one text: prefilter, content-hash cache, then Presidio on the recognizers that apply.
 
-Where it departs from calling ``AnalyzerEngine.analyze`` per text: each recognizer's ``may_match``
-decides first whether it could find anything (most agent text skips most recognizers, many texts skip
+Where it departs from calling ``AnalyzerEngine.analyze`` per text: one multi-pattern scan of the text
+(``TriggerScan``) picks the recognizers whose trigger occurs in it, and each of those recognizers' ``may_match``
+decides then whether it could find anything (most agent text skips most recognizers, many texts skip
 Presidio entirely); only the recognizers of the entity types that pass run, with empty NLP artifacts,
 through ``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call
 overhead); the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
@@ -26,6 +27,7 @@ from governance.redaction.recognizer_runner import RecognizerRunner
 from governance.redaction.recognizers import SECRET_ENTITIES
 from governance.redaction.recognizers.base import Prefiltered
 from governance.redaction.recognizers.person_location_recognizer import NAME_CANDIDATE
+from governance.redaction.trigger_scan import TriggerScan
 
 _SECRETS = frozenset(SECRET_ENTITIES)
 _GENERIC = frozenset(
@@ -76,6 +78,7 @@ class TextAnalyzer:
         self._by_language = {
             lang: [r for r in engines.recognizers if r.supported_language == lang] for lang in self.languages
         }
+        self._scans = {lang: TriggerScan(self._by_language[lang]) for lang in self.languages}
         self._runners = {
             lang: RecognizerRunner(
                 self._by_language[lang],
@@ -106,7 +109,9 @@ class TextAnalyzer:
         for lang in self.languages:
             entities: list[str] = []
             ner: list[EntityRecognizer] = []
-            for r in self._by_language[lang]:
+            recognizers = self._by_language[lang]
+            for i in self._scans[lang].candidates(text, context):
+                r = recognizers[i]
                 if isinstance(r, Prefiltered) and not r.may_match(text, context):
                     continue
                 if isinstance(r, SpacyRecognizer):

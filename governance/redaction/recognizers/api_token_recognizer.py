@@ -26,7 +26,7 @@ from collections import Counter
 
 from presidio_analyzer import Pattern
 
-from governance.redaction.recognizers.base import SluicePatternRecognizer
+from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
 
 _SECRET_CONTEXT = (
     r"(?<![A-Za-z])(?i:key|keys|token|secret|password|passwd|credentials?|bearer|api[ _-]?key|apikey|auth[ _-]?token|"
@@ -148,6 +148,7 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
                       "hvb.", "hvr.", "dp.", "sbp_", "lin_api_", "pmak-", "glsa_", "glc_", "sntry", "nrak-", "r8_",
                       "gsk_", "pplx-", "xai-", "figd_", "pscale_", "pul-", ".atlasv1.", "age-secret-key-1",
                       "xapp-")  # fmt: skip
+    TRIGGER_PATTERNS = (any_of(LOWER_TRIGGERS, caseless=True),)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """Whether a pattern finds a key-shaped value. Every match lies within one line and its value is a

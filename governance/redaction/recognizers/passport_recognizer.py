@@ -24,7 +24,7 @@ from presidio_analyzer import AnalysisExplanation, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS, key_words, normal_key
-from governance.redaction.recognizers.base import SluiceLocalRecognizer
+from governance.redaction.recognizers.base import SluiceLocalRecognizer, any_of
 
 SCORE = 0.9
 _NAMES = (
@@ -81,6 +81,8 @@ def names_passport(context: list[str] | None) -> bool:
 
 class PassportRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "PASSPORT_NUMBER"
+    TRIGGER_PATTERNS = ("<<", any_of(_HINTS))
+    KEYED = True
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:

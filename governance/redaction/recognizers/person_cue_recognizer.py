@@ -16,7 +16,7 @@ import re
 from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words
+from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words, whole_words
 from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, native_name, product_like
 
 SCORE = 0.85
@@ -149,6 +149,7 @@ def _name_before(text: str, end: int) -> tuple[int, int] | None:
 
 class PersonCueRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
+    TRIGGER_PATTERNS = (whole_words(_CUE_WORDS | _CUE_NOUNS),)  # ``has_cue_word`` needs one of them
     PREFILTER = _TRIGGERS
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:

@@ -36,7 +36,13 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS, key_words
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words, vocabulary
+from governance.redaction.recognizers.base import (
+    SluiceLocalRecognizer,
+    any_of,
+    letter_words,
+    vocabulary,
+    whole_words,
+)
 
 SCORE = 0.85
 
@@ -191,6 +197,14 @@ def names_address(context: list[str] | None) -> bool:
 
 class StreetAddressRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "STREET_ADDRESS"
+    # a kind word of a family, a glued German/Dutch/Nordic ending, a Japanese block number or kanji mark
+    TRIGGER_PATTERNS = (
+        whole_words(_TRAILING_SET | _FRENCH_SET | _LEADING_SET | _INDIAN_SET),
+        any_of(_GLUED_ENDINGS, caseless=True) + r"(?:\P{L}|$)",
+        _JAPANESE_CUE.pattern,
+        "丁目|番|[都道府県市区町村]",
+    )
+    KEYED = True
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
