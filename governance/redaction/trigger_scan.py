@@ -1,14 +1,14 @@
 """One multi-pattern scan per text: which recognizers' triggers occur in it, so only those are asked.
 
 Every Sluice recognizer declares ``TRIGGER_PATTERNS`` (``Prefiltered.trigger_patterns``): regexes one of
-which matches any text its ``may_match`` accepts. All of them, for all recognizers of a language, are
+which matches any text its ``may_match`` accepts (and, where it sets ``TRIGGER_ALSO``, one of those too). All of them, for all recognizers of a language, are
 compiled into one RE2 set (a lazily built DFA over UTF-8, in C++); a text is scanned once and only the
 recognizers whose trigger fired go on to their own ``may_match`` and patterns. The trigger is a necessary
 condition, never the decision, so the findings are those of asking every recognizer.
 
 A recognizer is asked without a scan where it has no trigger (Presidio's stock recognizers; a test that
-cannot be written as a regex) and, when the text comes with a JSON key, where ``KEYED`` says the key alone
-may make it match. Every recognizer is asked where the scan cannot answer: a text that is not valid UTF-8
+cannot be written as a regex) and, when the text comes with a JSON key, where ``keyed`` says the key alone
+may make it match (asked once per key: keys repeat far more than texts). Every recognizer is asked where the scan cannot answer: a text that is not valid UTF-8
 (a lone surrogate), or a DFA out of memory (RE2 then reports no match at all, which the empty pattern
 always in the set shows).
 
@@ -30,6 +30,7 @@ from presidio_analyzer import EntityRecognizer
 
 from governance.redaction.recognizers.base import Prefiltered
 
+_KEYS_KEPT = 4096  # distinct JSON keys whose answer is remembered (then forgotten all at once)
 _MAX_MEM = 64 << 20  # the DFA's cache: far more than the triggers need on long texts
 
 
@@ -43,29 +44,42 @@ class TriggerScan:
 
     def __init__(self, recognizers: Sequence[EntityRecognizer]) -> None:
         always: list[int] = []
-        keyed: list[int] = []
         options = re2.Options()
         options.max_mem = _MAX_MEM
         options.log_errors = False
         self._set = re2.Set.SearchSet(options)
         self._set.Add("")  # index 0 matches every text: its absence means the scan failed
-        owner: list[int] = [-1]
+        owner: list[tuple[int, int]] = [(-1, 0)]  # pattern -> (recognizer, bit of its condition)
+        self._needs: dict[int, int] = {}  # recognizer -> the bits that must all be set
         for i, r in enumerate(recognizers):
             patterns = r.trigger_patterns() if isinstance(r, Prefiltered) else None
             if patterns is None:
                 always.append(i)
                 continue
-            if r.KEYED:
-                keyed.append(i)
-            for p in patterns:
-                self._set.Add(re2_syntax(p))
-                owner.append(i)
+            also = r.TRIGGER_ALSO if patterns else ()
+            self._needs[i] = 3 if also else 1
+            for bit, group in ((1, patterns), (2, also)):
+                for p in group:
+                    self._set.Add(re2_syntax(p))
+                    owner.append((i, bit))
         self._set.Compile()
         self._owner = owner
         self.patterns = len(owner) - 1
         self.everyone = tuple(range(len(recognizers)))
         self.always = frozenset(always)
-        self.keyed = self.always | frozenset(keyed)
+        self._keyable = [(i, r) for i, r in enumerate(recognizers) if isinstance(r, Prefiltered)]
+        self._by_key: dict[tuple[str, ...], frozenset[int]] = {}
+
+    def keyed(self, context: list[str]) -> frozenset[int]:
+        """The recognizers to ask for any text under the JSON key ``context`` (remembered per key)."""
+        key = tuple(context)
+        found = self._by_key.get(key)
+        if found is None:
+            if len(self._by_key) >= _KEYS_KEPT:
+                self._by_key.clear()
+            found = self.always | {i for i, r in self._keyable if r.keyed(context)}
+            self._by_key[key] = found
+        return found
 
     def candidates(self, text: str, context: list[str] | None) -> list[int]:
         """Indexes of the recognizers to ask about ``text`` (registry order): triggered, untriggerable,
@@ -77,8 +91,12 @@ class TriggerScan:
         hits = self._set.Match(data)
         if not hits:  # not even the empty pattern: the DFA ran out of memory
             return list(self.everyone)
+        fired = set(self.keyed(context) if context else self.always)
         owner = self._owner
-        fired = set(self.keyed if context else self.always)
-        fired.update(owner[h] for h in hits)
-        fired.discard(-1)
+        bits: dict[int, int] = {}
+        for h in hits:
+            i, bit = owner[h]
+            bits[i] = bits.get(i, 0) | bit
+        needs = self._needs
+        fired.update(i for i, b in bits.items() if i >= 0 and b == needs[i])
         return sorted(fired)

@@ -109,7 +109,7 @@ class Prefiltered:
     # ``may_match(text)`` accepts without a context; ``()``: none does (the key alone decides). ``None``:
     # derived from TRIGGERS / PREFILTER where ``may_match`` is this class's, else no trigger can be written.
     TRIGGER_PATTERNS: ClassVar[tuple[str, ...] | None] = None
-    KEYED: ClassVar[bool] = False  # ``may_match`` may accept a text for its JSON key alone
+    TRIGGER_ALSO: ClassVar[tuple[str, ...]] = ()  # a second condition: one of these must match as well
 
     @classmethod
     def trigger_patterns(cls) -> tuple[str, ...] | None:
@@ -123,6 +123,11 @@ class Prefiltered:
         if cls.PREFILTER is not None:
             return (cls.PREFILTER.pattern,)
         return (NUMBER_RUN,) if cls.NEEDS_NUMBER_RUN else None
+
+    def keyed(self, context: list[str]) -> bool:
+        """Whether the JSON key ``context`` may make ``may_match`` accept a text its trigger is absent from
+        (a value under ``shipping_address``); only a function of the key, so it is asked once per key."""
+        return False
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self.NEEDS_NUMBER_RUN and not has_number_run(text):

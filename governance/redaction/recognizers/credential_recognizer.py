@@ -138,7 +138,6 @@ class CredentialRecognizer(SluicePatternRecognizer):
         any_of(("',", '",', "env.", "kubectl", "variable")),
         _PGPASS_HINT.pattern,
     )
-    KEYED = True
     ENTITY = "CREDENTIAL"
     PATTERNS = [
         Pattern(
@@ -218,6 +217,9 @@ class CredentialRecognizer(SluicePatternRecognizer):
                 if m["v"].lower() not in NOT_SECRETS and not code_or_placeholder(m["v"]):
                     found.append(self.result(*m.span("v"), 0.85, "password file line"))
         return found
+
+    def keyed(self, context: list[str]) -> bool:
+        return self._names_secret(context) or any(names_maybe_a_secret(c) for c in context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):

@@ -96,11 +96,14 @@ def names_birth(context: list[str] | None) -> bool:
 class DateOfBirthRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "DATE_OF_BIRTH"
     TRIGGER_PATTERNS = (any_of((*_CJK_CUES, "D.O.B", "d.o.b")), whole_words(CUE_WORDS))
-    KEYED = True
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language, version=self.VERSION)
+
+    def keyed(self, context: list[str]) -> bool:
+        return names_birth(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if names_birth(context):

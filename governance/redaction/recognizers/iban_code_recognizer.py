@@ -30,7 +30,9 @@ class IbanCodeRecognizer(RefinedPresidio, IbanRecognizer):
     ENTITY = "IBAN_CODE"
     PREFILTER = re.compile(r"[A-Z]{2}\d{2}[ -]?[A-Za-z0-9]{4}")
     TRIGGER_PATTERNS = (PREFILTER.pattern, any_of(("iban", "IBAN", "Iban")))
-    KEYED = True
+
+    def keyed(self, context: list[str]) -> bool:
+        return self._names_iban(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self.PREFILTER.search(text) is not None:  # Prefiltered's test, without the call

@@ -147,11 +147,14 @@ class NationalIdRecognizer(SluiceLocalRecognizer):
         _LETTER_ANCHOR.pattern,
         any_of(("fisc", "c.f", "cf", "tax"), caseless=True),
     )
-    KEYED = True
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language, version=self.VERSION)
+
+    def keyed(self, context: list[str]) -> bool:
+        return _keyed(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return (

@@ -82,11 +82,14 @@ def names_passport(context: list[str] | None) -> bool:
 class PassportRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "PASSPORT_NUMBER"
     TRIGGER_PATTERNS = ("<<", any_of(_HINTS))
-    KEYED = True
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language, version=self.VERSION)
+
+    def keyed(self, context: list[str]) -> bool:
+        return names_passport(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return "<<" in text or names_passport(context) or any(h in text for h in _HINTS)

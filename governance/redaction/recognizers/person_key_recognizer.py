@@ -29,7 +29,9 @@ def _names_person(context: list[str] | None) -> bool:
 class PersonKeyRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
     TRIGGER_PATTERNS = ()  # the key alone decides
-    KEYED = True
+
+    def keyed(self, context: list[str]) -> bool:
+        return _names_person(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return len(text) <= 200 and _names_person(context)

@@ -181,6 +181,16 @@ _MACRONS = str.maketrans("āōū", "aou")
 _ROMAJI_LETTERS = frozenset("aeiounkgsztdhbpmyrwfjc")
 
 
+# ``_glued`` as triggers: an ending at the end of a letter run of five or more (the run's other characters
+# are letters or numerals, its end is no letter)
+_GLUED_TRIGGERS = tuple(
+    r"[\p{L}\p{N}]" * max(0, 5 - n)
+    + any_of([e for e in _GLUED_ENDINGS if len(e) == n], caseless=True)
+    + r"(?:\P{L}|$)"
+    for n in sorted({len(e) for e in _GLUED_ENDINGS})
+)
+
+
 def _glued(words: frozenset[str]) -> bool:
     return any(len(w) > 4 and w.endswith(_GLUED_ENDINGS) for w in words)
 
@@ -200,11 +210,12 @@ class StreetAddressRecognizer(SluiceLocalRecognizer):
     # a kind word of a family, a glued German/Dutch/Nordic ending, a Japanese block number or kanji mark
     TRIGGER_PATTERNS = (
         whole_words(_TRAILING_SET | _FRENCH_SET | _LEADING_SET | _INDIAN_SET),
-        any_of(_GLUED_ENDINGS, caseless=True) + r"(?:\P{L}|$)",
+        *_GLUED_TRIGGERS,
         _JAPANESE_CUE.pattern,
         "丁目|番|[都道府県市区町村]",
     )
-    KEYED = True
+    TRIGGER_ALSO = (r"\d",)
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
@@ -228,6 +239,9 @@ class StreetAddressRecognizer(SluiceLocalRecognizer):
         if "丁目" in text or "番" in text or ("-" in text and any(c in text for c in "都道府県市区町村")):
             picked.append(_KANJI)
         return picked
+
+    def keyed(self, context: list[str]) -> bool:
+        return names_address(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if names_address(context):
