@@ -5,7 +5,7 @@ Where it departs from calling ``AnalyzerEngine.analyze`` per text: one multi-pat
 decides then whether it could find anything (most agent text skips most recognizers, many texts skip
 Presidio entirely); only the recognizers of the entity types that pass run, with empty NLP artifacts,
 through ``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call
-overhead); the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
+overhead); the spaCy model reads only the lines that hold a name candidate, all of a text's in one batch (two capitalised words in a row, or a
 salutation before one) that no cue or key recognizer has already explained, never a whole tool output,
 so NER costs what the unexplained names in a text cost; overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.
@@ -130,11 +130,15 @@ class TextAnalyzer:
                     found.append(
                         Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", ""))
                     )
-            for start, end in ner_windows(text) if ner else ():
-                if _explained(text, start, end, found):
-                    continue
-                window = text[start:end]
-                artifacts = self.engines.analyzer.nlp_engine.process_text(window, lang)
+            # windows are disjoint, so what the model finds in one never explains another: all are picked
+            # first and read in one batch (one pass of the model over them, not one call per line)
+            windows = [w for w in ner_windows(text) if not _explained(text, *w, found)] if ner else []
+            if not windows:
+                continue
+            batch = self.engines.analyzer.nlp_engine.process_batch(
+                [text[s:e] for s, e in windows], lang, batch_size=len(windows)
+            )
+            for (start, _), (window, artifacts) in zip(windows, batch, strict=True):
                 self.ner_windows += 1
                 for rec in ner:
                     for r in rec.analyze(window, list(self._ner), artifacts):

@@ -11,6 +11,10 @@ Departs from Presidio's pattern recognizer in three ways, all for speed or recal
   weak match to ``KEY_CONTEXT_SCORE``. The no-op NLP engine has no tokens, so Presidio's lemma enhancer
   cannot see context words in the text itself; explicit context is what we have.
 
+- ``TRIGGER_PATTERNS``: regexes one of which occurs in every text ``may_match`` accepts; all recognizers'
+  triggers are scanned at once per text (``governance/redaction/trigger_scan.py``) and ``may_match`` is
+  asked only where a trigger fired, or where ``keyed`` says the JSON key alone may decide.
+
 Each implementation is one file named after what it recognizes.
 """
 
