@@ -24,6 +24,7 @@ import math
 import re
 from collections import Counter
 
+import re2
 from presidio_analyzer import Pattern
 
 from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
@@ -150,6 +151,7 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
                       "xapp-")  # fmt: skip
     # the words only: a counted run of token characters in the set doubles the cost of the whole scan
     TRIGGER_PATTERNS = (any_of(LOWER_TRIGGERS, caseless=True),)
+    _trigger_words = re2.compile(any_of(LOWER_TRIGGERS))
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """Whether a pattern finds a key-shaped value. Every match lies within one line and its value is a
@@ -159,7 +161,7 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
         if len(text) < 20:
             return False
         low = text.lower()
-        if not any(t in low for t in self.LOWER_TRIGGERS):
+        if self._trigger_words.search(low) is None:  # one RE2 pass, not a substring search per word
             return False
         done = -1
         for run in _TOKEN_RUN.finditer(text):
