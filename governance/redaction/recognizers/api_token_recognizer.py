@@ -161,8 +161,12 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
         if len(text) < 20:
             return False
         low = text.lower()
-        if self._trigger_words.search(low) is None:  # one RE2 pass, not a substring search per word
-            return False
+        try:  # one RE2 pass, not a substring search per word
+            if self._trigger_words.search(low) is None:
+                return False
+        except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only
+            if not any(t in low for t in self.LOWER_TRIGGERS):
+                return False
         done = -1
         for run in _TOKEN_RUN.finditer(text):
             start = text.rfind("\n", 0, run.start()) + 1

@@ -95,4 +95,7 @@ def test_a_text_the_scan_cannot_read_asks_every_recognizer(redactor_factory: Cal
     assert scan.candidates("plain words here", None) == sorted(scan.always)
     found, _ = analyzer.analyze("card \udc80 4111 1111 1111 1111")
     assert [f.entity_type for f in found] == ["CREDIT_CARD"]
-    assert json.dumps(scan.candidates("", ["customer_name"]))  # a key alone still asks the keyed ones
+    names = {analyzer._by_language["en"][i].name for i in scan.candidates("n/a", ["customer_name"])}
+    assert "PersonKeyRecognizer" in names and "StreetAddressRecognizer" not in names  # the key decides
+    names = {analyzer._by_language["en"][i].name for i in scan.candidates("n/a", ["shipping_address"])}
+    assert "StreetAddressRecognizer" in names and "PersonKeyRecognizer" not in names
