@@ -38,8 +38,8 @@ _AFTER_NAME = re.compile(
 _WHOLE = re.compile(r"\s*(?P<v>[A-Za-z0-9][A-Za-z0-9 \-]{4,13}[A-Za-z0-9])\s*")
 NAME_WORDS = KIND_WORDS["PASSPORT_NUMBER"] | {"paszportu", "paszportem"}
 # substrings one of the names holds, in the cases they are written in: a few C-level searches, no word scan
-_HINTS = ("asspor", "ASSPOR", "assepor", "ASSEPOR", "asapor", "ASAPOR", "aszpor", "ASZPOR", "aspoor", "ASPOOR",
-          "eisepass", "EISEPASS", "旅券", "护照", "여권")  # fmt: skip
+_HINTS = ("asspor", "ASSPOR", "assepor", "ASSEPOR", "asapor", "ASAPOR", "ssapor", "SSAPOR", "aszpor", "ASZPOR",
+          "aspoor", "ASPOOR", "eisepass", "EISEPASS", "旅券", "护照", "여권")  # fmt: skip
 _CJK_NAMES = ("旅券", "护照", "여권")
 # a zone line on its own line, in a quoted string or a JSON list: exactly 30, 36 or 44 zone characters
 _MRZ_LINE = re.compile(r"(?<![A-Z0-9<])(?P<v>[A-Z0-9<]{30}(?:[A-Z0-9<]{6}(?:[A-Z0-9<]{8})?)?)(?![A-Z0-9<])")
