@@ -1,10 +1,11 @@
 """Finds PII spans in one text: prefilter, content-hash cache, then Presidio on the recognizers that apply.
 
-Where it departs from calling ``AnalyzerEngine.analyze`` per text: each recognizer's ``may_match``
-decides first whether it could find anything (most agent text skips most recognizers, many texts skip
+Where it departs from calling ``AnalyzerEngine.analyze`` per text: one multi-pattern scan of the text
+(``TriggerScan``) picks the recognizers whose trigger occurs in it, and each of those recognizers' ``may_match``
+decides then whether it could find anything (most agent text skips most recognizers, many texts skip
 Presidio entirely); only the recognizers of the entity types that pass run, with empty NLP artifacts,
 through ``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call
-overhead); the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
+overhead); the spaCy model reads only the lines that hold a name candidate, all of a text's in one batch (two capitalised words in a row, or a
 salutation before one) that no cue or key recognizer has already explained, never a whole tool output,
 so NER costs what the unexplained names in a text cost; overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.
@@ -26,6 +27,7 @@ from governance.redaction.recognizer_runner import RecognizerRunner
 from governance.redaction.recognizers import SECRET_ENTITIES
 from governance.redaction.recognizers.base import Prefiltered
 from governance.redaction.recognizers.person_location_recognizer import NAME_CANDIDATE
+from governance.redaction.trigger_scan import TriggerScan
 
 _SECRETS = frozenset(SECRET_ENTITIES)
 _GENERIC = frozenset(
@@ -76,6 +78,7 @@ class TextAnalyzer:
         self._by_language = {
             lang: [r for r in engines.recognizers if r.supported_language == lang] for lang in self.languages
         }
+        self._scans = {lang: TriggerScan(self._by_language[lang]) for lang in self.languages}
         self._runners = {
             lang: RecognizerRunner(
                 self._by_language[lang],
@@ -106,7 +109,9 @@ class TextAnalyzer:
         for lang in self.languages:
             entities: list[str] = []
             ner: list[EntityRecognizer] = []
-            for r in self._by_language[lang]:
+            recognizers = self._by_language[lang]
+            for i in self._scans[lang].candidates(text, context):
+                r = recognizers[i]
                 if isinstance(r, Prefiltered) and not r.may_match(text, context):
                     continue
                 if isinstance(r, SpacyRecognizer):
@@ -125,11 +130,15 @@ class TextAnalyzer:
                     found.append(
                         Finding(r.entity_type, r.start, r.end, r.score, meta.get("recognizer_name", ""))
                     )
-            for start, end in ner_windows(text) if ner else ():
-                if _explained(text, start, end, found):
-                    continue
-                window = text[start:end]
-                artifacts = self.engines.analyzer.nlp_engine.process_text(window, lang)
+            # windows are disjoint, so what the model finds in one never explains another: all are picked
+            # first and read in one batch (one pass of the model over them, not one call per line)
+            windows = [w for w in ner_windows(text) if not _explained(text, *w, found)] if ner else []
+            if not windows:
+                continue
+            batch = self.engines.analyzer.nlp_engine.process_batch(
+                [text[s:e] for s, e in windows], lang, batch_size=len(windows)
+            )
+            for (start, _), (window, artifacts) in zip(windows, batch, strict=True):
                 self.ner_windows += 1
                 for rec in ner:
                     for r in rec.analyze(window, list(self._ner), artifacts):

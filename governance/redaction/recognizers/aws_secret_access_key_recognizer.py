@@ -32,6 +32,10 @@ class AwsSecretAccessKeyRecognizer(SluicePatternRecognizer):
     KEY_CONTEXT_SCORE = 0.9
     TRIGGERS = ("ecret", "ECRET")
     PREFILTER = re.compile(r"[A-Za-z0-9/+]{40}")
+    TRIGGER_PATTERNS = ("ecret|ECRET",)  # a secret named in the text; under a secret key, the key decides
+
+    def keyed(self, context: list[str]) -> bool:
+        return not context_words(context).isdisjoint(self.KEY_CONTEXT)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """Only texts that name a secret, or values under a secret-named key: a bare 40-char string

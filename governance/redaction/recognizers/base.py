@@ -11,6 +11,10 @@ Departs from Presidio's pattern recognizer in three ways, all for speed or recal
   weak match to ``KEY_CONTEXT_SCORE``. The no-op NLP engine has no tokens, so Presidio's lemma enhancer
   cannot see context words in the text itself; explicit context is what we have.
 
+- ``TRIGGER_PATTERNS``: regexes one of which occurs in every text ``may_match`` accepts; all recognizers'
+  triggers are scanned at once per text (``governance/redaction/trigger_scan.py``) and ``may_match`` is
+  asked only where a trigger fired, or where ``keyed`` says the JSON key alone may decide.
+
 Each implementation is one file named after what it recognizes.
 """
 
@@ -54,7 +58,8 @@ def has_any_word(text: str, words: frozenset[str]) -> bool:
     return not words.isdisjoint(letter_words(text))
 
 
-_NUMBER_RUN = re.compile(r"\d[\d \t().\-/]{6}")
+NUMBER_RUN = r"\d[\d \t().\-/]{6}"
+_NUMBER_RUN = re.compile(NUMBER_RUN)
 
 
 @lru_cache(maxsize=16)
@@ -63,6 +68,18 @@ def has_number_run(text: str) -> bool:
     ``( ) . - /``). Card, SSN, phone and IPv4 prefilters match only such characters, from a digit, over at
     least seven of them: one scan shared by the four decides first whether any can match."""
     return _NUMBER_RUN.search(text) is not None
+
+
+def any_of(words: object, caseless: bool = False) -> str:
+    """A trigger regex matching any of ``words`` as written (``caseless``: in any case)."""
+    body = "|".join(sorted({re.escape(str(w)) for w in words}))  # type: ignore[attr-defined]
+    return ("(?i)" if caseless else "") + "(?:" + body + ")"
+
+
+def whole_words(words: object) -> str:
+    """A trigger regex matching any of ``words`` (lower case) as a whole letter run in any case: what
+    ``has_any_word`` tests (a letter run's ends are never letters, so ``\\P{L}`` bounds it)."""
+    return r"(?i)(?:^|\P{L})" + any_of(words) + r"(?:\P{L}|$)"
 
 
 def vocabulary(spaced: str) -> frozenset[str]:
@@ -92,6 +109,29 @@ class Prefiltered:
     TRIGGERS: ClassVar[tuple[str, ...]] = ()
     PREFILTER: ClassVar[re.Pattern[str] | None] = None
     NEEDS_NUMBER_RUN: ClassVar[bool] = False  # PREFILTER matches only within a run ``has_number_run`` finds
+    # Regexes (Hyperscan syntax, UTF-8 with Unicode properties) one of which matches every text that
+    # ``may_match(text)`` accepts without a context; ``()``: none does (the key alone decides). ``None``:
+    # derived from TRIGGERS / PREFILTER where ``may_match`` is this class's, else no trigger can be written.
+    TRIGGER_PATTERNS: ClassVar[tuple[str, ...] | None] = None
+    TRIGGER_ALSO: ClassVar[tuple[str, ...]] = ()  # a second condition: one of these must match as well
+
+    @classmethod
+    def trigger_patterns(cls) -> tuple[str, ...] | None:
+        """The trigger regexes of ``may_match``; None where it cannot be written as one (always asked)."""
+        if cls.TRIGGER_PATTERNS is not None:
+            return cls.TRIGGER_PATTERNS
+        if getattr(cls, "may_match", None) is not Prefiltered.may_match:
+            return None
+        if cls.TRIGGERS:
+            return tuple(re.escape(t) for t in cls.TRIGGERS)
+        if cls.PREFILTER is not None:
+            return (cls.PREFILTER.pattern,)
+        return (NUMBER_RUN,) if cls.NEEDS_NUMBER_RUN else None
+
+    def keyed(self, context: list[str]) -> bool:
+        """Whether the JSON key ``context`` may make ``may_match`` accept a text its trigger is absent from
+        (a value under ``shipping_address``); only a function of the key, so it is asked once per key."""
+        return False
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self.NEEDS_NUMBER_RUN and not has_number_run(text):

@@ -31,7 +31,7 @@ from governance.redaction.key_context import (
     names_maybe_a_secret,
     names_secret,
 )
-from governance.redaction.recognizers.base import SluicePatternRecognizer
+from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
 
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
@@ -52,6 +52,11 @@ _VALUE = r"(?P<q>[\"']?)(?P<v>[^\s\"'<>()\[\]{},;]{6,200})(?P=q)(?![^\s\"',;)\]}
 # for only in texts that are not ASCII).
 _OTHER_TRIGGERS_NON_ASCII = ("contraseña", "hasło", "lösenord", "jelszó", "şifre", "parolă", "пароль", "密码",
                              "密碼", "パスワード", "비밀번호")  # fmt: skip
+
+
+_TRIGGER_WORDS = ("pass", "pwd", "secret", "api_key", "apikey", "_token", "kennwort", "contrasena", "senha", "mdp",
+                  "wachtwoord", "haslo", "losenord", "adgangskode", "salasana", "heslo", "jelszo", "sifre",
+                  "cookie")  # fmt: skip
 
 
 def _triggers(low: str) -> tuple[bool, bool, bool]:
@@ -127,6 +132,12 @@ def _may_pair(text: str) -> bool:
 
 
 class CredentialRecognizer(SluicePatternRecognizer):
+    # ``_triggers``' words in any case, the shapes ``may_match`` looks for; a secret-named key decides alone
+    TRIGGER_PATTERNS = (
+        any_of(_TRIGGER_WORDS + _OTHER_TRIGGERS_NON_ASCII, caseless=True),
+        any_of(("',", '",', "env.", "kubectl", "variable")),
+        _PGPASS_HINT.pattern,
+    )
     ENTITY = "CREDENTIAL"
     PATTERNS = [
         Pattern(
@@ -206,6 +217,9 @@ class CredentialRecognizer(SluicePatternRecognizer):
                 if m["v"].lower() not in NOT_SECRETS and not code_or_placeholder(m["v"]):
                     found.append(self.result(*m.span("v"), 0.85, "password file line"))
         return found
+
+    def keyed(self, context: list[str]) -> bool:
+        return self._names_secret(context) or any(names_maybe_a_secret(c) for c in context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self._names_secret(context) or (context and any(names_maybe_a_secret(c) for c in context)):

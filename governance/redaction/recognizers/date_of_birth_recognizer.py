@@ -26,7 +26,13 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS, key_words
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words, vocabulary
+from governance.redaction.recognizers.base import (
+    SluiceLocalRecognizer,
+    any_of,
+    letter_words,
+    vocabulary,
+    whole_words,
+)
 
 SCORE = 0.85
 
@@ -89,10 +95,15 @@ def names_birth(context: list[str] | None) -> bool:
 
 class DateOfBirthRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "DATE_OF_BIRTH"
+    TRIGGER_PATTERNS = (any_of((*_CJK_CUES, "D.O.B", "d.o.b")), whole_words(CUE_WORDS))
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language, version=self.VERSION)
+
+    def keyed(self, context: list[str]) -> bool:
+        return names_birth(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if names_birth(context):

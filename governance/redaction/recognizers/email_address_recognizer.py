@@ -60,6 +60,7 @@ def domain_is_valid(address: str) -> bool:
 class EmailAddressRecognizer(RefinedPresidio, EmailRecognizer):
     ENTITY = "EMAIL_ADDRESS"
     _AT_SIGN = re.compile(r"\w@\w")
+    TRIGGER_PATTERNS = (r"\w@\w", "%40", r"(?:at|AT) ?[\])}]")
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """An ``@`` between word characters, a ``%40``, or a bracketed "at" (each test only where the one

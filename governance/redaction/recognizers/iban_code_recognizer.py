@@ -14,7 +14,7 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.predefined_recognizers import IbanRecognizer
 
 from governance.redaction.key_context import names_kind
-from governance.redaction.recognizers.base import RefinedPresidio
+from governance.redaction.recognizers.base import RefinedPresidio, any_of
 
 _LOWER_CANDIDATE = re.compile(
     r"(?<![\w-])[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,3})?(?![\w-])"
@@ -29,6 +29,10 @@ def _mentions_iban(text: str) -> bool:
 class IbanCodeRecognizer(RefinedPresidio, IbanRecognizer):
     ENTITY = "IBAN_CODE"
     PREFILTER = re.compile(r"[A-Z]{2}\d{2}[ -]?[A-Za-z0-9]{4}")
+    TRIGGER_PATTERNS = (PREFILTER.pattern, any_of(("iban", "IBAN", "Iban")))
+
+    def keyed(self, context: list[str]) -> bool:
+        return self._names_iban(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if self.PREFILTER.search(text) is not None:  # Prefiltered's test, without the call

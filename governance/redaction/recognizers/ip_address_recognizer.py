@@ -23,6 +23,7 @@ _VERSION_BEFORE = re.compile(r"(?i)(?:\bv|\bversion\s*|\bbuild\s*|\brelease\s*|\
 class IpAddressRecognizer(RefinedPresidio, IpRecognizer):
     PREFILTER = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")  # dotted quad
     PREFILTER_V6 = re.compile(r"::|:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:")  # ::, or three colon groups
+    TRIGGER_PATTERNS = (PREFILTER.pattern, PREFILTER_V6.pattern)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return (has_number_run(text) and self.PREFILTER.search(text) is not None) or (

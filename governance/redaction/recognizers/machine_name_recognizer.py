@@ -27,6 +27,7 @@ _PAX_BEFORE = re.compile(r"(?i)(?:pax\d*|passenger|traveller|traveler|name)[ \t]
 
 class MachineNameRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
+    TRIGGER_PATTERNS = ("<<|/",)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return "<<" in text or "/" in text

@@ -90,6 +90,12 @@ _FAMILY_ENDINGS = re.compile(
     r"pillai|iyer|iyengar|rajan)$"
 )
 _NIGERIAN_START = re.compile(r"(?i)^(?:olu|ade|ayo|oye|ogun|oko|onye|nwa|chukwu|eze|ife|ola|oba|obi|ade)")
+# What ``family_shaped`` needs somewhere in a text, as trigger regexes: an ending at a letter run's end, or a
+# Nigerian start at its beginning
+FAMILY_SHAPE_TRIGGERS = (
+    _FAMILY_ENDINGS.pattern.removesuffix("$") + r"(?:\P{L}|$)",
+    r"(?i)(?:^|\P{L})" + _NIGERIAN_START.pattern.removeprefix("(?i)^"),
+)
 
 
 _PINYIN = re.compile(

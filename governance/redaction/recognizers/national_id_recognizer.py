@@ -25,7 +25,13 @@ from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS, normal_key
 from governance.redaction.recognizers import national_id_checks as check
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, context_words, has_number_run
+from governance.redaction.recognizers.base import (
+    NUMBER_RUN,
+    SluiceLocalRecognizer,
+    any_of,
+    context_words,
+    has_number_run,
+)
 
 
 class IdFormat(NamedTuple):
@@ -136,10 +142,19 @@ class NationalIdRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "NATIONAL_ID"
     SCORE: ClassVar[float] = 0.85
     GENERIC_SCORE: ClassVar[float] = 0.8
+    TRIGGER_PATTERNS = (
+        NUMBER_RUN,
+        _LETTER_ANCHOR.pattern,
+        any_of(("fisc", "c.f", "cf", "tax"), caseless=True),
+    )
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language, version=self.VERSION)
+
+    def keyed(self, context: list[str]) -> bool:
+        return _keyed(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return (

@@ -24,7 +24,7 @@ from presidio_analyzer import AnalysisExplanation, RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS, key_words, normal_key
-from governance.redaction.recognizers.base import SluiceLocalRecognizer
+from governance.redaction.recognizers.base import SluiceLocalRecognizer, any_of
 
 SCORE = 0.9
 _NAMES = (
@@ -38,8 +38,8 @@ _AFTER_NAME = re.compile(
 _WHOLE = re.compile(r"\s*(?P<v>[A-Za-z0-9][A-Za-z0-9 \-]{4,13}[A-Za-z0-9])\s*")
 NAME_WORDS = KIND_WORDS["PASSPORT_NUMBER"] | {"paszportu", "paszportem"}
 # substrings one of the names holds, in the cases they are written in: a few C-level searches, no word scan
-_HINTS = ("asspor", "ASSPOR", "assepor", "ASSEPOR", "asapor", "ASAPOR", "aszpor", "ASZPOR", "aspoor", "ASPOOR",
-          "eisepass", "EISEPASS", "旅券", "护照", "여권")  # fmt: skip
+_HINTS = ("asspor", "ASSPOR", "assepor", "ASSEPOR", "asapor", "ASAPOR", "ssapor", "SSAPOR", "aszpor", "ASZPOR",
+          "aspoor", "ASPOOR", "eisepass", "EISEPASS", "旅券", "护照", "여권")  # fmt: skip
 _CJK_NAMES = ("旅券", "护照", "여권")
 # a zone line on its own line, in a quoted string or a JSON list: exactly 30, 36 or 44 zone characters
 _MRZ_LINE = re.compile(r"(?<![A-Z0-9<])(?P<v>[A-Z0-9<]{30}(?:[A-Z0-9<]{6}(?:[A-Z0-9<]{8})?)?)(?![A-Z0-9<])")
@@ -81,10 +81,15 @@ def names_passport(context: list[str] | None) -> bool:
 
 class PassportRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "PASSPORT_NUMBER"
+    TRIGGER_PATTERNS = ("<<", any_of(_HINTS))
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language, version=self.VERSION)
+
+    def keyed(self, context: list[str]) -> bool:
+        return names_passport(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return "<<" in text or names_passport(context) or any(h in text for h in _HINTS)

@@ -147,8 +147,16 @@ def _name_before(text: str, end: int) -> tuple[int, int] | None:
     return None
 
 
+def _loose(rx: re.Pattern[str]) -> str:
+    """A cue pattern as a trigger that matches wherever it does: without its word boundaries (RE2's are
+    ASCII only), with whitespace as wide as Python's."""
+    return rx.pattern.replace(r"\b", "").replace(r"\s", r"[\s\p{Z}\x{85}\x{1c}-\x{1f}]")
+
+
 class PersonCueRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
+    # ``may_match`` needs one of the cue patterns to match: they are the triggers, loosened for RE2
+    TRIGGER_PATTERNS = tuple(_loose(rx) for rx in (_BEFORE, _SIGN_OFF, _AFTER, _LABEL))
     PREFILTER = _TRIGGERS
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:

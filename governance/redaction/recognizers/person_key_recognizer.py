@@ -5,6 +5,9 @@ decides which keys name a person: ``first_name``, ``last_name``, ``contact``, ``
 value written like a personal name there is a name, in any locale, without NER: ``{"last_name":
 "Kobayashi"}``, ``{"customer_name": "Chiara Esposito"}``. ``Name <address>`` values (``contact``) give
 their name part. Values that are not name-shaped (``"n/a"``, ``"billing"``, ids) are left alone.
+
+No trigger pattern can be written for it (``TRIGGER_PATTERNS`` is empty): the key decides, not the text, so
+the scan asks it only for values under a key that names a person (``keyed``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ def _names_person(context: list[str] | None) -> bool:
 
 class PersonKeyRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
+    TRIGGER_PATTERNS = ()  # the key alone decides
+
+    def keyed(self, context: list[str]) -> bool:
+        return _names_person(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         return len(text) <= 200 and _names_person(context)

@@ -39,6 +39,7 @@ _SALUTATION_WORDS = frozenset(_SALUTATIONS.split())
 
 class PersonLocationRecognizer(Prefiltered, SpacyRecognizer):
     PREFILTER = NAME_CANDIDATE
+    TRIGGER_PATTERNS = (NAME_CANDIDATE.pattern,)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         """``NAME_CANDIDATE``, its case-insensitive salutation branch searched only where a salutation

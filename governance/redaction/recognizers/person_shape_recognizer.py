@@ -23,9 +23,10 @@ import re
 from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words
+from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words, whole_words
 from governance.redaction.recognizers.name_lexicon import (
     FAMILY_FIRST,
+    FAMILY_SHAPE_TRIGGERS,
     GIVEN_NAMES,
     VIETNAMESE_MIDDLE,
     family_shaped,
@@ -76,6 +77,7 @@ def _name_at(words: list[str]) -> tuple[int, int] | None:
 
 class PersonShapeRecognizer(SluiceLocalRecognizer):
     ENTITY = "PERSON"
+    TRIGGER_PATTERNS = (whole_words(_HEADS), *FAMILY_SHAPE_TRIGGERS)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         words = letter_words(text)

@@ -36,7 +36,13 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
 from governance.redaction.key_context import KIND_WORDS, key_words
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words, vocabulary
+from governance.redaction.recognizers.base import (
+    SluiceLocalRecognizer,
+    any_of,
+    letter_words,
+    vocabulary,
+    whole_words,
+)
 
 SCORE = 0.85
 
@@ -175,6 +181,16 @@ _MACRONS = str.maketrans("āōū", "aou")
 _ROMAJI_LETTERS = frozenset("aeiounkgsztdhbpmyrwfjc")
 
 
+# ``_glued`` as triggers: an ending at the end of a letter run of five or more (the run's other characters
+# are letters or numerals, its end is no letter)
+_GLUED_TRIGGERS = tuple(
+    r"[\p{L}\p{N}]" * max(0, 5 - n)
+    + any_of([e for e in _GLUED_ENDINGS if len(e) == n], caseless=True)
+    + r"(?:\P{L}|$)"
+    for n in sorted({len(e) for e in _GLUED_ENDINGS})
+)
+
+
 def _glued(words: frozenset[str]) -> bool:
     return any(len(w) > 4 and w.endswith(_GLUED_ENDINGS) for w in words)
 
@@ -191,6 +207,15 @@ def names_address(context: list[str] | None) -> bool:
 
 class StreetAddressRecognizer(SluiceLocalRecognizer):
     ENTITY: ClassVar[str] = "STREET_ADDRESS"
+    # a kind word of a family, a glued German/Dutch/Nordic ending, a Japanese block number or kanji mark
+    TRIGGER_PATTERNS = (
+        whole_words(_TRAILING_SET | _FRENCH_SET | _LEADING_SET | _INDIAN_SET),
+        *_GLUED_TRIGGERS,
+        _JAPANESE_CUE.pattern,
+        "丁目|番|[都道府県市区町村]",
+    )
+    TRIGGER_ALSO = (r"\d",)
+
     VERSION: ClassVar[str] = "1"
 
     def __init__(self, supported_language: str = "en") -> None:
@@ -214,6 +239,9 @@ class StreetAddressRecognizer(SluiceLocalRecognizer):
         if "丁目" in text or "番" in text or ("-" in text and any(c in text for c in "都道府県市区町村")):
             picked.append(_KANJI)
         return picked
+
+    def keyed(self, context: list[str]) -> bool:
+        return names_address(context)
 
     def may_match(self, text: str, context: list[str] | None = None) -> bool:
         if names_address(context):

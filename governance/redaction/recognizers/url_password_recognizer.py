@@ -14,7 +14,7 @@ import re
 
 from presidio_analyzer import Pattern, RecognizerResult
 
-from governance.redaction.recognizers.base import SluicePatternRecognizer
+from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
 
 _COMMAND_PATTERNS = (
     "password after a command's user option",
@@ -43,6 +43,7 @@ _VALUE = r"(?P<q>[\"'])?(?P<v>(?(q)[^\"'\n]+|[^\s\"']+))"  # quoted: to the clos
 
 
 class UrlPasswordRecognizer(SluicePatternRecognizer):
+    TRIGGER_PATTERNS = ("://", _OPTION.pattern, any_of(_COMMAND_WORDS))
     ENTITY = "URL_PASSWORD"
     PATTERNS = [
         Pattern(

@@ -129,7 +129,9 @@ def test_a_zone_with_wrong_check_digits_is_not_a_passport(plain: Redactor) -> No
     [("Passport number: X4409217, expires 2031.", "X4409217"),
      ("His passport no. is 533380006.", "533380006"),
      ("Numéro de passeport : 19AV52117", "19AV52117"),
-     ("Reisepassnummer C4J7R2X19", "C4J7R2X19")],
+     ("Reisepassnummer C4J7R2X19", "C4J7R2X19"),
+     ("O número do passaporte é RB204417.", "RB204417"),
+     ("PASSAPORTO N. YA7720315", "YA7720315")],
 )  # fmt: skip
 def test_passport_after_its_name(plain: Redactor, text: str, number: str) -> None:
     out, _, counts = plain.redact_text(text)
