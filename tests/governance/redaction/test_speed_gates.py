@@ -25,7 +25,7 @@ import pytest
 from bench.data.agent_trajectories import build_trajectories, step_texts
 from bench.data.redaction_eval_set import build_eval_set
 from bench.data.unseen_eval_set import build_unseen_set
-from governance.redaction import Redactor, key_context
+from governance.redaction import Redactor, key_context, keyed_spans
 from governance.redaction.recognizers.api_token_recognizer import ApiTokenRecognizer, key_shaped
 from governance.redaction.recognizers.base import Prefiltered, has_number_run
 from governance.redaction.recognizers.ip_address_recognizer import IpAddressRecognizer
@@ -122,12 +122,12 @@ def test_api_token_gate_passes_wherever_the_patterns_find_a_token() -> None:
     assert not rec.may_match("token\nabcdef0123456789abcdef0123456789")  # no pattern crosses a line
 
 
-def _keyed_spans_whole_text(text: str) -> list[key_context.KeyedSpan]:
+def _keyed_spans_whole_text(text: str) -> list[keyed_spans.KeyedSpan]:
     """``keyed_spans`` with every pair shape scanned over the whole text."""
     if "=" not in text and ":" not in text and "," not in text and "\t" not in text:
         return []
     spans: dict[tuple[int, int], str] = {}
-    for rx, _ in key_context._PAIR_SHAPES:
+    for rx, _ in keyed_spans._PAIR_SHAPES:
         for m in rx.finditer(text):
             key = m.group("k")
             start, end = m.span("v")
@@ -137,8 +137,8 @@ def _keyed_spans_whole_text(text: str) -> list[key_context.KeyedSpan]:
                 and not key_context.code_or_placeholder(m.group("v"))
             ):
                 spans.setdefault((start, end), key)
-    spans.update({(s, e): k for k, s, e in key_context.csv_cells(text) if (s, e) not in spans})
-    return [key_context.KeyedSpan(k, s, e) for (s, e), k in sorted(spans.items())]
+    spans.update({(s, e): k for k, s, e in keyed_spans.csv_cells(text) if (s, e) not in spans})
+    return [keyed_spans.KeyedSpan(k, s, e) for (s, e), k in sorted(spans.items())]
 
 
 def test_keyed_spans_line_scan_equals_whole_text_scan() -> None:
@@ -146,9 +146,9 @@ def test_keyed_spans_line_scan_equals_whole_text_scan() -> None:
     spliced = [
         a[: len(a) // 2] + "\r\n" + b[len(b) // 3 :] for a, b in zip(texts[::7], texts[3::7], strict=False)
     ]
-    differing = [t for t in (*texts, *spliced) if key_context.keyed_spans(t) != _keyed_spans_whole_text(t)]
+    differing = [t for t in (*texts, *spliced) if keyed_spans.keyed_spans(t) != _keyed_spans_whole_text(t)]
     assert differing == []
-    assert sum(bool(key_context.keyed_spans(t)) for t in EDGE_TEXTS) >= 5
+    assert sum(bool(keyed_spans.keyed_spans(t)) for t in EDGE_TEXTS) >= 5
 
 
 @pytest.mark.parametrize("ner", [False, True])
