@@ -39,7 +39,7 @@ def test_an_end_of_turn_token_the_model_prefers_is_served_as_the_closing_quote()
         c.advance(ids[-1])
     assert not c.stuck and end not in ids
     assert tok.decode(ids, skip_special_tokens=False) == c.text
-    assert set(json.loads(c.text)) == {"order_id"}
+    assert set(json.loads(c.text)) == {"order_id", "fields"}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,13 @@ async def _two_calls(chat: ChatServing, seed: int) -> tuple[list[int], list[int]
     task = OrderLookupTask()
     messages = task.draw(random.Random(seed)).messages
     first = await chat.complete(
-        _request(messages, tools=task.tools, tool_choice=task.tool_choice(), max_tokens=32, seed=seed),
+        _request(
+            messages,
+            tools=task.tools,
+            tool_choice=task.tool_choice(),
+            max_tokens=task.tool_max_tokens,
+            seed=seed,
+        ),
         conversation=f"episode-{seed}",
     )
     choice = first["choices"][0]
@@ -84,5 +90,5 @@ def test_a_re_sent_forced_call_extends_the_served_ids(chat: ChatServing) -> None
         served, call_ids, args, prompt = asyncio.run(_two_calls(chat, seed))
         assert prompt[: len(served)] == served, seed
         assert tok.decode(call_ids, skip_special_tokens=False) == args
-        assert json.loads(args)["order_id"]
+        assert "error" not in json.loads(OrderLookupTask().run_tool("lookup_order", args))
         assert len(prompt) > len(served)
