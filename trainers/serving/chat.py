@@ -14,8 +14,8 @@ call that runs out of tokens first ends with finish_reason "length".
 
 A prompt is encoded through the server's ``TokenHistory``: a conversation re-sent with this server's last
 answer keeps the ids it was served with (an assistant tool call renders as its arguments text, which is
-what a schema-forced call generates), so each call's prompt ids extend the previous call's prompt +
-completion and a trainer can train the turns as one sequence.
+what a schema-forced call generates, token for token: remembered under that text), so each call's prompt
+ids extend the previous call's prompt + completion and a trainer can train the turns as one sequence.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ class ChatServing:
     def __init__(self, engine: GenerateEngine, cfg: ServeConfig, max_positions: int) -> None:
         self.engine, self.cfg, self.max_positions = engine, cfg, max_positions
         self.history = TokenHistory(engine.tokenizer)
+        self._specials = frozenset(engine.tokenizer.all_special_ids)
 
     def stops(self, req: ChatCompletionRequest, tool: ForcedTool | None) -> list[str]:
         """The request's stop strings; for a forced tool call also every special token."""
@@ -137,8 +138,9 @@ class ChatServing:
                 entries[ev.index].append(_logprob_entry(ev.text, ev.logprob))
                 continue
             choices[ev.index] = self._choice(req, ev, trims[ev.index], entries[ev.index], tool)
-        for c in choices:
-            self.history.remember(text, prompt_ids, c["_ids"], conversation)
+        for c, trim in zip(choices, trims, strict=True):
+            sent = self._sent(tool, trim.text, c["_ids"])
+            self.history.remember(text, prompt_ids, c["_ids"], conversation, sent)
         completion_tokens = sum(len(c.pop("_ids")) for c in choices)
         body: dict[str, Any] = {
             "id": new_id("chatcmpl"),
@@ -249,8 +251,9 @@ class ChatServing:
                     extra["token_ids"] = [ev.token_id]
                 yield chunk(ev.index, self._delta(piece, tool), **extra)
                 continue
-            self.history.remember(seen[0], prompt_ids, served[ev.index], seen[1])
             tail = trims[ev.index].flush()
+            sent = self._sent(tool, trims[ev.index].text, served[ev.index])
+            self.history.remember(seen[0], prompt_ids, served[ev.index], seen[1], sent)
             if tool is None:
                 finish = "stop" if trims[ev.index].stopped else ev.result.finish_reason
             else:
@@ -265,6 +268,15 @@ class ChatServing:
             tail_body = {**head, "choices": [], "usage": usage(len(prompt_ids), completion_tokens)}
             yield sse({**tail_body, EXTENSION_FIELD: extension(versions, args["version"])})
         yield sse("[DONE]")
+
+    def _sent(self, tool: ForcedTool | None, text: str, ids: list[int]) -> str | None:
+        """The text ``ids`` stand for as the client sends the reply back, for the token history: a
+        schema-forced call's arguments (``text``, the constraint's, exactly those tokens' bytes) unless a
+        special token ended the row (nothing could continue the object: that token is no part of the
+        arguments); None (the ids decoded) otherwise."""
+        if tool is None or tool.grammar is None or self._specials.intersection(ids):
+            return None
+        return tool.args(text)
 
     @staticmethod
     def _delta(text: str, tool: ForcedTool | None, closing: bool = False) -> dict[str, Any]:

@@ -7,7 +7,7 @@ torch.Generator per choice (seed + index): its samples do not depend on what it 
 
 A job may carry a logits constraint factory (a forced tool call's argument schema): each of its rows gets
 its own constraint object, which masks the row's logits before every sample; the text its tokens add is
-then the constraint's (a special token that closes a free-text argument adds the closing quote).
+then the constraint's, the decoded text of the ids sampled.
 
 Several policy versions are served at once. A job names the version it asks for (None: the default); the
 thread decodes batches of ONE version: before each batch it resolves every queued job to a kept version (a

@@ -14,10 +14,13 @@ How a step is constrained (``SchemaConstraint``, the ``LogitsConstraint`` of ``t
 matcher fills a bitmask of allowed ids and forbidden logits go to -inf, so the choice among valid
 continuations stays the model's. Output is JSON with ``json.dumps``'s separators (``", "``, ``": "``),
 no other whitespace freedom, no properties beyond the declared ones. Departures from the engine's defaults, kept from the
-serving path before it: an open string may also be closed by a special token (a chat model's end-of-turn
-marker ends a free-text value as it ends unconstrained forced calls; the token stands for the closing
-quote); tokens holding a raw control character are masked too (the engine lets a raw tab into a string,
-which is no JSON); the mask is applied by plain tensor ops (``apply_bitmask``), faster on CPU than the engine's own.
+serving path before it: where a string may close, the model's wish to end the value with a special token
+(a chat model's end-of-turn marker, as it ends unconstrained forced calls) counts for the closing quote:
+the special tokens' probability mass is folded into the ``"`` token and they stay masked, so the token
+sampled, fed back to the model and returned is the quote itself (the ids of a call always decode to its
+arguments text, which is what lets a re-sent history extend them, ``token_history``); tokens holding a raw
+control character are masked too (the engine lets a raw tab into a string, which is no JSON); the mask is
+applied by plain tensor ops (``apply_bitmask``), faster on CPU than the engine's own.
 
     python -m pytest tests/trainers/serving/test_schema_decoding.py   (the engine behind forced tool calls)
 """
@@ -171,10 +174,10 @@ def apply_bitmask(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 class SchemaConstraint:
     """Per-row logits constraint of one forced call (the ``LogitsConstraint`` of ``trainers.generation``).
 
-    ``constrain(logits [V]) -> logits [V]`` masks what cannot continue a valid object; ``advance(id)``
-    consumes the sampled token and sets ``last_piece`` (the text it added: a special token closing a
-    string adds ``"``), ``text`` and ``done`` (the object is complete, or nothing could continue it:
-    then ``stuck`` too).
+    ``constrain(logits [V]) -> logits [V]`` masks what cannot continue a valid object (where a string may
+    close, the special tokens' mass goes to ``"``); ``advance(id)`` consumes the sampled token and sets
+    ``last_piece`` (the text it added), ``text`` and ``done`` (the object is complete, or nothing could
+    continue it: then ``stuck`` too).
     """
 
     def __init__(self, schema: str, tokenizer: PreTrainedTokenizerBase) -> None:
@@ -189,7 +192,6 @@ class SchemaConstraint:
         self.stuck = False
         self._in_string = False
         self._escaped = False
-        self._quote_allowed = False
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def _bit(self, token_id: int) -> bool:
@@ -202,10 +204,11 @@ class SchemaConstraint:
         width = min(out.shape[-1], self.tables.control.numel())
         out[:width].masked_fill_(self.tables.control[:width].to(out.device), float("-inf"))
         quote = self.tables.quote
-        self._quote_allowed = self._in_string and quote is not None and self._bit(quote)
-        if self._quote_allowed:  # an end-of-turn marker may close this string
-            idx = torch.tensor(self.tables.special, dtype=torch.long, device=logits.device)
-            out[idx] = logits[idx]
+        if self._in_string and quote is not None and self._bit(quote) and self.tables.special:
+            # an end-of-turn marker would close this string: its mass goes to the quote, which is sampled in
+            # its place (specials stay masked; ids and text stay one and the same)
+            idx = torch.tensor([quote, *self.tables.special], dtype=torch.long, device=logits.device)
+            out[quote] = torch.logsumexp(logits[idx].float(), dim=0).to(out.dtype)
         if bool(torch.isneginf(out).all()):  # nothing continues a valid object: end the row
             self.stuck = True
             first = self.tables.special[:1] or [int(torch.argmax(logits))]
@@ -216,13 +219,10 @@ class SchemaConstraint:
         if self.stuck:
             self.last_piece, self.done = "", True
             return
-        fed = token_id
-        if token_id in self.tables.special and self._quote_allowed and self.tables.quote is not None:
-            fed = self.tables.quote
-        if not self.matcher.accept_token(fed):
+        if not self.matcher.accept_token(token_id):
             self.last_piece, self.done, self.stuck = "", True, True
             return
-        self.last_piece = self._utf8.decode(self.tables.decoded[fed])
+        self.last_piece = self._utf8.decode(self.tables.decoded[token_id])
         self._lex(self.last_piece)
         self.text += self.last_piece
         self.done = self.matcher.is_terminated()

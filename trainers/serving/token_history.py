@@ -10,6 +10,10 @@ followed by the tokenizer's ids of the rest. The ids still decode to the prompt'
 follows what was served. Two conversations can hold the same text sampled as different tokens (the members
 of a GRPO group answer the same question), so a call that names its conversation (the proxy sends the
 trajectory id to a backend it asks for token ids) is matched only with that conversation's sequences.
+A completion is remembered under its text as the client will render it back: the ids decoded (special
+tokens included: an end-of-turn token is text the next prompt renders) or, for a schema-forced tool call,
+the arguments text the server returned, which is exactly its tokens' bytes (a tokenizer's ``decode`` of a
+piece of a sequence may differ from those bytes, e.g. a leading space dropped).
 Bounded: ``capacity`` sequences, least recently used dropped first; in memory only.
 """
 
@@ -51,12 +55,15 @@ class TokenHistory:
         prompt_ids: list[int],
         completion_ids: list[int],
         conversation: str | None = None,
+        completion_text: str | None = None,
     ) -> None:
-        """Keep prompt + completion for the call that may re-send it (the completion's text as decoded,
-        special tokens included: an end-of-turn token is text the next prompt renders)."""
-        text = prompt_text + self.tok.decode(
-            completion_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
-        )
+        """Keep prompt + completion for the call that may re-send it, under ``completion_text`` (the exact
+        text ``completion_ids`` stand for, as the next prompt renders it) or, None, the ids decoded."""
+        if completion_text is None:
+            completion_text = self.tok.decode(
+                completion_ids, skip_special_tokens=False, clean_up_tokenization_spaces=False
+            )
+        text = prompt_text + completion_text
         with self._lock:
             key = (conversation, text)
             self._seqs[key] = list(prompt_ids) + list(completion_ids)

@@ -1,14 +1,17 @@
-"""Order lookup, in two model calls: call ``lookup_order`` with the order's id, then answer a field of the
-tool's JSON result as ``STATUS=<status>``.
+"""Order lookup, in two model calls: call ``lookup_order`` with the order's id and the record fields it
+wants, then answer a field of the tool's JSON result as ``STATUS=<status>``.
 
-The first call is forced to the tool (its ``order_id`` parameter has a ``pattern``, so the server writes the
-arguments under the schema and the model picks the characters); the harness runs the lookup and sends the
-result back as a ``tool`` message; the second call answers in text. The agent shows one worked example
-(another order, its call, its result, its answer) first. The checker accepts the trajectory only when the
-call named the asked order AND the reply opens with ``STATUS=`` and that order's status; an order's record
-is a pure function of its id, so the answer can be read back from the recorded question (``answer_from``).
+The first call is forced to the tool. Its parameters are a nested schema (an ``order_id`` with a
+``pattern``, and ``fields``: an array of enum values, the record fields to return), so the server writes
+the arguments under the schema and the model picks the characters and the fields; the harness runs the
+lookup and sends back the order's id and the fields asked for as a ``tool`` message; the second call
+answers in text. The agent shows one worked example (another order, its call asking for the status, its
+result, its answer) first. The checker accepts the trajectory only when a call named the asked order and
+asked for its status, AND the reply opens with ``STATUS=`` and that order's status; an order's record is a
+pure function of its id, so the answer can be read back from the recorded question (``answer_from``).
 
-SmolLM2-135M-Instruct gets 0.27 of them right at temperature 1.0 (48 episodes, the call forced, as served):
+SmolLM2-135M-Instruct got 0.27 of them right at temperature 1.0 with the earlier flat schema (an
+``order_id`` only; 48 episodes, the call forced, as served); rerun for the nested one:
 
     python -m bench.task_probe --tasks order_lookup --samples 48
 """
@@ -27,6 +30,7 @@ from pipeline.learn.tasks.tool_task import ToolCall, ToolTask
 STATUSES = ("shipped", "delivered", "pending", "cancelled", "returned", "packed")
 CARRIERS = ("DHL", "UPS", "FedEx", "USPS")
 ORDER_ID = r"[A-Z]-[0-9]{4}"
+FIELDS = ("status", "carrier", "items")  # the record fields a call may ask for
 TOOL = {
     "type": "function",
     "function": {
@@ -34,8 +38,16 @@ TOOL = {
         "description": "Look up an order by its id; returns the order record as JSON.",
         "parameters": {
             "type": "object",
-            "properties": {"order_id": {"type": "string", "pattern": f"^{ORDER_ID}$"}},
-            "required": ["order_id"],
+            "properties": {
+                "order_id": {"type": "string", "pattern": f"^{ORDER_ID}$"},
+                "fields": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(FIELDS)},
+                    "minItems": 1,
+                    "maxItems": len(FIELDS),
+                },
+            },
+            "required": ["order_id", "fields"],
         },
     },
 }
@@ -57,11 +69,15 @@ def _example() -> list[dict[str, Any]]:
     oid = "B-2718"
     record = order_record(oid)
     call = {"id": "call_example", "type": "function",
-            "function": {"name": "lookup_order", "arguments": json.dumps({"order_id": oid})}}  # fmt: skip
+            "function": {"name": "lookup_order", "arguments": json.dumps({"order_id": oid, "fields": ["status"]})}}  # fmt: skip
     return [
         {"role": "user", "content": _ASK.format(oid=oid)},
         {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "call_example", "content": json.dumps(record)},
+        {
+            "role": "tool",
+            "tool_call_id": "call_example",
+            "content": json.dumps({"order_id": oid, "status": record["status"]}),
+        },
         {"role": "assistant", "content": f"STATUS={record['status']}"},
     ]
 
@@ -72,7 +88,7 @@ EXAMPLE = _example()
 class OrderLookupTask(ToolTask):
     name = "order_lookup"
     max_tokens = 8
-    tool_max_tokens = 32  # a character-level tokenizer needs one token per character
+    tool_max_tokens = 64  # a character-level tokenizer needs one token per character
     tools = [TOOL]
 
     def draw(self, rng: random.Random) -> Problem:
@@ -94,12 +110,16 @@ class OrderLookupTask(ToolTask):
         if name != "lookup_order":
             return json.dumps({"error": f"no tool {name}"})
         try:
-            oid = json.loads(arguments).get("order_id")
+            args = json.loads(arguments)
+            oid, fields = args.get("order_id"), args.get("fields", list(FIELDS))
         except (ValueError, AttributeError):
             return json.dumps({"error": "arguments are not a JSON object"})
         if not isinstance(oid, str) or not re.fullmatch(ORDER_ID, oid):
             return json.dumps({"error": f"no order {oid!r}"})
-        return json.dumps(order_record(oid))
+        if not isinstance(fields, list) or not fields or not all(f in FIELDS for f in fields):
+            return json.dumps({"error": f"fields must be a non-empty list of {list(FIELDS)}"})
+        record = order_record(oid)
+        return json.dumps({"order_id": oid, **{f: record[f] for f in FIELDS if f in fields}})
 
     def grade(self, problem: Problem, reply: str) -> float:
         got = _REPLY.match(reply)
@@ -108,9 +128,12 @@ class OrderLookupTask(ToolTask):
     def grade_episode(self, problem: Problem, calls: list[ToolCall], reply: str) -> float:
         want = json.loads(problem.answer)["order_id"]
         asked: list[Any] = []
-        for c in calls:
+        for c in calls:  # the asked order, with its status among the fields returned
             try:
-                asked.append(c.name == "lookup_order" and json.loads(c.arguments).get("order_id") == want)
+                args = json.loads(c.arguments)
+                fields = args.get("fields", list(FIELDS))
+                status = isinstance(fields, list) and "status" in fields
+                asked.append(c.name == "lookup_order" and args.get("order_id") == want and status)
             except (ValueError, AttributeError):
                 asked.append(False)
         return self.grade(problem, reply) if any(asked) else 0.0

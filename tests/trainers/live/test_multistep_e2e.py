@@ -56,12 +56,6 @@ def _stored(client, tid: str) -> Trajectory:  # noqa: ANN001
     return traj.model_copy(update={"steps": [StepEvent.model_validate_json(s["record"]) for s in steps]})
 
 
-@pytest.mark.xfail(
-    reason="known bug: since forced calls decode through xgrammar, the tiny model's re-sent tool-call "
-    "histories no longer extend the served ids, so its trajectories fall back to a row per step "
-    "(SmolLM2's chain: merged_trajectory_frac 1.0 in bench.live_loop --task order_lookup)",
-    strict=False,
-)
 def test_a_tool_using_trajectory_trains_as_one_sequence_with_tool_results_out_of_the_loss(
     tmp_path: Path,
 ) -> None:

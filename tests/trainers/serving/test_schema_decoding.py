@@ -10,6 +10,8 @@ import re
 import pytest
 import torch
 
+from pipeline.learn.tasks import OrderLookupTask
+from pipeline.learn.tasks.order_lookup import FIELDS, ORDER_ID
 from trainers.config import TinyModelConfig
 from trainers.exceptions import RequestError
 from trainers.generation import GenRequest, generate
@@ -153,3 +155,19 @@ def test_plain_string_schemas_keep_the_free_text_path_and_bad_schemas_are_400(ti
         )
     with pytest.raises(RequestError, match="cannot be decoded"):
         compiled(arguments_grammar({"type": "object", "properties": {"x": {"type": "frob"}}}), tok)
+
+
+def test_the_order_lookup_tools_nested_schema_decodes_into_calls_the_tool_runs(tiny) -> None:  # noqa: ANN001
+    """The multi-step task's tool: an id under a pattern and an array of enum fields, as the model picks."""
+    task = OrderLookupTask()
+    schema = task.tools[0]["function"]["parameters"]
+    picked = set()
+    for seed in range(4):
+        text = decode(tiny, schema, seed, max_tokens=task.tool_max_tokens).text
+        args = json.loads(text)
+        assert set(args) == {"order_id", "fields"} and re.fullmatch(ORDER_ID, args["order_id"])
+        assert 1 <= len(args["fields"]) <= len(FIELDS) and set(args["fields"]) <= set(FIELDS)
+        result = json.loads(task.run_tool("lookup_order", text))
+        assert "error" not in result and set(result) == {"order_id", *args["fields"]}
+        picked.update(args["fields"])
+    assert len(picked) > 1  # the fields are the model's choice

@@ -53,3 +53,10 @@ def test_conversations_with_the_same_text_keep_their_own_ids() -> None:
     assert history.encode("ask" + TOK.decode([3]) + " next", "a")[:3] == [1, 2, 3]
     assert history.encode("ask" + TOK.decode([6]) + " next", "b") == [4, 5, 6, *tail]
     assert history.encode("ask" + TOK.decode([6]) + " next") == _ids("ask" + TOK.decode([6]) + " next")
+
+
+def test_a_completion_is_remembered_under_the_text_the_client_sends_back_when_given() -> None:
+    history = TokenHistory(TOK)
+    served = [950]  # stands for a token whose decode alone differs from the bytes it wrote in context
+    history.remember("hi", _ids("hi"), served, completion_text='{"a": 1}')
+    assert history.encode('hi{"a": 1} more') == [*_ids("hi"), *served, *_ids(" more")]
