@@ -27,7 +27,7 @@ from typing import Protocol
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainers.scoring import sequence_logprobs
+from trainers.scoring import score_sequences
 
 
 class CanaryFormat(BaseModel):
@@ -128,7 +128,7 @@ class TorchScorer:
 
     def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]:
         rows = [completion_ids(self.tokenizer, prompt, c) for c in completions]
-        lps = sequence_logprobs(self.model, [p + c for p, c in rows], batch=self.batch)
+        lps = score_sequences(self.model, [p + c for p, c in rows], batch=self.batch)
         return [float(sum(lp[len(p) - 1 :])) for lp, (p, _c) in zip(lps, rows, strict=True)]
 
 

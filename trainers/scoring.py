@@ -7,7 +7,7 @@ rows; only the rest of each sequence (right-padded, ``batch`` rows a forward) ru
 are the ones a forward of each sequence alone gives (to float rounding; ``tests/trainers/test_scoring.py``
 checks). Used by the model server's echo scoring (``GenerateEngine.score``) and ``trainers.exposure``.
 
-    lps = sequence_logprobs(model, [prompt + c for c in completions], batch=64)
+    lps = score_sequences(model, [prompt + c for c in completions], batch=64)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _gathered(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sequence_logprobs(
+def score_sequences(
     model: torch.nn.Module, seqs: Sequence[Sequence[int]], batch: int = 32
 ) -> list[list[float]]:
     """For each sequence, its tokens' log-probabilities given the tokens before them (``len(ids) - 1``

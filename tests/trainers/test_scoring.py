@@ -13,7 +13,7 @@ from trainers.exposure import (
     measure_exposure,
     rank_of,
 )
-from trainers.scoring import common_prefix, sequence_logprobs
+from trainers.scoring import common_prefix, score_sequences
 from trainers.tiny_model import build_tiny
 
 PROMPT = "<|im_start|>user\nRepeat the access code<|im_end|>\n<|im_start|>assistant\n"
@@ -42,13 +42,13 @@ def test_batched_scores_equal_one_at_a_time() -> None:
     seqs = [p + c for p, c in rows]
     want = [alone(model, s) for s in seqs]
     for batch in (7, 64):
-        got = sequence_logprobs(model, seqs, batch=batch)
+        got = score_sequences(model, seqs, batch=batch)
         assert [len(g) for g in got] == [len(s) - 1 for s in seqs]
         for g, w in zip(got, want, strict=True):
             assert torch.allclose(torch.tensor(g), torch.tensor(w), atol=1e-4), (batch, g, w)
     # no shared prefix (the first tokens differ): plain right-padded batches
     mixed = [seqs[0], [tok.convert_tokens_to_ids("x"), *seqs[1][1:]]]
-    for g, w in zip(sequence_logprobs(model, mixed, batch=2), [alone(model, s) for s in mixed], strict=True):
+    for g, w in zip(score_sequences(model, mixed, batch=2), [alone(model, s) for s in mixed], strict=True):
         assert torch.allclose(torch.tensor(g), torch.tensor(w), atol=1e-4)
 
     # the exposure read batched ranks the canary where the one-at-a-time sums rank it

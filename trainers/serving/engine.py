@@ -38,7 +38,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from trainers.generation import GenRequest, GenResult, LogitsConstraint, generate
-from trainers.scoring import sequence_logprobs
+from trainers.scoring import score_sequences
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ class GenerateEngine:
         def run() -> tuple[str, list[list[float]]]:
             version = self.versions.resolve(asked)
             self.versions.activate(version)
-            return version, sequence_logprobs(self.model, prompts, batch=self.max_batch)
+            return version, score_sequences(self.model, prompts, batch=self.max_batch)
 
         result, _waited = await self.between_batches(run)
         return result
