@@ -326,7 +326,7 @@ def main() -> None:
                  f"updates, {a.candidates} exposure candidates; canary planted by one subject, {a.canary_groups} "
                  "groups in flight; exposure targets are base + 5 and base + 1 bits")  # fmt: skip
         path = record_run("unlearn", figures, targets, headline=["exposure_trained", "exposure_after_erasure",
-                          "exposure_rebuilt", "tainted_files_left"], notes=notes)  # fmt: skip
+                          "tainted_files_left"], notes=notes)  # fmt: skip
         print(f"recorded in {path}", file=sys.stderr)
 
 
