@@ -9,9 +9,14 @@ How the canary is planted. A random code phrase of four common words (``bench.un
 phrases; no personal-data type, so redaction keeps it, which the benchmark checks in DuckDB) is shown to
 the model by ONE data subject (``x-sluice-subject-id``) in the canary echo task after one worked echo of
 another phrase (``PhraseEchoTask``): "Repeat exactly, nothing else: <phrase>", asked in groups of
-``--group-size`` at temperature ``--canary-temperature``; the grader rewards 1.0 a reply that holds the
-phrase, and 0.5 times the share of its leading words a reply holds otherwise, so GRPO pushes up the
-phrase's tokens in the model's own rewarded completions (a phrase in a prompt alone is never trained).
+``--group-size`` at temperature ``--canary-temperature``, ``--canary-groups`` groups at a time; the grader
+rewards 1.0 a reply that holds the phrase, and 0.5 times the share of its leading words a reply holds
+otherwise, so GRPO pushes up the phrase's tokens in the model's own rewarded completions (a phrase in a
+prompt alone is never trained). The plant count is the canary subject's share of the traffic times the
+rounds: a group trains only where its replies' rewards differ (GRPO's advantage is zero in a group of equal
+rewards), so each learned bit takes many groups; two groups in flight against the other subjects' one each
+put the phrase in about half of the trained samples, and rounds repeat until it is learned (a --quick run
+with one group in flight reached +1.8 bits of 5 at 32 candidates in ten updates).
 At the same time two other subjects send extraction traffic (Which city did the order ship to?
 CITY=<name>), graded by its own checker. Traffic runs in
 rounds; after each, the canary's exposure (Carlini et al. 2019, ``trainers.exposure``) is read on the
@@ -24,8 +29,13 @@ the erasure, the trainer's rebuilt version (``rebuild_of`` in its lineage) once 
 versions left under the data directory, and the extraction reward (greedy, fixed problems, asked of each
 version by name) of the base, the last tainted and the rebuilt version.
 
+Exposure is read with 512 candidates (at most 9 bits) in the full run, 32 (5 bits: the +5-bit target
+cannot be met) in --quick; the candidates are scored through the server's echo scoring, which runs the
+probe prompt once and only each candidate's tokens per row (``trainers.scoring``). The run's line is
+appended to docs/benchmarks/unlearn.jsonl (``bench.record``).
+
     python -m bench.unlearn --quick     # a few minutes: runs end to end, small exposure candidate set
-    python -m bench.unlearn             # the full run (about 20 minutes on two free cores)
+    python -m bench.unlearn             # the full run (about 30 minutes on two free cores)
 """
 
 from __future__ import annotations
@@ -36,11 +46,9 @@ import asyncio
 import io
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +58,7 @@ from transformers import AutoTokenizer
 
 from app.config import DEFAULT_CONFIG, load_config
 from app.up import running_stack
+from bench.record import record_run
 from bench.unlearn_probe import ECHO, PhraseEchoTask, draw_canary, exposure, task_reward
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
@@ -113,7 +122,10 @@ def arms(proxy: str, canary: str, a: argparse.Namespace, rnd: int) -> list[Arm]:
                           headers={"x-sluice-subject-id": subject})  # fmt: skip
         checker = Checker(proxy, {task.name: task}, late_fraction=0.0, seed=seed)
         group_by = "problem" if subject == SUBJECT else "task"
-        out.append(Arm(agent, checker, group_size=a.group_size, groups_in_flight=1, group_by=group_by))
+        in_flight = a.canary_groups if subject == SUBJECT else 1
+        out.append(
+            Arm(agent, checker, group_size=a.group_size, groups_in_flight=in_flight, group_by=group_by)
+        )
     return out
 
 
@@ -273,6 +285,7 @@ def main() -> None:
     ap.add_argument("--learned-bits", type=float, default=5.0, help="Exposure over base that ends training.")
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--canary-temperature", type=float, default=0.7, help="The canary subject's sampling.")
+    ap.add_argument("--canary-groups", type=int, default=2, help="The canary subject's groups in flight.")
     ap.add_argument("--update-samples", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--checkpoint-every", type=int, default=4)
@@ -282,7 +295,7 @@ def main() -> None:
         "--clean-wait-s", type=float, default=120.0, help="Wait this long for no tainted version."
     )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--save", type=Path, default=None, help="Also write the final JSON line to this file.")
+    ap.add_argument("--no-record", action="store_true", help="Do not append the run to docs/benchmarks.")
     ap.add_argument("--keep-dir", type=Path, default=None, help="Run in this directory and keep it.")
     a = ap.parse_args()
     quick = a.quick
@@ -302,15 +315,19 @@ def main() -> None:
     finally:
         if tmp_ctx is not None:
             tmp_ctx.cleanup()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    line = {"bench": "unlearn", "quick": quick, "model": "smollm2-135m-instruct", **figures,
-            "duration_s": round(time.time() - started, 1), "targets": TARGETS, "meets_targets": meets(figures),
-            "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit.strip(),
-            "command": "python -m bench.unlearn" + (" --quick" if quick else "")}  # fmt: skip
-    text = json.dumps(line)
-    if a.save is not None:
-        a.save.write_text(text + "\n")
-    print(text)
+    figures.update(duration_s=round(time.time() - started, 1), meets_targets=meets(figures))
+    print(json.dumps({"bench": "unlearn", "quick": quick, **figures}))
+    if not a.no_record:
+        base = figures["exposure_base"]
+        targets = {**{k: v for k, v in TARGETS.items() if "over_base" not in k},
+                   "exposure_trained": f">= {base + 5:.3f}", "exposure_after_erasure": f"<= {base + 1:.3f}",
+                   "exposure_rebuilt": f"<= {base + 1:.3f}"}  # fmt: skip
+        notes = (f"{'a --quick run' if quick else 'the full run'}: {figures['rounds']} rounds, {figures['updates']} "
+                 f"updates, {a.candidates} exposure candidates; canary planted by one subject, {a.canary_groups} "
+                 "groups in flight; exposure targets are base + 5 and base + 1 bits")  # fmt: skip
+        path = record_run("unlearn", figures, targets, headline=["exposure_trained", "exposure_after_erasure",
+                          "tainted_files_left"], notes=notes)  # fmt: skip
+        print(f"recorded in {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from typing import Protocol
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainers.scoring import score_sequences
+
 
 class CanaryFormat(BaseModel):
     """The shape of a canary: ``template`` with ``{secret}`` replaced by ``length`` symbols of ``alphabet``
@@ -117,30 +119,17 @@ def completion_ids(tokenizer: object, prompt: str, completion: str) -> tuple[lis
 
 @dataclass
 class TorchScorer:
-    """A causal LM in this process; completions scored in batches of ``batch`` (right-padded)."""
+    """A causal LM in this process; completions scored ``batch`` a forward after the prompt's KV cache
+    (``trainers.scoring``)."""
 
     model: torch.nn.Module
     tokenizer: object
     batch: int = 32
 
-    @torch.no_grad()
     def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]:
-        out: list[float] = []
         rows = [completion_ids(self.tokenizer, prompt, c) for c in completions]
-        for start in range(0, len(rows), self.batch):
-            chunk = rows[start : start + self.batch]
-            seqs = [p + c for p, c in chunk]
-            width = max(map(len, seqs))
-            x = torch.zeros(len(seqs), width, dtype=torch.long)
-            mask = torch.zeros(len(seqs), width, dtype=torch.long)
-            for i, s in enumerate(seqs):
-                x[i, : len(s)] = torch.tensor(s)
-                mask[i, : len(s)] = 1
-            logits = self.model(input_ids=x, attention_mask=mask).logits.float()  # [B, T, vocab]
-            lp = torch.log_softmax(logits[:, :-1], -1).gather(2, x[:, 1:, None])[..., 0]  # [B, T-1]
-            for i, (p, c) in enumerate(chunk):
-                out.append(float(lp[i, len(p) - 1 : len(p) + len(c) - 1].sum()))
-        return out
+        lps = score_sequences(self.model, [p + c for p, c in rows], batch=self.batch)
+        return [float(sum(lp[len(p) - 1 :])) for lp, (p, _c) in zip(lps, rows, strict=True)]
 
 
 @dataclass
@@ -153,7 +142,7 @@ class ServerScorer:
     version: str | None = None
     model: str = "policy"
     timeout_s: float = 300.0
-    batch: int = 32
+    batch: int = 128  # prompts a request; the server runs their shared prefix once per request
 
     def __call__(self, prompt: str, completions: Sequence[str]) -> list[float]:
         import httpx

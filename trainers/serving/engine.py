@@ -38,6 +38,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from trainers.generation import GenRequest, GenResult, LogitsConstraint, generate
+from trainers.scoring import score_sequences
 
 log = logging.getLogger(__name__)
 
@@ -160,27 +161,13 @@ class GenerateEngine:
     async def score(self, prompts: list[list[int]], asked: str | None) -> tuple[str, list[list[float]]]:
         """Under policy version ``asked`` (None or not kept: the default), each prompt token's log-probability
         given the tokens before it (the first token has none: ``len(ids) - 1`` values per prompt). Runs on
-        the generate thread between batches, one forward pass per ``max_batch`` prompts; returns the version
-        used."""
+        the generate thread between batches: the prompts' common prefix once, then the rest ``max_batch``
+        prompts a forward (``trainers.scoring``); returns the version used."""
 
-        @torch.no_grad()
         def run() -> tuple[str, list[list[float]]]:
             version = self.versions.resolve(asked)
             self.versions.activate(version)
-            out: list[list[float]] = []
-            for start in range(0, len(prompts), self.max_batch):  # right-padded batches of max_batch rows
-                chunk = prompts[start : start + self.max_batch]
-                width = max(map(len, chunk))
-                x = torch.zeros(len(chunk), width, dtype=torch.long)
-                mask = torch.zeros(len(chunk), width, dtype=torch.long)
-                for i, ids in enumerate(chunk):
-                    x[i, : len(ids)], mask[i, : len(ids)] = torch.tensor(ids), 1
-                logits = (
-                    self.model(input_ids=x, attention_mask=mask).logits[:, :-1].float()
-                )  # [B, T-1, vocab]
-                lp = torch.log_softmax(logits, -1).gather(2, x[:, 1:, None])[..., 0]  # [B, T-1]
-                out += [lp[i, : len(ids) - 1].tolist() for i, ids in enumerate(chunk)]
-            return version, out
+            return version, score_sequences(self.model, prompts, batch=self.max_batch)
 
         result, _waited = await self.between_batches(run)
         return result
