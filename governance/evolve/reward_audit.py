@@ -6,9 +6,11 @@ them learns the game. The canary judges live answers by the task's checker, but 
 gamed reward can still look better there for a while (the game and the task overlap early on), so the
 reward itself is audited before any request is served: a sample of the trajectories in the candidate's
 lineage have their recorded final answer graded by the task's checker, and each graded score is compared
-with the reward the trainer used (both on [0, 1]). The candidate passes when at least ``min_agreement``
-of them agree within ``tolerance``; with fewer than ``min_rows`` graded (no checker for the task, rows
-erased meanwhile) the audit cannot decide and says so, leaving the decision to the other gates.
+with the reward the trainer used (both on [0, 1]); a version's lineage holds only its direct data, so the
+sample reaches back through its parents. The candidate passes when at least ``min_agreement`` of them
+agree within ``tolerance``. With some graded but fewer than ``min_rows`` the audit waits (the candidate
+stays pending, and a newer one of the line brings more data); with none gradable (no checker for the
+task) it cannot audit, says so, and leaves the decision to the other gates.
 
 Agreement is also reported per reward source, so the ledger names the source that disagrees.
 """
@@ -29,7 +31,9 @@ class RewardAuditConfig(Frozen):
         True, description="Audit a weights candidate's training rewards against the task's checker."
     )
     sample: int = Field(32, ge=1, description="Lineage trajectories graded per candidate (newest first).")
-    min_rows: int = Field(8, ge=1, description="Fewer graded than this: the audit cannot decide (passes).")
+    min_rows: int = Field(
+        8, ge=1, description="Fewer graded than this (but some): the candidate waits for more of its line."
+    )
     tolerance: float = Field(
         0.25, ge=0, le=1, description="A posted reward within this of the checker's score agrees with it."
     )
@@ -65,11 +69,14 @@ def audit_decision(audited: list[AuditedRow], cfg: RewardAuditConfig) -> GateRes
         "min_agreement": cfg.min_agreement,
         "by_source": sources,
     }
+    if n == 0:
+        why = "reward audit: no training trajectory could be graded by a task checker; not audited"
+        return GateResult(gate="replay", passed=True, decision="pass", summary=why, numbers=numbers)
     if n < cfg.min_rows:
         why = (
             f"reward audit: only {n} training trajectories graded by the task's checker (need {cfg.min_rows})"
         )
-        return GateResult(gate="replay", passed=True, decision="pass", summary=why, numbers=numbers)
+        return GateResult(gate="replay", passed=False, decision="wait", summary=why, numbers=numbers)
     share = sum(agree) / n
     numbers["agreement"] = round(share, 3)
     worst = min(sources.items(), key=lambda kv: kv[1]["agreement"])

@@ -37,7 +37,7 @@ from pipeline.evolve.loop_config import CanaryConfig, ShadowConfig
 from sinks.base import StoreClient
 from sinks.views import quote_literal
 from sluice.events import Trajectory
-from sluice.evolution import ALL_TENANTS, Evidence, OverlayAssignment, Proposal
+from sluice.evolution import ALL_TENANTS, Evidence, LineageItem, OverlayAssignment, PolicyLineage, Proposal
 from sluice.policy_client import PolicyFleet, PolicyStatus
 
 log = logging.getLogger("sluice.evolve.weights")
@@ -80,24 +80,36 @@ def replay_regression(
     return result.model_copy(update={"gate": "replay"})
 
 
+def line_items(p: Proposal, lineages: dict[str, PolicyLineage], want: int) -> list[LineageItem]:
+    """Up to ``want`` rewarded trajectories the candidate's line trained on, newest first: its own, then
+    its parent's and so on (each version's lineage holds only its direct data)."""
+    out: list[LineageItem] = []
+    lineage, seen = p.lineage, set()
+    while lineage is not None and len(out) < want and lineage.version not in seen:
+        seen.add(lineage.version)
+        out += [i for i in reversed(lineage.items) if i.reward is not None][: want - len(out)]
+        lineage = lineages.get(str(lineage.parent)) if lineage.parent else None
+    return out
+
+
 def audit_rewards(
     client: StoreClient,
-    p: Proposal,
+    items: list[LineageItem],
+    tenant: str,
     grader: GraderChoice,
     canary: CanaryConfig,
     cfg: RewardAuditConfig,
 ) -> GateResult:
-    """The newest ``cfg.sample`` rewarded trajectories of the candidate's lineage, their recorded final
-    answers graded by the task's checker against the reward the trainer used (``reward_audit``)."""
+    """Each lineage trajectory's recorded final answer graded by the task's checker against the reward the
+    trainer used (``governance.evolve.reward_audit``)."""
     span = canary.reward_max - canary.reward_min
-    items = [i for i in (p.lineage.items if p.lineage else []) if i.reward is not None][-cfg.sample :]
-    by_id = {i.trajectory_id: i for i in items}
+    by_id = {i.trajectory_id: i for i in items if i.reward is not None}
     found = [{"trajectory_id": i.trajectory_id, "tenant": i.tenant} for i in by_id.values()]
     audited = []
-    for prompt in recorded_prompts(client, p.tenant, found) if found else []:
+    for prompt in recorded_prompts(client, tenant, found) if found and span > 0 else []:
         item = by_id[prompt.trajectory.trajectory_id]
         answer = final_answer(prompt.trajectory)
-        if answer is None or span <= 0:
+        if answer is None:
             continue
         try:
             graded = grade(task_of(grader, prompt), prompt, answer)

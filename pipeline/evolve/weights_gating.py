@@ -25,6 +25,7 @@ from pipeline.evolve.ledger_state import ProposalState
 from pipeline.evolve.weights import (
     audit_rewards,
     is_weights_candidate,
+    line_items,
     on_servers,
     replay_regression,
     serving_default,
@@ -56,6 +57,11 @@ class WeightsGating:
         """Per scope only the newest pending weights candidate is gated: older ones are set aside as
         stale, and so is one whose line descends from a version the gates turned down (``TURNED_DOWN``)."""
         out = _Newest()
+        self.known_lineages = {
+            str(s.proposal.policy_version): s.proposal.lineage
+            for s in states.values()
+            if is_weights_candidate(s.proposal) and s.proposal.lineage is not None
+        }
         dead: set[str] = set()
         newest: dict[str, ProposalState] = {}
         for state in sorted(states.values(), key=lambda s: s.proposal.created_at):
@@ -124,6 +130,21 @@ class WeightsGating:
             self.client, p, self.cfg.limits.min_evidence, limit=4 * self.cfg.shadow.max_prompts
         )
         grader = per_task_grader(self.cfg)
+        # the rewards are audited against the reference the canary trusts: with the posted rewards deciding
+        # the canary (weights_reward: posted) the operator trusts their source
+        audit = None
+        if (
+            replay.result.passed
+            and self.cfg.reward_audit.enabled
+            and self.cfg.canary.weights_reward == "grader"
+        ):
+            items = line_items(p, getattr(self, "known_lineages", {}), self.cfg.reward_audit.sample)
+            audit = audit_rewards(
+                self.client, items, p.tenant, grader, self.cfg.canary, self.cfg.reward_audit
+            )
+            if audit.decision == "wait":  # its line has too little graded data yet: a newer candidate will
+                report.add(p.proposal_id, "wait", audit.summary)
+                return False
         try:
             prompts = recorded_prompts(self.client, p.tenant, replay.counted)
             regress = replay_regression(self.eval, prompts, grader, control, candidate, self.cfg.shadow)
@@ -134,10 +155,7 @@ class WeightsGating:
                     "summary": f"{result.summary}; deterministic replay: {regress.summary}",
                     "numbers": {**result.numbers, "regression": regress.numbers},
                 })  # fmt: skip
-            # the rewards are audited against the reference the canary trusts: with the posted rewards
-            # deciding the canary (weights_reward: posted) the operator trusts their source
-            if result.passed and self.cfg.reward_audit.enabled and self.cfg.canary.weights_reward == "grader":
-                audit = audit_rewards(self.client, p, grader, self.cfg.canary, self.cfg.reward_audit)
+            if result.passed and audit is not None:
                 result = result.model_copy(update={
                     "passed": audit.passed, "decision": audit.decision,
                     "summary": f"{result.summary}; {audit.summary}",

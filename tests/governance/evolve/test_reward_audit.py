@@ -1,5 +1,5 @@
 """The reward audit's decision: training rewards that agree with the task's checker pass; a source that
-disagrees is named; too few graded rows cannot decide."""
+disagrees is named; too few graded rows wait; none gradable cannot be audited."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ def test_a_gamed_source_is_turned_down_and_named() -> None:
     assert "'keyword-grader'" in got.summary
 
 
-def test_too_few_graded_rows_cannot_decide() -> None:
+def test_too_few_graded_rows_wait_and_none_gradable_cannot_audit() -> None:
     got = audit_decision(rows([(1.0, 0.0)] * 7, "keyword-grader"), CFG)
-    assert got.passed and "need 8" in got.summary and "agreement" not in got.numbers
+    assert not got.passed and got.decision == "wait" and "need 8" in got.summary
+    none = audit_decision([], CFG)
+    assert none.passed and "not audited" in none.summary

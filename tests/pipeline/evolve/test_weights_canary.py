@@ -11,10 +11,10 @@ from datetime import timedelta
 from governance.evolve.reward_audit import RewardAuditConfig
 from pipeline.evolve.graders import per_task_grader
 from pipeline.evolve.loop_config import CanaryConfig
-from pipeline.evolve.weights import audit_rewards, read_policy_canary
+from pipeline.evolve.weights import audit_rewards, line_items, read_policy_canary
 from sinks.clients import connect_client
 from sluice.events import utcnow
-from sluice.evolution import LineageItem, OverlayAssignment, PolicyLineage, Proposal
+from sluice.evolution import LineageItem, OverlayAssignment, PolicyLineage
 from tests.pipeline.evolve.conftest import World
 from tests.pipeline.evolve.world import QUESTIONS, TASK, TENANT, step, trajectory
 from trainers.live.lineage import weights_proposal
@@ -75,14 +75,23 @@ def answered(prefix: str, n: int, posted_when_right: float) -> list:
     return out
 
 
-def lineage_proposal(trajectories: list, source: str) -> Proposal:
-    """A candidate trained on ``trajectories`` with the rewards they were posted, from ``source``."""
-    items = [
+def lineage_items(trajectories: list, source: str) -> list[LineageItem]:
+    """What a candidate trained on ``trajectories`` records of them: the rewards posted, from ``source``."""
+    return [
         LineageItem(trajectory_id=t.trajectory_id, version=0, tenant=TENANT, reward=t.reward,
                     reward_sources=[source])
         for t in trajectories
     ]  # fmt: skip
-    return weights_proposal(PolicyLineage(version="acme.7", parent="acme.5", scope=TENANT, items=items))
+
+
+def test_the_audit_sample_reaches_back_through_the_line() -> None:
+    items = lineage_items(answered("line", 6, 1.0), "checker")  # 12 items
+    parent = PolicyLineage(version="acme.3", parent="acme.1", scope=TENANT, items=items[:8])
+    grand = PolicyLineage(version="acme.1", parent="0", scope=TENANT, items=[])
+    child = weights_proposal(PolicyLineage(version="acme.5", parent="acme.3", scope=TENANT, items=items[8:]))
+    got = line_items(child, {"acme.3": parent, "acme.1": grand}, 10)
+    assert [i.trajectory_id for i in got] == [i.trajectory_id for i in items[8:][::-1] + items[:8][::-1][:6]]
+    assert len(line_items(child, {}, 10)) == 4  # an unknown parent ends the walk
 
 
 def test_the_reward_audit_turns_down_a_candidate_trained_on_rewards_the_checker_disagrees_with(
@@ -94,12 +103,12 @@ def test_the_reward_audit_turns_down_a_candidate_trained_on_rewards_the_checker_
     cfg = RewardAuditConfig(min_rows=8)
     client = connect_client(world.cfg.sink_settings(), None)
     try:
-        bad = audit_rewards(client, lineage_proposal(gamed, "gamed-grader"), grader, canary, cfg)
+        bad = audit_rewards(client, lineage_items(gamed, "gamed-grader"), TENANT, grader, canary, cfg)
         assert not bad.passed and bad.numbers["graded"] == 24, bad.summary
         assert bad.numbers["agreement"] == 0.0 and "'gamed-grader'" in bad.summary
-        good = audit_rewards(client, lineage_proposal(honest, "checker"), grader, canary, cfg)
+        good = audit_rewards(client, lineage_items(honest, "checker"), TENANT, grader, canary, cfg)
         assert good.passed and good.numbers["agreement"] == 1.0, good.summary
-        few = audit_rewards(client, lineage_proposal(gamed[:3], "gamed-grader"), grader, canary, cfg)
-        assert few.passed and few.numbers["graded"] == 3 and "need 8" in few.summary
+        few = audit_rewards(client, lineage_items(gamed[:3], "gamed-grader"), TENANT, grader, canary, cfg)
+        assert few.decision == "wait" and few.numbers["graded"] == 3 and "need 8" in few.summary
     finally:
         client.close()
