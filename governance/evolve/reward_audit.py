@@ -7,7 +7,10 @@ gamed reward can still look better there for a while (the game and the task over
 reward itself is audited before any request is served: a sample of the trajectories in the candidate's
 lineage have their recorded final answer graded by the task's checker, and each graded score is compared
 with the reward the trainer used (both on [0, 1]); a version's lineage holds only its direct data, so the
-sample reaches back through its parents. The candidate passes when at least ``min_agreement`` of them
+sample reaches back through its parents, and the scope's newest rewarded trajectories join it: training
+keeps only the groups whose rewards differ, and those are where a gamed source and the checker agree most
+(a grader paying for a keyword rewards the keyword's own records right), so the source is judged on the
+traffic it rewards as well. The candidate passes when at least ``min_agreement`` of them
 agree within ``tolerance``. With some graded but fewer than ``min_rows`` the audit waits (the candidate
 stays pending, and a newer one of the line brings more data); with none gradable (no checker for the
 task) it cannot audit, says so, and leaves the decision to the other gates.
@@ -31,6 +34,13 @@ class RewardAuditConfig(Frozen):
         True, description="Audit a weights candidate's training rewards against the task's checker."
     )
     sample: int = Field(32, ge=1, description="Lineage trajectories graded per candidate (newest first).")
+    scope_sample: int = Field(
+        32,
+        ge=0,
+        description="The scope's newest rewarded trajectories graded too: the reward source is audited on "
+        "the traffic it rewards, not only on the rows training kept (GRPO keeps only groups whose rewards "
+        "differ, which is where a gamed source and the checker agree most).",
+    )
     min_rows: int = Field(
         8, ge=1, description="Fewer graded than this (but some): the candidate waits for more of its line."
     )

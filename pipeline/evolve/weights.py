@@ -30,7 +30,7 @@ from governance.evolve.reward_audit import AuditedRow, RewardAuditConfig, audit_
 from governance.evolve.sequential import ArmStats
 from pipeline.demo.summary import rows
 from pipeline.evolve.backend import EvalClient, reply_text
-from pipeline.evolve.evidence import RecordedPrompt, recorded_prompts
+from pipeline.evolve.evidence import RecordedPrompt, recorded_prompts, scope_trajectories
 from pipeline.evolve.gates.canary import arm_outcomes
 from pipeline.evolve.graders import GraderChoice, NoGrader, grade, task_of
 from pipeline.evolve.loop_config import CanaryConfig, ShadowConfig
@@ -90,6 +90,16 @@ def line_items(p: Proposal, lineages: dict[str, PolicyLineage], want: int) -> li
         out += [i for i in reversed(lineage.items) if i.reward is not None][: want - len(out)]
         lineage = lineages.get(str(lineage.parent)) if lineage.parent else None
     return out
+
+
+def scope_items(client: StoreClient, p: Proposal, want: int, skip: set[str]) -> list[LineageItem]:
+    """The scope's newest rewarded trajectories (not in ``skip``), as audit rows of the rewards posted."""
+    if want <= 0:
+        return []
+    found, _ = scope_trajectories(client, p.tenant, p.task_id, rewarded=True, limit=want + len(skip))
+    rows_ = [r for r in found if r["trajectory_id"] not in skip][:want]
+    return [LineageItem(trajectory_id=r["trajectory_id"], version=0, tenant=r.get("tenant") or p.tenant,
+                        reward=r["reward"], reward_sources=["posted to the scope"]) for r in rows_]  # fmt: skip
 
 
 def audit_rewards(

@@ -28,6 +28,7 @@ from pipeline.evolve.weights import (
     line_items,
     on_servers,
     replay_regression,
+    scope_items,
     serving_default,
     start_policy_canary,
 )
@@ -139,6 +140,8 @@ class WeightsGating:
             and self.cfg.canary.weights_reward == "grader"
         ):
             items = line_items(p, getattr(self, "known_lineages", {}), self.cfg.reward_audit.sample)
+            seen = {i.trajectory_id for i in items}
+            items += scope_items(self.client, p, self.cfg.reward_audit.scope_sample, seen)
             audit = audit_rewards(
                 self.client, items, p.tenant, grader, self.cfg.canary, self.cfg.reward_audit
             )

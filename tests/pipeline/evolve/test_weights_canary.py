@@ -11,7 +11,7 @@ from datetime import timedelta
 from governance.evolve.reward_audit import RewardAuditConfig
 from pipeline.evolve.graders import per_task_grader
 from pipeline.evolve.loop_config import CanaryConfig
-from pipeline.evolve.weights import audit_rewards, line_items, read_policy_canary
+from pipeline.evolve.weights import audit_rewards, line_items, read_policy_canary, scope_items
 from sinks.clients import connect_client
 from sluice.events import utcnow
 from sluice.evolution import LineageItem, OverlayAssignment, PolicyLineage
@@ -110,5 +110,29 @@ def test_the_reward_audit_turns_down_a_candidate_trained_on_rewards_the_checker_
         assert good.passed and good.numbers["agreement"] == 1.0, good.summary
         few = audit_rewards(client, lineage_items(gamed[:3], "gamed-grader"), TENANT, grader, canary, cfg)
         assert few.decision == "wait" and few.numbers["graded"] == 3 and "need 8" in few.summary
+    finally:
+        client.close()
+
+
+def test_the_audit_also_judges_the_source_on_the_scope_traffic_it_rewards(world: World) -> None:
+    """Rows training kept can agree with the checker while the source rewards the scope's traffic wrongly:
+    the scope's newest rewarded trajectories join the sample."""
+    kept = answered("scope-kept", 8, 1.0)  # what the line trained on: rewarded as the checker would
+    world.ingest(kept)
+    gamed = answered("scope-gamed", 12, 0.0)  # the scope's newest traffic, rewarded against the checker
+    world.ingest(gamed)
+    grader, canary = per_task_grader(world.cfg.evolve), CanaryConfig()
+    cfg = RewardAuditConfig(min_rows=8, scope_sample=24)
+    items = lineage_items(kept, "gamed-grader")
+    p = weights_proposal(PolicyLineage(version="acme.9", parent="acme.5", scope=TENANT, items=items))
+    client = connect_client(world.cfg.sink_settings(), None)
+    try:
+        alone = audit_rewards(client, items, TENANT, grader, canary, cfg)
+        assert alone.passed and alone.numbers["agreement"] == 1.0, alone.summary
+        scope = scope_items(client, p, cfg.scope_sample, {i.trajectory_id for i in items})
+        assert {i.trajectory_id for i in scope} == {t.trajectory_id for t in gamed}
+        both = audit_rewards(client, items + scope, TENANT, grader, canary, cfg)
+        assert not both.passed and both.numbers["graded"] == 40, both.summary
+        assert both.numbers["by_source"]["posted to the scope"]["agreement"] == 0.0
     finally:
         client.close()
