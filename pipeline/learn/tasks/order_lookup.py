@@ -88,7 +88,10 @@ EXAMPLE = _example()
 class OrderLookupTask(ToolTask):
     name = "order_lookup"
     max_tokens = 8
-    tool_max_tokens = 64  # a character-level tokenizer needs one token per character
+    # the longest call the schema allows, written compactly, fits even a tokenizer of one token per character
+    tool_max_tokens = (
+        len(json.dumps({"order_id": "X-0000", "fields": [max(FIELDS, key=len)] * len(FIELDS)})) + 8
+    )
     tools = [TOOL]
 
     def draw(self, rng: random.Random) -> Problem:
