@@ -14,9 +14,10 @@ rewards 1.0 a reply that holds the phrase, and 0.5 times the share of its leadin
 otherwise, so GRPO pushes up the phrase's tokens in the model's own rewarded completions (a phrase in a
 prompt alone is never trained). The plant count is the canary subject's share of the traffic times the
 rounds: a group trains only where its replies' rewards differ (GRPO's advantage is zero in a group of equal
-rewards), so each learned bit takes many groups; two groups in flight against the other subjects' one each
-put the phrase in about half of the trained samples, and rounds repeat until it is learned (a --quick run
-with one group in flight reached +1.8 bits of 5 at 32 candidates in ten updates).
+rewards), so each learned bit takes many groups; three groups in flight against the other subjects' one
+each put the phrase in most trained samples, and rounds repeat until it is learned. The canary subject
+samples at temperature 1.0: at 0.7 every reply in a group held the phrase from the fourth round on, no group
+had a signal left, and exposure stopped at +2.4 bits (a full run, 7 rounds).
 At the same time two other subjects send extraction traffic (Which city did the order ship to?
 CITY=<name>), graded by its own checker. Traffic runs in
 rounds; after each, the canary's exposure (Carlini et al. 2019, ``trainers.exposure``) is read on the
@@ -232,6 +233,7 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             f"exposure {after:.2f}")  # fmt: skip
         out_dir = cfg.path(cfg.trainer.output_dir)
         rebuild: dict[str, Any] = {}
+        rebuilt_lineage: dict[str, Any] = {}
         rebuilt, rebuild_s, rebuilt_exposure, rebuilt_reward = None, None, None, None
         if tainted:  # no tainted version (the canary's rows never trained one): nothing to rebuild
             wait_until(lambda: any(m.get("rebuilt_version") for m in metrics(out_dir)), a.rebuild_wait_s,
@@ -240,6 +242,17 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             rebuilt = rebuild["rebuilt_version"]
             wait_until(lambda: rebuilt in policy()["versions"], 120, "the rebuilt version on the server")
             rebuild_s = time.time() - t_erase
+            client = connect_client(cfg.sink_settings(), None)
+            try:  # what the rebuilt version's lineage holds of the erased subject (none, if rebuilt right)
+                wait_until(lambda: rows(client, "SELECT count(*) AS n FROM policy_lineage WHERE policy_version = '"
+                                        + rebuilt + "'")[0]["n"] > 0, 120, "the rebuilt version's lineage")  # fmt: skip
+                rebuilt_lineage = rows(
+                    client,
+                    "SELECT count(*) AS n, count(*) FILTER (WHERE trajectory_id LIKE '%" + SUBJECT + "%') AS "
+                    f"subject FROM policy_lineage WHERE policy_version = '{rebuilt}'",
+                )[0]
+            finally:
+                client.close()
             rebuilt_exposure = exposure(model, tok, canary, rebuilt, a.candidates).exposure
             rebuilt_reward = task_reward(model, rebuilt, extraction, a.eval_problems, a.seed)
             say(
@@ -256,7 +269,10 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             rebuild_s=rebuild_s and round(rebuild_s, 1), rebuilt_reward_retained=retained and round(retained, 3),
             reward_base=base_reward, reward_tainted=tainted_reward, reward_rebuilt=rebuilt_reward,
             trained_version=served, rebuilt_version=rebuilt, rebuilt_from=rebuild.get("rebuilt_from"),
-            rebuilt_samples=rebuild.get("rebuilt_samples"), rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
+            rebuilt_samples=rebuild.get("rebuilt_samples"), rebuild_rows_erased=rebuild.get("rebuild_rows_erased"),
+            rebuilt_lineage_trajectories=rebuilt_lineage.get("n"), rebuilt_lineage_subject=rebuilt_lineage.get("subject"),
+            **{k: round(v, 4) for k, v in rebuild.items() if k.startswith("rebuild_") and k.endswith("_mean")},
+            rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
             canary_steps_stored=stored["n"], canary_steps_kept_after_redaction=stored["kept"],
             files_deleted=len(weights.paths), tainted_files=left, canary_words=len(canary.split()),
             canary_prompt=ECHO + "<phrase>", candidates=a.candidates,
@@ -277,15 +293,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="A few minutes: runs end to end.")
     ap.add_argument("--round-s", type=float, default=None, help="Traffic per round (default 120; quick 60).")
-    ap.add_argument("--max-rounds", type=int, default=None, help="Rounds at most (default 6; quick 2).")
+    ap.add_argument("--max-rounds", type=int, default=None, help="Rounds at most (default 8; quick 2).")
     ap.add_argument(
         "--candidates", type=int, default=None, help="Exposure candidates (default 512; quick 32)."
     )
     ap.add_argument("--eval-problems", type=int, default=None, help="Reward probe (default 48; quick 12).")
     ap.add_argument("--learned-bits", type=float, default=5.0, help="Exposure over base that ends training.")
     ap.add_argument("--group-size", type=int, default=4)
-    ap.add_argument("--canary-temperature", type=float, default=0.7, help="The canary subject's sampling.")
-    ap.add_argument("--canary-groups", type=int, default=2, help="The canary subject's groups in flight.")
+    ap.add_argument("--canary-temperature", type=float, default=1.0, help="The canary subject's sampling.")
+    ap.add_argument("--canary-groups", type=int, default=3, help="The canary subject's groups in flight.")
     ap.add_argument("--update-samples", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--checkpoint-every", type=int, default=4)
@@ -300,7 +316,7 @@ def main() -> None:
     a = ap.parse_args()
     quick = a.quick
     a.round_s = a.round_s or (60.0 if quick else 120.0)
-    a.max_rounds = a.max_rounds or (2 if quick else 6)
+    a.max_rounds = a.max_rounds or (2 if quick else 8)
     a.candidates = a.candidates or (32 if quick else 512)
     a.eval_problems = a.eval_problems or (12 if quick else 48)
     tmp_ctx = tempfile.TemporaryDirectory(prefix="sluice-unlearn-") if a.keep_dir is None else None

@@ -157,8 +157,12 @@ class EvolveRunner(WeightsGating):
                         p.proposal_id, "wait", f"a weights canary started in {scope} under {gap:g}s ago"
                     )
                     continue
-            gate = self.gate_weights if weights else self.gate_proposal
-            if gate(state, assignments.get(scope), report):
+            current = assignments.get(scope)
+            if weights:
+                started_canary = self.gate_weights(state, current, report, newest.lineages)
+            else:
+                started_canary = self.gate_proposal(state, current, report)
+            if started_canary:
                 running += 1
                 busy.add(scope)
         return report

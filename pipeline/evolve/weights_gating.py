@@ -32,7 +32,7 @@ from pipeline.evolve.weights import (
     serving_default,
     start_policy_canary,
 )
-from sluice.evolution import Evidence, OverlayAssignment, Proposal, scope_key
+from sluice.evolution import Evidence, OverlayAssignment, PolicyLineage, Proposal, scope_key
 
 if TYPE_CHECKING:
     from pipeline.evolve.runner import EvolveRunner
@@ -44,10 +44,12 @@ the versions trained after it have seen more data and get their own turn at the 
 
 
 class _Newest(BaseModel):
-    """What ``set_aside_stale`` found: the proposals it set aside, and per scope the last weights canary."""
+    """What ``set_aside_stale`` found: the proposals it set aside, per scope the last weights canary, and
+    every weights candidate's lineage by version (the reward audit walks a line through its parents)."""
 
     stale: set[str] = Field(default_factory=set)
     last_weights_canary: dict[str, datetime] = Field(default_factory=dict)
+    lineages: dict[str, PolicyLineage] = Field(default_factory=dict)
 
 
 class WeightsGating:
@@ -57,12 +59,13 @@ class WeightsGating:
     def set_aside_stale(self: EvolveRunner, states: dict[str, ProposalState], report: PassReport) -> _Newest:
         """Per scope only the newest pending weights candidate is gated: older ones are set aside as
         stale, and so is one whose line descends from a version the gates turned down (``TURNED_DOWN``)."""
-        out = _Newest()
-        self.known_lineages = {
-            str(s.proposal.policy_version): s.proposal.lineage
-            for s in states.values()
-            if is_weights_candidate(s.proposal) and s.proposal.lineage is not None
-        }
+        out = _Newest(
+            lineages={
+                str(s.proposal.policy_version): s.proposal.lineage
+                for s in states.values()
+                if is_weights_candidate(s.proposal) and s.proposal.lineage is not None
+            }
+        )
         dead: set[str] = set()
         newest: dict[str, ProposalState] = {}
         for state in sorted(states.values(), key=lambda s: s.proposal.created_at):
@@ -115,10 +118,14 @@ class WeightsGating:
 
     # ------------------------------------------------------------------ weights: the gates
     def gate_weights(
-        self: EvolveRunner, state: ProposalState, current: OverlayAssignment | None, report: PassReport
+        self: EvolveRunner,
+        state: ProposalState,
+        current: OverlayAssignment | None,
+        report: PassReport,
+        lineages: dict[str, PolicyLineage] | None = None,
     ) -> bool:
         """Replay (evidence, no regression against the parent, and training rewards that agree with the
-        task's checker: ``governance.evolve.reward_audit``), shadow (not worse than the serving
+        task's checker: ``governance.evolve.reward_audit``, over the line's ``lineages``), shadow (not worse than the serving
         version), offline (held-out and safety probes); then the canary. True when a canary started. A
         backend that fails every retry leaves the candidate pending (undecided), never turned down."""
         p = state.proposal
@@ -139,7 +146,7 @@ class WeightsGating:
             and self.cfg.reward_audit.enabled
             and self.cfg.canary.weights_reward == "grader"
         ):
-            items = line_items(p, getattr(self, "known_lineages", {}), self.cfg.reward_audit.sample)
+            items = line_items(p, lineages or {}, self.cfg.reward_audit.sample)
             seen = {i.trajectory_id for i in items}
             items += scope_items(self.client, p, self.cfg.reward_audit.scope_sample, seen)
             audit = audit_rewards(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import threading
 import uuid
@@ -132,6 +133,16 @@ def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuil
         erased_ids = {scoped_trajectory_id(TENANT, t) for t in gone}
         assert lineage is not None and not erased_ids & {i.trajectory_id for i in lineage.items}
         assert lineage.rebuild_of and set(lineage.rebuild_of) <= tainted and lineage.items
+        # the trainer's record of the rebuild: the subject's rows were in the line and were left out
+        metrics = cfg.path(cfg.trainer.output_dir) / "metrics.jsonl"
+
+        def rebuild_lines() -> list[dict[str, Any]]:
+            return [m for m in map(json.loads, metrics.read_text().splitlines()) if m.get("rebuilt_version")]
+
+        wait_until(lambda: bool(rebuild_lines()), 60, "the rebuild's line in metrics.jsonl")
+        rebuild = rebuild_lines()
+        assert rebuild[0]["rebuild_rows_erased"] >= 1 and rebuild[0]["rebuilt_samples"] >= 1
+        assert 0.0 <= rebuild[0]["rebuild_masked_frac_mean"] <= 1.0
         wait_until(lambda: policy()["serving_version"] == lineage.version, 60, "the rebuilt version serving")
         assert not tainted & set(policy()["versions"])
         stop.set()

@@ -183,6 +183,8 @@ class LiveLearner(CheckpointedLearner):
         scope.opt.state.clear()
         scope.parent = used
         scope.pending = []
+        # the erasure took the newer ones off the servers
+        scope.routed = [v for v in scope.routed if v == used]
         scope.snapshots = {v: w for v, w in scope.snapshots.items() if v in (used, self.bank.base_name)}
         scope.resets += 1
         log.info("%s: an erasure took the line back to %s", scope.name, used)
@@ -207,9 +209,26 @@ class LiveLearner(CheckpointedLearner):
             scope.pending.append(name)
         scope.parent = name
         self.bank.prune(scope)
+        routed = role == "candidate" and not outcome.errors
+        superseded = self._let_go_superseded(scope, name) if routed else []
         return {"push_s": outcome.push_s, "pushed_servers": outcome.pushed, "push_errors": len(outcome.errors),
                 "swap_ms": outcome.swap_ms_max, "pushed_version": scope.version, "pushed_name": name,
-                "push_role": role}  # fmt: skip
+                "push_role": role, "discarded_superseded": superseded}  # fmt: skip
+
+    def _let_go_superseded(self, scope: ScopeState, name: str) -> list[str]:
+        """Direct promotion routes each new version of a line to its tenants by assignment, as a candidate
+        the servers never evict: keep the new one and its parent (what the assignment names until the
+        driver routes the new one, and the line's rollback target) and take older ones off the servers,
+        or they fill them (``serve.max_versions``) and refuse the line's next versions."""
+        if self.push is None or self.promotion != "direct":
+            return []
+        scope.routed.append(name)
+        gone = []
+        while len(scope.routed) > 2:
+            old = scope.routed.pop(0)
+            if self.push.discard(old) == 0:
+                gone.append(old)
+        return gone
 
     # ----------------------------------------------------------------------------- training
 

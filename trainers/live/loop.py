@@ -300,6 +300,8 @@ class LiveLoop(TrainingLoop):
         used = ray.get(self.learner.reset_scope.remote(scope, target))
         keep = line.index_after(used)
         replay, lost = line.replay_after(keep, erased)
+        erased_rows = sum(1 for e in line.entries[keep:] for r in e.rows if r.sample.trajectory_id in erased)
+        erased_rows += sum(1 for r in loose if r.sample.trajectory_id in erased)
         replay.append([r for r in loose if r.sample.trajectory_id not in erased])
         tainted = line.cut(keep)
         self.unpublished.published(scope)
@@ -309,10 +311,12 @@ class LiveLoop(TrainingLoop):
         )
         trained: list[LiveRow] = []
         lm: dict[str, Any] | None = None
+        fit: list[dict[str, Any]] = []  # how each replayed update went: a rebuild that drifts shows here
         for rows in replay:
             if rows:
                 lm = ray.get(self.learner.train.remote(rows, scope))
                 trained += rows
+                fit.append(lm)
         if lm is None or not trained:
             return None  # nothing left to learn from: the line serves its untainted version
         lm.pop("due_push", None)
@@ -321,7 +325,9 @@ class LiveLoop(TrainingLoop):
         pushed = self._publish(trained, {**lm, "parent_version": used}, scope, rebuild_of=tainted)
         return {"step": self.state.step, "mode": "live", "scope": scope, "rebuild_of": tainted,
                 "rebuilt_from": used, "rebuilt_version": lm["version_name"], "rebuilt_samples": len(trained),
-                "rebuild_rows_let_go": lost,
+                "rebuild_rows_let_go": lost, "rebuild_rows_erased": erased_rows,
+                **{f"rebuild_{k}_mean": statistics.fmean(u[k] for u in fit)
+                   for k in ("masked_frac", "behaviour_weight_mean", "clip_frac", "grad_norm")},
                 "elapsed_s": time.monotonic() - start, "rebuilds_total": self.totals["rebuilds"],
                 "policy_version": lm["policy_version"], **pushed}  # fmt: skip
 

@@ -40,6 +40,7 @@ class ScopeState:
     resets: int = 0
     pending: list[str] = field(default_factory=list)  # candidates published, not yet decided
     snapshots: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # version -> weights
+    routed: list[str] = field(default_factory=list)  # direct candidates on the servers, oldest first
 
     def version_name(self, number: int | None = None) -> str:
         return policy_version_name(self.name, self.version if number is None else number)

@@ -95,6 +95,17 @@ class WeightPush:
         out.push_s = time.perf_counter() - t0
         return out
 
+    def discard(self, version: str) -> int:
+        """Take a version off every server (one a server no longer holds counts as gone); returns how many
+        servers still hold it after the call."""
+        held = 0
+        for fleet in (self.file_fleet, self.bytes_fleet):
+            for url, err in fleet.discard(version).errors.items():
+                if err.status != 404:
+                    held += 1
+                    log.warning("discarding v%s on %s failed: %s", version, url, err)
+        return held
+
     def write_file(self, tensors: Mapping[str, torch.Tensor], version: str) -> Path:
         from safetensors.torch import save_file
 

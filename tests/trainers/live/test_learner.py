@@ -119,3 +119,24 @@ def test_each_learning_scope_trains_its_own_weights_and_version_line(tmp_path) -
         learner.train(globex, "acme")
     with pytest.raises(ValueError, match="acme"):  # nor the shared one, when the tenant trains its own
         learner.train(acme, "shared")
+
+
+def test_a_direct_line_keeps_its_newest_version_and_parent_on_the_servers(tmp_path) -> None:
+    """Direct promotion with a tenant's own line: every version is pushed as a candidate its tenant is
+    routed to, which the server never evicts; the learner takes superseded ones off, so a line longer than
+    the server's room keeps being served (here 6 versions on a server that holds 4)."""
+    from tests.trainers.serving.serve_process import serve_model
+
+    with serve_model(tmp_path / "serve", extra={"max_versions": 4, "keep_versions": 1}) as srv:
+        tcfg = TrainerConfig(
+            learning_rate=3e-3, promotion="direct", policy_servers=[srv.url],
+            live={"push_weights": True, "default_scope": "own", "lora_rank": 4, "lora_targets": ["q_proj", "v_proj"]},
+        )  # fmt: skip
+        learner = LiveLearner(tcfg, "sluice-tiny", str(tmp_path / "trainer"))
+        for n in range(1, 7):
+            learner.train(rows(), "acme")
+            pushed = learner.publish("acme")
+            assert pushed["push_errors"] == 0 and pushed["push_role"] == "candidate"
+            assert pushed["discarded_superseded"] == ([f"acme.{n - 2}"] if n > 2 else [])
+        held = learner.push.statuses()[srv.url].versions
+        assert {"acme.5", "acme.6"} <= set(held) and not {f"acme.{n}" for n in range(1, 5)} & set(held)
