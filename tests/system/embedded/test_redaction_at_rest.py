@@ -1,14 +1,15 @@
 """Nothing raw at rest outside the quarantine: canary values through the real stack with the shipped config.
 
 The embedded default (``infra/sluice.yaml``: NER on) runs broker, tiny model, proxy, two stage workers and
-the sink (this package's stack, before any fault is injected into it). Agents send canaries of every class the redaction promises to hold — an AWS key id in a
-config line, a secret as a ``{"field": …, "value": …}`` pair in tool-call arguments, a brand-less
-Luhn-valid card in free text and under ``credit_card``, a US-shaped phone number with an unassigned area
-code, person names of several locales in tool results and free text, a key-shaped token after
-"token" — through explicit-id and history-linked trajectories, plus the demo's own traffic. Then every
-place the stack writes outside the raw and dead-letter topics is scanned: DuckDB, the redacted,
-audited and train topics, the stage tables' changelog topics, the stage workers' RocksDB directories, the proxy spool and its linking
-state (which must hold hashes, never raw token ids), and the logs. None may hold a canary.
+the sink (this package's stack, before any fault is injected into it). Agents send canaries of every class
+the redaction promises to hold — an AWS key id in a config line, a secret as a ``{"field": …, "value": …}``
+pair in tool-call arguments, a brand-less Luhn-valid card in free text and under ``credit_card``, a
+US-shaped phone number with an unassigned area code, person names of several locales in tool results and
+free text, a key-shaped token after "token" — through explicit-id and history-linked trajectories, plus the
+demo's own traffic. Then every place the stack writes outside the raw and dead-letter topics is scanned:
+DuckDB, the redacted, audited and train topics, the stage tables' changelog topics, the stage workers'
+RocksDB directories, the proxy spool and its linking state (which must hold hashes, never raw token ids),
+and the logs. None may hold a canary.
 """
 
 from __future__ import annotations
