@@ -36,6 +36,9 @@ def gated_config(tmp: Path) -> Path:
         live={"group_wait_s": 3, "default_scope": "own", "scopes": {"initech": "none", POOLED["tenant"]: "shared"}},
     )  # fmt: skip
     data = yaml.safe_load(path.read_text())
+    # one policy server holds every line's versions: the tenants' promoted and candidate versions stay beside
+    # the pooled line's candidates (at the default of 8, a push of the pooled line's next one is refused)
+    data["trainer"]["serve"] = {**data["trainer"].get("serve", {}), "max_versions": 24}
     # the task's grader: the tiny model's answers are graded by the same regex whatever version gave them
     data["evolve"] = {
         "graders": {"*": {"kind": "traffic", "reward": {"kind": "regex", "pattern": "^$"}}},
