@@ -95,7 +95,10 @@ def test_a_trained_version_serves_only_after_the_gates_and_is_rolled_back_or_pro
 
         def win() -> None:
             canary = next((s for s in states().values() if s.status == "canary"), None)
-            v_win = canary.proposal.policy_version if canary else None
+            if canary is None:  # rewards that differ (0, 1, ...): the trainer's signal for its next candidate
+                traffic.run(TENANT, 4, prefix="canary-b")
+                return
+            v_win = canary.proposal.policy_version
             traffic.run(TENANT, 4, reward=lambda served: 1.0 if served == v_win else 0.0, prefix="canary-b")
 
         passes(runner, promoted, 420, "a winning candidate promoted", win)
