@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 bash infra/install.sh
 source infra/venv.sh
 if [ "$#" -eq 0 ]; then set -- tests; fi
-exec python -m pytest -q "$@"
+exec python -m pytest -q --durations=30 "$@"

@@ -1,18 +1,17 @@
-"""One real embedded-default stack (own broker, tiny model, proxy, stages, sink) per system test module."""
+"""What the system tests share: the ``Stack`` handle on a running embedded stack (own broker, tiny model,
+proxy, stages, sink) and the configs they start one from."""
 
 from __future__ import annotations
 
 import asyncio
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import yaml
 
-from app.config import DEFAULT_CONFIG, SluiceConfig, load_config
+from app.config import DEFAULT_CONFIG, SluiceConfig
 from app.status import collect, render
-from app.up import running_stack
 from infra.broker import free_port
 from pipeline.demo.summary import id_list, landed, rows, wait_until
 from pipeline.demo.traffic import AgentDriver, RunReport, plan
@@ -185,16 +184,6 @@ def late_reward_config(tmp: Path, **proxy: object) -> Path:
     data["proxy"].update(proxy)
     path.write_text(yaml.safe_dump(data))
     return path
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("stack")
-    path = stack_config(tmp)
-    cfg = load_config(path)
-    log = io.StringIO()
-    with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
-        yield Stack(cfg, path, sup, log)
 
 
 def live_trainer_config(tmp: Path, trainer: dict | None = None, live: dict | None = None) -> Path:

@@ -1,54 +1,35 @@
 """Nothing raw at rest outside the quarantine: canary values through the real stack with the shipped config.
 
 The embedded default (``infra/sluice.yaml``: NER on) runs broker, tiny model, proxy, two stage workers and
-the sink. Agents send canaries of every class the redaction promises to hold — an AWS key id in a
-config line, a secret as a ``{"field": …, "value": …}`` pair in tool-call arguments, a brand-less
-Luhn-valid card in free text and under ``credit_card``, a US-shaped phone number with an unassigned area
-code, person names of several locales in tool results and free text, a key-shaped token after
-"token" — through explicit-id and history-linked trajectories, plus the demo's own traffic. Then every
-place the stack writes outside the raw and dead-letter topics is scanned: DuckDB, the redacted,
-audited and train topics, the stage tables' changelog topics, the stage workers' RocksDB directories, the proxy spool and its linking
-state (which must hold hashes, never raw token ids), and the logs. None may hold a canary.
+the sink (this package's stack, before any fault is injected into it). Agents send canaries of every class
+the redaction promises to hold — an AWS key id in a config line, a secret as a ``{"field": …, "value": …}``
+pair in tool-call arguments, a brand-less Luhn-valid card in free text and under ``credit_card``, a
+US-shaped phone number with an unassigned area code, person names of several locales in tool results and
+free text, a key-shaped token after "token" — through explicit-id and history-linked trajectories, plus the
+demo's own traffic. Then every place the stack writes outside the raw and dead-letter topics is scanned:
+DuckDB, the redacted, audited and train topics, the stage tables' changelog topics, the stage workers'
+RocksDB directories, the proxy spool and its linking state (which must hold hashes, never raw token ids),
+and the logs. None may hold a canary.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
-import yaml
 
-from app.config import load_config
-from app.up import running_stack
 from governance.redaction.recognizers.passport_recognizer import check_digit
 from pipeline.demo.personas import PERSONAS, canaries
 from pipeline.stages.names import changelog_topics, ticks_topic
 from sluice.events import scoped_trajectory_id
 from tests.kafka_helpers import read_topic
-from tests.system.conftest import Stack, stack_config
+from tests.system.conftest import Stack
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """The embedded default as shipped (NER on), with one stage worker: no fault is injected here."""
-    tmp = tmp_path_factory.mktemp("stack")
-    path = stack_config(tmp)
-    data = yaml.safe_load(path.read_text())
-    data["stages"]["workers"] = 1
-    path.write_text(yaml.safe_dump(data))
-    cfg = load_config(path)
-    assert cfg.redaction.ner, "the shipped config must run NER"
-    log = io.StringIO()
-    with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
-        yield Stack(cfg, path, sup, log)
 
 
 def luhn_complete(body: str) -> str:
@@ -182,7 +163,8 @@ def raw_token_runs(obj: object) -> list[list[int]]:
 
 
 def test_canaries_of_every_class_are_nowhere_at_rest(stack: Stack) -> None:
-    report = stack.send(6, seed=3)
+    assert stack.cfg.redaction.ner, "the shipped config must run NER"
+    report = stack.send(6, seed=11)  # a seed of its own: the faults' traffic shares the stack
     ids = send_canaries(stack)
     stack.wait_complete(report)
     stack.wait_landed(ids)

@@ -2,7 +2,8 @@
 
 After each fault every trajectory sent is in DuckDB exactly once and no agent call failed; bad input gets a
 clear 4xx or a dead letter while the pipeline keeps flowing; canary PII and secrets appear nowhere
-downstream of the raw topic (DuckDB, redacted/audited/train topics, the spool, the logs).
+downstream of the raw topic (DuckDB, redacted/audited/train topics, the spool, the logs). The stack is this
+package's: the redaction-at-rest checks have run on it, so the canary scans cover their traffic too.
 """
 
 from __future__ import annotations
