@@ -10,6 +10,8 @@ Run by the erasure itself, after the store's rows are gone and the erasure event
    version's proposal gets an ``erased`` decision, so the control plane never gates or promotes it; each
    change is a ledger entry first. Every policy server whose default is tainted is rolled back the same
    way, then discards every tainted version it holds (its name stays used, so it cannot come back).
+   Every policy server also drops the token history it remembers for the erased trajectories (the text
+   of their calls as the agent sent it, kept in memory to keep a re-sent conversation's token ids).
 3. **Delete them** from disk: the trainer's pushed files of tainted versions and the checkpoints that
    hold a tainted version or trained on an erased trajectory.
 4. **Rebuild** is the live trainer's part: it reads the erasure's tombstones on the train topic, puts each
@@ -71,18 +73,22 @@ class WeightsErasure:
         self.rolled_back: dict[str, str] = {}  # scope key or server -> "from -> to"
         self.discarded: dict[str, list[str]] = {}
         self.deleted: list[str] = []
+        self.forgotten: dict[str, int] = {}  # server -> token-history sequences of the erased calls dropped
         self.problems: list[str] = []
 
     def target(self, version: str, base: str = "0") -> str:
         return untainted_ancestor(version, self.lineages, self.tainted, base)
 
     def run(self) -> ErasurePlace:
+        self.forget_calls()
         if not self.tainted:
             self.delete_files()  # a checkpoint of a trainer that recorded no lineage (re-sampling mode)
             removed = "no policy version was trained on them" + (
                 f"; {len(self.deleted)} checkpoints that trained on them deleted" if self.deleted else ""
             )
-            return ErasurePlace(place="weights", removed=removed, paths=self.deleted)
+            action = "; ".join(self.problems) or None
+            return ErasurePlace(place="weights", removed=removed + self._forgot(), operator_action=action,
+                                paths=self.deleted)  # fmt: skip
         try:
             self.stop_routing()
         except Exception as err:  # the broker away: the servers and files are still handled
@@ -171,6 +177,19 @@ class WeightsErasure:
             except (PolicyClientError, ValueError) as err:
                 self.problems.append(f"policy server {url}: {type(err).__name__}: {err}")
 
+    def forget_calls(self) -> None:
+        """Every policy server drops the token history it remembers for the erased trajectories."""
+        for url in self.cfg.policy_servers:
+            try:
+                self.forgotten[url] = PolicyClient(url, self.cfg.sink.producer_timeout_s).forget(self.erased)
+            except PolicyClientError as err:
+                self.problems.append(f"policy server {url}: token history not forgotten: {err}")
+
+    def _forgot(self) -> str:
+        if not self.forgotten:
+            return ""
+        return f"; token history of the erased calls dropped from server memory: {sum(self.forgotten.values())} sequences"
+
     # ------------------------------------------------------------------ 3. delete
     def delete_files(self) -> None:
         push = self.cfg.path(self.cfg.policy_push_dir)
@@ -198,6 +217,7 @@ class WeightsErasure:
             + (", ".join(f"{u} {vs}" for u, vs in sorted(self.discarded.items())) or "none held them")
             + f"; {len(self.deleted)} files deleted; rebuild: the live trainer retrains each line from "
             f"{lines} without the erased trajectories, as a new candidate for the gates (ledger: rebuild_of)"
+            + self._forgot()
         )
         action = "copies of these weights taken outside Sluice (downloaded files, other serving stacks) are out of its reach"
         if self.problems:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluice.policy_http import (
     DISCARD_PATH,
+    FORGET_PATH,
     PARENT_HEADER,
     POLICY_PATH,
     PROMOTE_PATH,
@@ -36,6 +37,8 @@ from sluice.policy_http import (
     SAFETENSORS_CONTENT_TYPE,
     VERSION_HEADER,
     WEIGHTS_PATH,
+    ForgetReply,
+    ForgetRequest,
     PolicyStatus,
     PushRequest,
     PushRole,
@@ -171,6 +174,11 @@ class PolicyClient:
     def discard(self, version: str) -> SwapReply:
         """Remove a version from the server's memory (never the default; its name stays used)."""
         return self._version_call(DISCARD_PATH, version)
+
+    def forget(self, conversations: Iterable[str]) -> int:
+        """Drop the token history the server remembers for these conversations; how many sequences went."""
+        body = ForgetRequest(conversations=sorted(set(conversations)))
+        return ForgetReply.model_validate(self._json(FORGET_PATH, body)).forgotten
 
     def roles(self) -> dict[str, VersionInfo]:
         """Each version the server holds -> its role, parent, tensors replaced and bytes added."""

@@ -38,6 +38,7 @@ WEIGHTS_PATH = "/v1/policy/weights"  # POST: a new version (served at once, or a
 ROLLBACK_PATH = "/v1/policy/rollback"  # POST {"version"}: a kept version becomes the default again
 PROMOTE_PATH = "/v1/policy/promote"  # POST {"version"}: a kept version (a candidate) becomes the default
 DISCARD_PATH = "/v1/policy/discard"  # POST {"version"}: the version leaves memory; its name stays used
+FORGET_PATH = "/v1/policy/forget"  # POST {"conversations"}: their remembered token history leaves memory
 
 VERSION_HEADER = POLICY_VERSION_HEADER  # on a response: the version that answered
 REQUEST_VERSION_HEADER = POLICY_VERSION_HEADER  # on a request: the version it asks for (absent: the default)
@@ -99,6 +100,17 @@ class VersionRequest(_Model):
 
 
 RollbackRequest = VersionRequest  # the body of rollback, promote and discard
+
+
+class ForgetRequest(_Model):
+    """Conversations (the trajectory ids the proxy named them by) whose token history the server drops."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    conversations: list[str] = Field(max_length=100_000)
+
+
+class ForgetReply(_Model):
+    forgotten: int = Field(description="Remembered sequences of those conversations dropped from memory.")
 
 
 class SwapReply(_Model):

@@ -114,6 +114,11 @@ def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuil
         tainted = set(ast.literal_eval(listed.group(1)))
         assert tainted and trained & tainted, weights.removed
         assert "out of its reach" in (weights.operator_action or "")
+        # the policy server also forgot the text it kept of the subject's calls (its token history)
+        forgot = re.search(
+            r"token history of the erased calls dropped from server memory: (\d+)", weights.removed
+        )
+        assert forgot is not None and int(forgot.group(1)) >= 1, weights.removed
 
         # no server serves or holds a tainted version; no file of one is on disk
         status = policy()

@@ -1,5 +1,6 @@
 """The weight API of `sluice serve-model`: read the versions held, push new weights (served at once or
-loaded as a candidate), promote or roll back to a kept version, discard one.
+loaded as a candidate), promote or roll back to a kept version, discard one; forget conversations' token
+history (an erasure).
 
 Changes are serialised (one at a time). The tensors are read and checked off the generate thread while
 serving goes on; the change itself runs on the generate thread between batches, so no request in flight is
@@ -22,6 +23,7 @@ from sluice.events import PolicyEvent
 from trainers.exceptions import RequestError
 from trainers.serving.policy_api import (
     DISCARD_PATH,
+    FORGET_PATH,
     PARENT_HEADER,
     POLICY_PATH,
     PROMOTE_PATH,
@@ -29,6 +31,8 @@ from trainers.serving.policy_api import (
     ROLLBACK_PATH,
     VERSION_HEADER,
     WEIGHTS_PATH,
+    ForgetReply,
+    ForgetRequest,
     PushRequest,
     PushRole,
     SwapReply,
@@ -183,10 +187,18 @@ async def discard(request: Request) -> Response:
         return _reply(store, req.version, wait_ms=round(wait_ms, 3))
 
 
+async def forget(request: Request) -> Response:
+    """An erasure: the token history remembered for these conversations leaves memory."""
+    req = ForgetRequest.model_validate(await _json_body(request))
+    n = request.app.state.chat.history.forget(set(req.conversations))
+    return JSONResponse(ForgetReply(forgotten=n).model_dump())
+
+
 ROUTES = [
     Route(POLICY_PATH, policy_status, methods=["GET"]),
     Route(WEIGHTS_PATH, push_weights, methods=["POST"]),
     Route(PROMOTE_PATH, promote, methods=["POST"]),
     Route(ROLLBACK_PATH, rollback, methods=["POST"]),
     Route(DISCARD_PATH, discard, methods=["POST"]),
+    Route(FORGET_PATH, forget, methods=["POST"]),
 ]

@@ -14,7 +14,8 @@ A completion is remembered under its text as the client will render it back: the
 tokens included: an end-of-turn token is text the next prompt renders) or, for a schema-forced tool call,
 the arguments text the server returned, which is exactly its tokens' bytes (a tokenizer's ``decode`` of a
 piece of a sequence may differ from those bytes, e.g. a leading space dropped).
-Bounded: ``capacity`` sequences, least recently used dropped first; in memory only.
+Bounded: ``capacity`` sequences, least recently used dropped first; in memory only. An erasure drops
+the erased conversations' sequences at once (``forget``), since they hold the text as the agent sent it.
 """
 
 from __future__ import annotations
@@ -70,3 +71,11 @@ class TokenHistory:
             self._seqs.move_to_end(key)
             while len(self._seqs) > self.capacity:
                 self._seqs.popitem(last=False)
+
+    def forget(self, conversations: set[str]) -> int:
+        """Drop every remembered sequence of these conversations; returns how many were dropped."""
+        with self._lock:
+            gone = [k for k in self._seqs if k[0] is not None and k[0] in conversations]
+            for k in gone:
+                del self._seqs[k]
+        return len(gone)

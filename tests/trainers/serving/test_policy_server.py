@@ -262,3 +262,21 @@ def test_partial_push_from_a_file_refusals_and_rollback(
     ]  # fmt: skip
     assert events[2].tensors == 1 and events[-1].kept_versions == ["2", "0", "3", "4"]
     assert all(e.server == server.url and e.model == MODEL for e in events)
+
+
+def test_an_erasure_drops_the_token_history_of_its_conversations(server: ServeProcess) -> None:
+    """The server remembers a conversation's text and ids for its next call; forgetting the conversation
+    (what an erasure asks of every server) drops them, and a bad body is a 400 in the API's format."""
+
+    async def go() -> None:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as c:
+            for tid in ("acme~erased", "acme~kept"):
+                await chat(c, chat_body("remember me", False), headers={"x-sluice-conversation": tid})
+
+    run(go())
+    client = PolicyClient(server.url)
+    assert client.forget(["acme~erased"]) >= 1
+    assert client.forget(["acme~erased"]) == 0
+    assert client.forget(["acme~kept"]) >= 1
+    bad = httpx.post(server.url + "/v1/policy/forget", json={"conversations": "acme~kept"}, timeout=30)
+    assert bad.status_code == 400 and "error" in bad.json()

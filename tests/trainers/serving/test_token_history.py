@@ -60,3 +60,15 @@ def test_a_completion_is_remembered_under_the_text_the_client_sends_back_when_gi
     served = [950]  # stands for a token whose decode alone differs from the bytes it wrote in context
     history.remember("hi", _ids("hi"), served, completion_text='{"a": 1}')
     assert history.encode('hi{"a": 1} more') == [*_ids("hi"), *served, *_ids(" more")]
+
+
+def test_forgetting_a_conversation_drops_only_its_sequences() -> None:
+    history = TokenHistory(TOK)
+    history.remember("ask", [1, 2], [3], conversation="acme~t1")
+    history.remember("ask more", [1, 2, 3, 4], [5], conversation="acme~t1")
+    history.remember("ask", [4, 5], [6], conversation="acme~t2")
+    history.remember("ask", [7], [8])  # no conversation named: never tied to an erased one
+    assert history.forget({"acme~t1", "acme~t9"}) == 2
+    assert history.encode("ask" + TOK.decode([3]), "acme~t1") == _ids("ask" + TOK.decode([3]))
+    assert history.encode("ask" + TOK.decode([6]), "acme~t2")[:3] == [4, 5, 6]
+    assert history.forget({"acme~t1"}) == 0
