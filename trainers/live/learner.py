@@ -244,10 +244,18 @@ class LiveLearner(CheckpointedLearner):
                 out.extend(lp[b, : len(r.sample.token_ids)] for b, r in enumerate(chunk))
         return out
 
-    def train(self, rows: list[LiveRow], scope_name: str = SHARED_SCOPE) -> dict[str, Any]:
+    def train(
+        self, rows: list[LiveRow], scope_name: str = SHARED_SCOPE, replay: bool = False
+    ) -> dict[str, Any]:
         """One update of one scope over these rows (``ppo_minibatches`` optimizer steps); ``due_push``
         says whether the driver should publish the version it made (``publish``) once its lineage is
-        recorded."""
+        recorded. ``replay``: an erasure's rebuild replays an update the line already made, made as it was
+        then, when the rows' sampling policy was the learner's own within the staleness bound (behaviour
+        weight about 1, almost nothing masked): here exactly 1, nothing masked. Weighed and masked
+        against the recorded logprobs instead, a replay masks the tokens the rebuilt line gives much less
+        probability than the line that sampled them, the ones it has yet to learn; in a full
+        ``bench.unlearn`` run that way 13% of the tokens were masked per replayed update (0-8% in the
+        original updates) and the rebuilt version scored 0.04 on its task against the base's 0.75."""
         # isolation, enforced where the weights change and not only where rows are routed
         foreign = sorted({r.sample.tenant for r in rows if r.sample.tenant and self.live.scope_of(r.sample.tenant)
                           != scope_name})  # fmt: skip
@@ -281,7 +289,8 @@ class LiveLearner(CheckpointedLearner):
                     prox = torch.zeros_like(lp)
                     for b, i in enumerate(idx[j : j + self.t.micro_batch_size]):
                         prox[b, : prox_all[i].shape[0]] = prox_all[i]
-                behaviour = torch.where(batch.has_behaviour[:, None], batch.behaviour, prox)
+                recorded = batch.has_behaviour[:, None] & (not replay)
+                behaviour = torch.where(recorded, batch.behaviour, prox)
                 loss, st = decoupled_ppo_loss(
                     lp, prox, behaviour, batch.advantages, batch.loss_mask, self.loss_cfg,
                     weights=batch.weights, normalizer=normalizer,

@@ -314,7 +314,7 @@ class LiveLoop(TrainingLoop):
         fit: list[dict[str, Any]] = []  # how each replayed update went: a rebuild that drifts shows here
         for rows in replay:
             if rows:
-                lm = ray.get(self.learner.train.remote(rows, scope))
+                lm = ray.get(self.learner.train.remote(rows, scope, replay=True))
                 trained += rows
                 fit.append(lm)
         if lm is None or not trained:

@@ -64,6 +64,24 @@ def test_minibatches_use_the_proximal_policy_and_missing_behaviour_logprobs_fall
     assert m["behaviour_weight_mean"] == 1.0 and m["masked_frac"] == 0.0
 
 
+def test_a_rebuild_replays_an_update_as_it_was_made_not_weighed_against_the_sampling_policy(tmp_path) -> None:
+    """Rows sampled by a policy far from the learner's (their recorded logprobs shifted): a live update
+    masks and weighs their tokens; the replay of an update an erasure rebuilds does neither."""
+    far = [
+        r.model_copy(
+            update={
+                "sample": r.sample.model_copy(update={"logprobs": [lp - 2.0 for lp in r.sample.logprobs]})
+            }
+        )
+        for r in rows()
+    ]
+    live = LiveLearner(config(), "sluice-tiny", str(tmp_path / "live")).train(far)
+    assert live["masked_frac"] > 0.5  # pi_prox / pi_behav = e**2 > mask_high
+    replayed = LiveLearner(config(), "sluice-tiny", str(tmp_path / "replay")).train(far, replay=True)
+    assert replayed["masked_frac"] == 0.0 and replayed["behaviour_weight_mean"] == 1.0
+    assert replayed["updated"] and replayed["grad_norm"] > 0
+
+
 def test_lora_pushes_merged_matrices_named_as_the_served_model(tmp_path) -> None:
     learner = LiveLearner(
         config(lora_rank=4, lora_targets=["q_proj", "v_proj"]), "sluice-tiny", str(tmp_path)
