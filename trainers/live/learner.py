@@ -251,11 +251,10 @@ class LiveLearner(CheckpointedLearner):
         says whether the driver should publish the version it made (``publish``) once its lineage is
         recorded. ``replay``: an erasure's rebuild replays an update the line already made, made as it was
         then, when the rows' sampling policy was the learner's own within the staleness bound (behaviour
-        weight about 1, almost nothing masked): here exactly 1, nothing masked. Weighed and masked
-        against the recorded logprobs instead, a replay masks the tokens the rebuilt line gives much less
-        probability than the line that sampled them, the ones it has yet to learn; in a full
-        ``bench.unlearn`` run that way 13% of the tokens were masked per replayed update (0-8% in the
-        original updates) and the rebuilt version scored 0.04 on its task against the base's 0.75."""
+        weight about 1, almost nothing masked): here exactly 1, nothing masked, so how far the rebuilt line
+        has moved from the line that sampled the rows does not decide which tokens it learns from (weighed
+        against the recorded logprobs, a full ``bench.unlearn`` replay masked 13% of its tokens per update
+        against 0-8% in the original updates)."""
         # isolation, enforced where the weights change and not only where rows are routed
         foreign = sorted({r.sample.tenant for r in rows if r.sample.tenant and self.live.scope_of(r.sample.tenant)
                           != scope_name})  # fmt: skip
