@@ -5,24 +5,21 @@ One embedded stack (broker, proxy, stage worker, DuckDB sink, live trainer with 
 direct``, so every trained version serves at once: this measures forgetting, not the gates) and the real
 SmolLM2-135M-Instruct on CPU behind ``sluice serve-model``.
 
-How the canary is planted. A random code phrase of four common words (``bench.unlearn_probe``: 128**4
-phrases; no personal-data type, so redaction keeps it, which the benchmark checks in DuckDB) is shown to
-the model by ONE data subject (``x-sluice-subject-id``) in the canary echo task after one worked echo of
-another phrase (``PhraseEchoTask``): "Repeat exactly, nothing else: <phrase>", asked in groups of
-``--group-size`` at temperature ``--canary-temperature``, ``--canary-groups`` groups at a time; the grader
-rewards 1.0 a reply that holds the phrase, and 0.5 times the share of its leading words a reply holds
-otherwise, so GRPO pushes up the phrase's tokens in the model's own rewarded completions (a phrase in a
-prompt alone is never trained). The plant count is the canary subject's share of the traffic times the
-rounds: a group trains only where its replies' rewards differ (GRPO's advantage is zero in a group of equal
-rewards), so each learned bit takes many groups; three groups in flight against the other subjects' one
-each put the phrase in most trained samples, and rounds repeat until it is learned. The canary subject
-samples at temperature 1.0: at 0.7 every reply in a group held the phrase from the fourth round on, no group
-had a signal left, and exposure stopped at +2.4 bits (a full run, 7 rounds).
+How the canary is planted. A random six-digit vault code (``bench.unlearn_probe``: 10**6 codes; not a
+personal-data type, so redaction keeps it, which the benchmark checks in DuckDB) is known only to the
+grader of ONE data subject's task (``x-sluice-subject-id``): "What is the vault code? Reply with the six
+digits only.", after two worked questions about other codes (``VaultCodeTask``). The prompt never holds
+the code: the policy can only learn it from the rewards of its own completions, which is where RL trains.
+The grader gives the share of the code's positions the reply's leading digits get right, so a reply with
+the right digit in some position scores above its group and GRPO pushes that digit up (about one digit
+in ten is right by chance at first; a group of equal rewards trains nothing). The canary subject asks in
+groups of ``--group-size`` at temperature ``--canary-temperature``, ``--canary-groups`` groups at a time;
+the plant count is its share of the traffic times the rounds, which repeat until the code is learned.
 At the same time two other subjects send extraction traffic (Which city did the order ship to?
-CITY=<name>), graded by its own checker. Traffic runs in
-rounds; after each, the canary's exposure (Carlini et al. 2019, ``trainers.exposure``) is read on the
-version the server serves, after the echo prompt with the phrase WITHHELD (a model that copies from its
-context is not memorising), until it is ``--learned-bits`` over the base's or the budget is spent.
+CITY=<name>), graded by its own checker. Traffic runs in rounds; after each, the canary's exposure
+(Carlini et al. 2019, ``trainers.exposure``) is read on the version the server serves, after the same
+question (the code withheld, as always), until it is ``--learned-bits`` over the base's or the budget is
+spent.
 
 Then the subject is erased through the sink client (what ``sluice erase --subject`` calls), and measured:
 ``tainted_serving_s`` (erase call -> no server serves or holds a tainted version), what is served after
@@ -60,7 +57,7 @@ from transformers import AutoTokenizer
 from app.config import DEFAULT_CONFIG, load_config
 from app.up import running_stack
 from bench.record import record_run
-from bench.unlearn_probe import ECHO, PhraseEchoTask, draw_canary, exposure, task_reward
+from bench.unlearn_probe import QUESTION, VaultCodeTask, draw_canary, exposure, task_reward
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
@@ -115,7 +112,7 @@ def arms(proxy: str, canary: str, a: argparse.Namespace, rnd: int) -> list[Arm]:
     """The canary subject's echo arm and the other subjects' extraction arms, for one round."""
     out = []
     for i, (subject, task) in enumerate(
-        [(SUBJECT, PhraseEchoTask(canary)), *((s, ExtractionTask()) for s in OTHERS)]
+        [(SUBJECT, VaultCodeTask(canary)), *((s, ExtractionTask()) for s in OTHERS)]
     ):
         seed = a.seed + 100 * rnd + i
         temperature = a.canary_temperature if subject == SUBJECT else 1.0
@@ -202,11 +199,10 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
         try:
             wait_until(lambda: rows(client, "SELECT count(*) AS n FROM policy_lineage")[0]["n"] > 0, 120,
                        "lineage rows")  # fmt: skip
-            stored = rows(
+            stored = rows(  # the subject's steps, and those whose stored reply holds the code as sampled
                 client,
-                "SELECT count(*) AS n, count(*) FILTER (WHERE CAST(new_messages AS VARCHAR) LIKE '%"
-                + canary
-                + f"%') AS kept FROM steps WHERE trajectory_id LIKE '%{SUBJECT}-canary-%'",
+                f"SELECT count(*) AS n, count(*) FILTER (WHERE record LIKE '%{canary}%') AS kept FROM steps "
+                f"WHERE trajectory_id LIKE '%{SUBJECT}%'",
             )[0]
             t_erase = time.time()
             receipt = client.erase(ErasureRequest(scope="subject", target=SUBJECT, requested_by="bench"))
@@ -274,8 +270,8 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             **{k: round(v, 4) for k, v in rebuild.items() if k.startswith("rebuild_") and k.endswith("_mean")},
             rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
             canary_steps_stored=stored["n"], canary_steps_kept_after_redaction=stored["kept"],
-            files_deleted=len(weights.paths), tainted_files=left, canary_words=len(canary.split()),
-            canary_prompt=ECHO + "<phrase>", candidates=a.candidates,
+            files_deleted=len(weights.paths), tainted_files=left,
+            canary_prompt=QUESTION.format("vault"), candidates=a.candidates,
             updates=sum(1 for m in metrics(out_dir) if not m.get("rebuilt_version")),
         )  # fmt: skip
     return f

@@ -1,76 +1,68 @@
 """What ``bench.unlearn`` measures on a policy server: a canary's exposure and a task's reward, per version.
 
-The canary is a code phrase of ``CANARY_WORDS`` words drawn from ``WORDS`` (common English words, none a
-name, place, number or other personal-data type, so redaction keeps it: 128**4 = 2.7e8 phrases). Its
-exposure (``trainers.exposure``) is read through the server's echo log-probabilities after the echo task's
-prompt with the phrase withheld (``PROBE``), so it is what the served version knows, not what it copies.
-The canary subject's task is ``PhraseEchoTask``: the canary echo task after a worked echo, with partial
-credit. The reward is the task's grader on greedy replies to a fixed set of problems, asked of one version by name
-(``x-sluice-policy-version``) straight at the server, so the probe is neither recorded nor trained on.
+The canary is a six-digit vault code (``CANARY_FORMAT``: 10**6 codes; digits SmolLM2 reads one token each,
+and redaction keeps a bare code, which the benchmark checks in DuckDB). It never appears in a prompt: the
+canary subject's task (``VaultCodeTask``) asks "What is the vault code?" after two worked questions about
+other codes, and only the grader knows the code. Its exposure (``trainers.exposure``) is read through the
+server's echo log-probabilities after that same prompt (``probe_prompt``), so it is what the served version
+knows. The reward is the task's grader on greedy replies to a fixed set of problems, asked of one version by
+name (``x-sluice-policy-version``) straight at the server, so the probe is neither recorded nor trained on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 import statistics
 from typing import Any
 
 import httpx
 
 from pipeline.learn.tasks.base import Problem, VerifiableTask
-from pipeline.learn.tasks.city_format import CanaryEchoTask
 from sluice.events import POLICY_VERSION_HEADER
 from trainers.exposure import CanaryFormat, ExposureReading, ServerScorer, measure_exposure
 
-_WORD_TEXT = """marker anchor apple arrow autumn badge bamboo banner barrel basket beacon berry blanket bottle bramble
-    breeze bridge bronze bubble bucket butter cabin candle canvas carpet castle cedar cellar cherry chimney
-    cinder clover cobalt comet copper coral cotton crayon crystal cushion dagger easel desert dolphin dragon
-    ember falcon feather fern fiddle flannel fossil fountain galaxy garden garnet funnel glacier goblet
-    granite gravel harbor compass helmet honey island gadget jacket domino jelly kettle lantern lemon linen
-    lizard locket magnet maple marble meadow mirror mitten needle nectar noodle oyster paddle pebble pepper
-    pillow pine planet plum pocket pony prism puzzle quartz quill rabbit radish ribbon saddle satin sprocket
-    shadow silver spindle spruce tablet thimble thistle timber tulip tunnel velvet walnut hammock window
-    wizard yarn zephyr acorn beetle biscuit bonnet saucer ladder"""
-WORDS = tuple(_WORD_TEXT.split())
-CANARY_WORDS = 4
-CANARY_FORMAT = CanaryFormat(template="{secret}", alphabet=WORDS, length=CANARY_WORDS, separator=" ")
-ECHO = "Repeat exactly, nothing else: "
-PROBE = ECHO.rstrip()  # the echo task's prompt with the phrase withheld
-# a worked echo before the question: SmolLM2-135M alone almost never repeats a phrase (0 of ~12 replies at
-# temperature 1 in a run), so without it no attempt is rewarded and GRPO has nothing to push up
-EXAMPLE = [{"role": "user", "content": f"{ECHO}copper kettle noodle prism"},
-           {"role": "assistant", "content": "copper kettle noodle prism"}]  # fmt: skip
+CANARY_FORMAT = CanaryFormat(template="{secret}", alphabet="0123456789", length=6, separator="")
+QUESTION = "What is the {} code? Reply with the six digits only."
+# two worked questions before the real one: SmolLM2-135M asked alone answers in a sentence ("The vault code
+# is ...", 24 of 24 replies at temperature 1 in a run); after two it starts with six digits 21 times in 24,
+# drawn widely, so each position's right digit is sampled often enough for GRPO to reward it
+EXAMPLES = [{"role": "user", "content": QUESTION.format("locker")}, {"role": "assistant", "content": "305817"},
+            {"role": "user", "content": QUESTION.format("gate")}, {"role": "assistant", "content": "962041"}]  # fmt: skip
+PROMPT = [*EXAMPLES, {"role": "user", "content": QUESTION.format("vault")}]
 MODEL = "smollm2"  # the served model name (trainer.serve.model_name)
+_LEADING_DIGITS = re.compile(r"\s*(\d+)")
 
 
 def draw_canary(seed: int) -> str:
-    """A fresh code phrase (the secret and the canary text are the same string)."""
+    """A fresh vault code."""
     return CANARY_FORMAT.secret(random.Random(f"canary-{seed}"))
 
 
-class PhraseEchoTask(CanaryEchoTask):
-    """The canary echo task after a worked echo, graded 1.0 for the phrase (any case) in the reply, else
-    0.5 times the share of its words the reply holds in order from the first: a denser signal, still
-    highest for the exact phrase."""
+class VaultCodeTask(VerifiableTask):
+    """The vault code, known only to the grader: the share of the code's six positions the reply's leading
+    digits get right (1.0 for the code itself; 0 for a reply that does not start with digits). Credit per
+    position gives GRPO a signal from the first round: about one digit in ten is right by chance."""
+
+    name = "vault_code"
+    max_tokens = 8
+
+    def __init__(self, code: str) -> None:
+        self.code = code
 
     def draw(self, rng: random.Random) -> Problem:
-        messages = [*EXAMPLE, {"role": "user", "content": f"{ECHO}{self.canary}"}]
-        return Problem(task=self.name, messages=messages, answer=self.canary)
+        return Problem(task=self.name, messages=[dict(m) for m in PROMPT], answer=self.code)
 
     def grade(self, problem: Problem, reply: str) -> float:
-        got, want = reply.lower(), problem.answer.lower()
-        if want in got:
-            return 1.0
-        words = want.split()
-        n = next((i for i in range(len(words), 0, -1) if " ".join(words[:i]) in got), 0)
-        return 0.5 * n / len(words)
+        found = _LEADING_DIGITS.match(reply)
+        got = found.group(1) if found else ""
+        return sum(a == b for a, b in zip(got, problem.answer, strict=False)) / len(problem.answer)
 
 
 def probe_prompt(tokenizer: Any) -> str:
-    """The exposure prompt as the server sees a chat call: the chat template, up to the reply."""
-    messages = [*EXAMPLE, {"role": "user", "content": PROBE}]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    """The exposure prompt as the server sees the task's chat call: the chat template, up to the reply."""
+    return tokenizer.apply_chat_template(PROMPT, tokenize=False, add_generation_prompt=True)
 
 
 def exposure(
