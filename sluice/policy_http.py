@@ -82,6 +82,10 @@ class PolicyStatus(_Model):
     kept: list[VersionInfo] = Field(default_factory=list, description="Each version in memory, in detail.")
     max_versions: int = 0
     history: list[PolicyHistoryEntry] = Field(default_factory=list)
+    fallbacks: dict[str, int] = Field(
+        default_factory=dict,
+        description="Version named by a request but not held here -> requests the default answered instead.",
+    )
 
 
 class PushRequest(_Model):

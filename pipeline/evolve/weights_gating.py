@@ -122,7 +122,7 @@ class WeightsGating:
         state: ProposalState,
         current: OverlayAssignment | None,
         report: PassReport,
-        lineages: dict[str, PolicyLineage] | None = None,
+        lineages: dict[str, PolicyLineage],
     ) -> bool:
         """Replay (evidence, no regression against the parent, and training rewards that agree with the
         task's checker: ``governance.evolve.reward_audit``, over the line's ``lineages``), shadow (not worse than the serving
@@ -146,7 +146,7 @@ class WeightsGating:
             and self.cfg.reward_audit.enabled
             and self.cfg.canary.weights_reward == "grader"
         ):
-            items = line_items(p, lineages or {}, self.cfg.reward_audit.sample)
+            items = line_items(p, lineages, self.cfg.reward_audit.sample)
             seen = {i.trajectory_id for i in items}
             items += scope_items(self.client, p, self.cfg.reward_audit.scope_sample, seen)
             audit = audit_rewards(

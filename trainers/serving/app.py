@@ -98,11 +98,19 @@ async def _serve(request: Request, model: type[BaseModel], serving: Any, **extra
         versions: list[str] = []
         stream = serving.stream(req, versions, asked, **extra)  # validates before the first byte is sent
         first = await anext(stream)  # waits for the request's batch: its version goes in the header
-        headers = {**_headers(req), **_version_headers(versions[:1], asked)}
+        headers = {**_headers(req), **_counted(request, _version_headers(versions[:1], asked))}
         return StreamingResponse(chain_first(first, stream), media_type="text/event-stream", headers=headers)
     body = await serving.complete(req, asked, **extra)
     used = body[EXTENSION_FIELD]["policy_versions"]
-    return JSONResponse(body, headers={**_headers(req), **_version_headers(used, asked)})
+    return JSONResponse(body, headers={**_headers(req), **_counted(request, _version_headers(used, asked))})
+
+
+def _counted(request: Request, headers: dict[str, str]) -> dict[str, str]:
+    """A request answered by the default for a version the server does not hold is counted in the status
+    (and logged the first time per version), not only told in its response header."""
+    if FALLBACK_HEADER in headers:
+        request.app.state.engine.versions.note_fallback(headers[FALLBACK_HEADER])
+    return headers
 
 
 async def chat_completions(request: Request) -> Response:

@@ -19,9 +19,10 @@ Tied weights (SmolLM2's ``lm_head.weight`` is ``model.embed_tokens.weight``) are
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -30,6 +31,9 @@ import torch
 from sluice.events import PolicyRole
 from trainers.exceptions import RequestError
 from trainers.serving.policy_api import PolicyHistoryEntry, PolicyStatus, PushRole, VersionInfo
+
+log = logging.getLogger("sluice.serve")
+MAX_FALLBACK_NAMES = 256  # versions the fallback count tells apart (a flood of made-up names stays bounded)
 
 
 class VersionConflict(RequestError):
@@ -100,6 +104,8 @@ class PolicyStore:
         self.keep, self.max_versions = keep, max_versions
         self.base_version = base_version
         self._lock = threading.Lock()
+        # version asked for but not held -> requests the default answered instead
+        self.fallbacks: Counter[str] = Counter()
         by_id: dict[int, str] = {}
         self._slots: dict[str, torch.Tensor] = {}  # canonical name -> the live Parameter/buffer
         self._alias: dict[str, str] = {}  # every state-dict name -> its canonical name
@@ -254,6 +260,17 @@ class PolicyStore:
         with self._lock:
             return asked if asked is not None and asked in self._versions else self.serving
 
+    def note_fallback(self, asked: str) -> None:
+        """A request named ``asked``, which this server does not hold, and the default answered it."""
+        with self._lock:
+            first = asked not in self.fallbacks
+            if first and len(self.fallbacks) >= MAX_FALLBACK_NAMES:
+                return
+            self.fallbacks[asked] += 1
+        if first:
+            log.warning("a request named policy version %r, which is not held here: the default %r answered "
+                        "(counted in the status's fallbacks)", asked, self.serving)  # fmt: skip
+
     def _evict(self) -> None:
         pinned = (self.serving, self.base_version)
         while sum(not v.candidate and n != self.base_version for n, v in self._versions.items()) > self.keep:
@@ -310,4 +327,5 @@ class PolicyStore:
                 kept=[i for i in infos if i is not None],
                 max_versions=self.max_versions,
                 history=list(self.history),
+                fallbacks=dict(self.fallbacks),
             )

@@ -78,6 +78,9 @@ def test_two_versions_served_at_once_each_request_by_the_one_it_names(
         assert s.headers[PICK] == "0" and s.headers["x-sluice-policy-fallback"] == "gone"
         assert '"policy_fallback":"gone"' in s.read().decode()
     assert httpx.get(server.url + "/health").json()["policy_version"] == "0"
+    # the server's status counts what the default answered for a version it does not hold
+    fallbacks = httpx.get(server.url + "/v1/policy").json()["fallbacks"]
+    assert fallbacks["no-such-version"] == 3 and fallbacks["gone"] == 1 and "cand" not in fallbacks
 
 
 def test_a_flood_on_one_version_does_not_starve_another(server: ServeProcess) -> None:
