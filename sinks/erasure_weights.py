@@ -41,6 +41,7 @@ from sluice.policy_client import PolicyClient, PolicyClientError, VersionNotKept
 
 log = logging.getLogger("sluice.sink.erasure")
 ACTOR = "sluice-erasure"
+TAINTED = "tainted policy versions"  # how the receipt's weights place opens when a version was tainted
 
 
 def recorded_lineages(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, PolicyLineage]]:
@@ -58,6 +59,25 @@ def recorded_lineages(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, Po
         if lineage is not None:
             out[lineage.version] = (proposal_id, lineage)
     return out
+
+
+def erasure_entry(
+    erasure_id: str,
+    tainted: dict[str, str],
+    proposal_id: str,
+    kind: str,
+    tenant: str,
+    version: str | None,
+    summary: str,
+    **fields: Any,
+) -> LedgerEntry:
+    """A ledger entry of an erasure's pass over the weights (decision ``erased``; its evidence names the
+    erasure and every version it found tainted: the ``erasure_rebuilds`` view reads them back)."""
+    return LedgerEntry(
+        proposal_id=proposal_id, kind=kind, surface="weights", tenant=tenant, decision="erased",  # type: ignore[arg-type]
+        policy_version=version, summary=summary, actor=ACTOR,
+        evidence={"erasure_id": erasure_id, "tainted": tainted}, **fields,
+    )  # fmt: skip
 
 
 class WeightsErasure:
@@ -146,11 +166,9 @@ class WeightsErasure:
 
     def _entry(self, proposal_id: str, kind: str, tenant: str, version: str | None, summary: str,
                **fields: Any) -> LedgerEntry:  # fmt: skip
-        return LedgerEntry(
-            proposal_id=proposal_id, kind=kind, surface="weights", tenant=tenant, decision="erased",  # type: ignore[arg-type]
-            policy_version=version, summary=summary, actor=ACTOR,
-            evidence={"erasure_id": self.erasure_id, "tainted": self.tainted}, **fields,
-        )  # fmt: skip
+        return erasure_entry(
+            self.erasure_id, self.tainted, proposal_id, kind, tenant, version, summary, **fields
+        )
 
     def stop_servers(self) -> None:
         """Every policy server whose default is tainted rolls back; every server discards what it holds of
@@ -211,7 +229,7 @@ class WeightsErasure:
     def place(self) -> ErasurePlace:
         lines = sorted({self.target(v) for v in self.tainted})
         removed = (
-            f"tainted policy versions {sorted(self.tainted)}; rolled back: "
+            f"{TAINTED} {sorted(self.tainted)}; rolled back: "
             + (", ".join(f"{k} {v}" for k, v in sorted(self.rolled_back.items())) or "nothing served them")
             + "; discarded from servers: "
             + (", ".join(f"{u} {vs}" for u, vs in sorted(self.discarded.items())) or "none held them")

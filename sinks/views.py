@@ -9,7 +9,8 @@ trajectory served under an overlay assignment with its arm and outcome, ``overla
 counts and rewards per tenant, task, overlay and arm, ``policy_lineage`` the trajectory versions each model
 policy version trained on, ``policy_rewards`` each tenant's trajectories and mean reward per policy version
 that served them, ``tenant_policies`` per tenant the version it is served now (from the ledger), that
-version's lineage and its reward by version. Each template takes a row condition, so a tenant's connection gets the same names as
+version's lineage and its reward by version, ``erasure_rebuilds`` per erasure the versions it found
+tainted and each version rebuilt in their place with the gates' newest word on it. Each template takes a row condition, so a tenant's connection gets the same names as
 TEMP views filtered to its rows (``tenant_view_ddl``).
 
     sluice query "SELECT * FROM steps LIMIT 5"
@@ -181,6 +182,38 @@ _POLICY_LINEAGE = """
     WHERE {cond}"""
 
 
+# Per erasure that reached the weights: the versions it found tainted (its ``erased`` decisions in the
+# ledger), each version rebuilt in their place (a weights proposal whose lineage names them in
+# ``rebuild_of``), what it was rebuilt from, and the newest ledger entry about it (the gates' outcome:
+# a gate result, a promotion, a refusal; none yet while it waits). The rest of an erasure's receipt.
+_ERASURE_REBUILDS = """
+    WITH tainted AS (
+             SELECT evidence ->> '$.erasure_id' AS erasure_id, list(DISTINCT policy_version) AS tainted_versions
+             FROM store.evolution_ledger
+             WHERE surface = 'weights' AND kind = 'decision' AND decision = 'erased' AND policy_version IS NOT NULL
+             GROUP BY 1),
+         rebuilt AS (
+             SELECT policy_version AS rebuilt_version, proposal_id, tenant, created_at AS proposed_at,
+                    diff ->> '$.proposal.lineage.parent' AS rebuilt_from,
+                    from_json(diff -> '$.proposal.lineage.rebuild_of', '["VARCHAR"]') AS rebuild_of
+             FROM store.evolution_ledger
+             WHERE kind = 'proposal' AND surface = 'weights'
+               AND json_array_length(diff -> '$.proposal.lineage.rebuild_of') > 0),
+         outcome AS (
+             SELECT proposal_id, kind AS outcome_kind, gate AS outcome_gate, passed AS outcome_passed,
+                    decision AS outcome_decision, summary AS outcome_summary, created_at AS outcome_at
+             FROM store.evolution_ledger
+             WHERE surface = 'weights' AND kind <> 'proposal'
+             QUALIFY row_number() OVER (PARTITION BY proposal_id ORDER BY created_at DESC) = 1)
+    SELECT * FROM (
+        SELECT t.erasure_id, t.tainted_versions, r.rebuilt_version, r.rebuilt_from, r.rebuild_of, r.tenant,
+               r.proposal_id, r.proposed_at, o.* EXCLUDE (proposal_id)
+        FROM tainted t
+        JOIN rebuilt r ON len(list_intersect(r.rebuild_of, t.tainted_versions)) > 0
+        LEFT JOIN outcome o USING (proposal_id))
+    WHERE {cond}"""
+
+
 # Per tenant and the policy version that served its trajectories (the model version of each trajectory's
 # first step): how many, how many rewarded, their mean reward: what each version earned for that tenant.
 _POLICY_REWARDS = """
@@ -268,6 +301,7 @@ VIEWS: dict[str, Callable[[str], str]] = {
     "sink_offsets": _simple("offsets"),
     "evolution_ledger": _simple("evolution_ledger"),
     "policy_lineage": lambda cond: _POLICY_LINEAGE.format(cond=cond),
+    "erasure_rebuilds": lambda cond: _ERASURE_REBUILDS.format(cond=cond),
     "overlay_trajectories": lambda cond: _OVERLAY_TRAJECTORIES.format(cond=cond),
     "policy_rewards": lambda cond: _POLICY_REWARDS.format(cond=cond),
     "tenant_policies": lambda cond: _TENANT_POLICIES.replace("@cond", cond),

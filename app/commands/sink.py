@@ -15,12 +15,17 @@ from __future__ import annotations
 import getpass
 import logging
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from app.options import config_option, load_or_exit
 from sinks.exceptions import SinkError
+
+if TYPE_CHECKING:
+    from sinks.settings import SinkSettings
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +147,13 @@ def export_command(
 @click.option("--subject", "subject", default=None, help="Erase every trajectory naming this data subject.")
 @click.option("--reason", default=None, help="Why (ticket, legal basis): kept in the erasures audit table.")
 @click.option("--requested-by", default=None, help="Who asked (default: the OS user).")
+@click.option(
+    "--wait-rebuild",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait for the rebuilt policy versions and the gates' word on them (0: do not wait).",
+)
 @api_key_option
 @config_option
 def erase_command(
@@ -150,6 +162,7 @@ def erase_command(
     subject: str | None,
     reason: str | None,
     requested_by: str | None,
+    wait_rebuild: float,
     api_key: str | None,
     config_path: Path | None,
 ) -> None:
@@ -161,6 +174,7 @@ def erase_command(
 
     from sinks.clients import connect_client
     from sinks.erasure_models import ErasureRequest
+    from sinks.erasure_weights import TAINTED
 
     chosen = [(s, v) for s, v in (("trajectory", trajectory), ("tenant", tenant), ("subject", subject)) if v]
     if len(chosen) != 1:
@@ -189,3 +203,37 @@ def erase_command(
             click.echo(f"    {path}")
         if place.operator_action:
             click.echo(f"    to do: {place.operator_action}")
+    weights = next((p for p in result.places if p.place == "weights"), None)
+    if wait_rebuild > 0 and weights is not None and weights.removed.startswith(TAINTED):
+        _echo_rebuilds(cfg, api_key, result.erasure_id, wait_rebuild)
+
+
+def _echo_rebuilds(cfg: SinkSettings, api_key: str | None, erasure_id: str, wait_s: float) -> None:
+    """The rest of the receipt: each version rebuilt in place of the tainted ones and the gates' newest word
+    on it (the ``erasure_rebuilds`` view), once every rebuilt version has one or ``wait_s`` passed."""
+    from sinks.clients import connect_client
+    from sinks.views import quote_literal
+
+    sql = (
+        f"SELECT * FROM erasure_rebuilds WHERE erasure_id = {quote_literal(erasure_id)} ORDER BY proposed_at"
+    )
+    deadline = time.monotonic() + wait_s
+    while True:
+        client = connect_client(cfg, api_key)
+        try:
+            got = client.query(sql).read_all().to_pylist()
+        except SinkError as err:  # a tenant's key reads no ledger-wide view: the receipt above stands
+            click.echo(f"  rebuild: not readable with this key ({err})")
+            return
+        finally:
+            client.close()
+        if (got and all(r["outcome_kind"] for r in got)) or time.monotonic() >= deadline:
+            break
+        time.sleep(2.0)
+    if not got:
+        click.echo(f"  rebuild: no rebuilt version recorded within {wait_s:g} s (the ledger will show it)")
+    for r in got:
+        outcome = " ".join(str(r[k]) for k in ("outcome_kind", "outcome_gate", "outcome_decision") if r[k])
+        passed = "" if r["outcome_passed"] is None else f" (passed: {r['outcome_passed']})"
+        click.echo(f"  rebuild: v{r['rebuilt_version']} from v{r['rebuilt_from']} in place of "
+                   f"{sorted(r['rebuild_of'])}; gates: {outcome + passed if outcome else 'not decided yet'}")  # fmt: skip

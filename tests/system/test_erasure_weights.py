@@ -150,6 +150,20 @@ def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuil
         assert 0.0 <= rebuild[0]["rebuild_masked_frac_mean"] <= 1.0
         wait_until(lambda: policy()["serving_version"] == lineage.version, 60, "the rebuilt version serving")
         assert not tainted & set(policy()["versions"])
+        # the rest of the receipt, from the ledger: the tainted versions, the rebuilt one and its routing
+        sql = f"SELECT * FROM erasure_rebuilds WHERE erasure_id = '{result.erasure_id}'"
+
+        def rebuilds() -> list[dict[str, Any]]:
+            reader = connect_client(cfg.sink_settings(), None)
+            try:
+                return [r for r in reader.query(sql).read_all().to_pylist() if r["outcome_kind"]]
+            finally:
+                reader.close()
+
+        wait_until(lambda: bool(rebuilds()), 60, "the rebuild and its outcome in erasure_rebuilds")
+        row = rebuilds()[0]
+        assert set(row["tainted_versions"]) == tainted and row["rebuilt_version"] == lineage.version
+        assert set(row["rebuild_of"]) <= tainted and row["rebuilt_from"] == lineage.parent
         stop.set()
         caller.join(30)
         assert codes and set(codes) == {200}
