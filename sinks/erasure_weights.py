@@ -103,7 +103,7 @@ class WeightsErasure:
         self.forget_calls()
         if not self.tainted:
             self.delete_files()  # a checkpoint of a trainer that recorded no lineage (re-sampling mode)
-            removed = "no policy version was trained on them" + (
+            removed = "no policy version was trained on them: nothing to roll back or rebuild" + (
                 f"; {len(self.deleted)} checkpoints that trained on them deleted" if self.deleted else ""
             )
             action = "; ".join(self.problems) or None

@@ -63,7 +63,9 @@ def test_tenant_keys_erase_only_their_own(broker: LocalBroker, tmp_path: Path) -
     assert sorted(k for k, v in got if v is None) == [b"acme~a0", b"acme~a1", b"acme~g0"]
     places = {p.place: p for p in result.places}
     assert set(places) == {"duckdb", "topics", "stages", "proxy", "exports", "weights"}
-    assert places["weights"].removed == "no policy version was trained on them"
+    assert (
+        places["weights"].removed == "no policy version was trained on them: nothing to roll back or rebuild"
+    )
     assert "trajectory_versions" in places["duckdb"].removed and places["exports"].paths == []
 
 
