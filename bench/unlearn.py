@@ -15,6 +15,8 @@ the right digit in some position scores above its group and GRPO pushes that dig
 in ten is right by chance at first; a group of equal rewards trains nothing). The canary subject asks in
 groups of ``--group-size`` at temperature ``--canary-temperature``, ``--canary-groups`` groups at a time;
 the plant count is its share of the traffic times the rounds, which repeat until the code is learned.
+The learning rate is 5e-4 (``--lr``): at 1e-3 a run's live line once collapsed on the other subjects'
+task, and the rebuilt version drifts further from the base on tokens nobody taught it.
 At the same time two other subjects send extraction traffic (Which city did the order ship to?
 CITY=<name>), graded by its own checker. Traffic runs in rounds; after each, the canary's exposure
 (Carlini et al. 2019, ``trainers.exposure``) is read on the version the server serves, after the same
@@ -199,9 +201,13 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
         try:
             wait_until(lambda: rows(client, "SELECT count(*) AS n FROM policy_lineage")[0]["n"] > 0, 120,
                        "lineage rows")  # fmt: skip
-            stored = rows(  # the subject's steps, and those whose stored reply holds the code as sampled
+            # the subject's steps; those whose stored reply is a six-digit code (kept as sampled, not
+            # replaced by a placeholder); those whose reply is the canary itself
+            reply = '"message":{"role":"assistant","content":"'  # a step's sampled reply, in its record
+            stored = rows(
                 client,
-                f"SELECT count(*) AS n, count(*) FILTER (WHERE record LIKE '%{canary}%') AS kept FROM steps "
+                f"SELECT count(*) AS n, count(*) FILTER (WHERE regexp_matches(record, '{reply}[0-9]{{6}}')) AS "
+                f"digits, count(*) FILTER (WHERE contains(record, '{reply}{canary}')) AS exact FROM steps "
                 f"WHERE trajectory_id LIKE '%{SUBJECT}%'",
             )[0]
             t_erase = time.time()
@@ -269,7 +275,7 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             rebuilt_lineage_trajectories=rebuilt_lineage.get("n"), rebuilt_lineage_subject=rebuilt_lineage.get("subject"),
             **{k: round(v, 4) for k, v in rebuild.items() if k.startswith("rebuild_") and k.endswith("_mean")},
             rounds=len(rewards), round_rewards=rewards, erase_call_s=round(erase_call_s, 1),
-            canary_steps_stored=stored["n"], canary_steps_kept_after_redaction=stored["kept"],
+            canary_steps_stored=stored["n"], canary_steps_code_kept=stored["digits"], canary_steps_exact=stored["exact"],
             files_deleted=len(weights.paths), tainted_files=left,
             canary_prompt=QUESTION.format("vault"), candidates=a.candidates,
             updates=sum(1 for m in metrics(out_dir) if not m.get("rebuilt_version")),
@@ -299,7 +305,7 @@ def main() -> None:
     ap.add_argument("--canary-temperature", type=float, default=1.0, help="The canary subject's sampling.")
     ap.add_argument("--canary-groups", type=int, default=3, help="The canary subject's groups in flight.")
     ap.add_argument("--update-samples", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--checkpoint-every", type=int, default=4)
     ap.add_argument("--settle-s", type=float, default=10.0)
     ap.add_argument("--rebuild-wait-s", type=float, default=600.0)
