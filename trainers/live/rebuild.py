@@ -30,7 +30,7 @@ from typing import Any
 
 import ray
 
-from sluice.evolution import policy_version_name
+from sluice.evolution import SHARED_SCOPE, policy_version_name
 from trainers.checkpoint import TrainerState
 from trainers.live.grouping import GroupAssembler
 from trainers.live.lineage import UnpublishedRows
@@ -64,6 +64,7 @@ class LineRebuilds:
     published: dict[str, PublishedLine]
     totals: Counter[str]
     versions: dict[str, int]
+    version: int
     base: tuple[str, int]
 
     @property
@@ -153,6 +154,8 @@ class LineRebuilds:
         lm.pop("due_push", None)
         self.unpublished.trained(scope, trained)
         self.versions[scope] = lm["policy_version"]
+        if scope == SHARED_SCOPE:
+            self.version = lm["policy_version"]
         pushed = self._publish(
             trained, {**lm, "parent_version": plan.rebuilt_from}, scope, rebuild_of=plan.rebuild_of
         )
