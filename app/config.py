@@ -38,6 +38,7 @@ from sluice.frozen import Frozen
 from sluice.settings import Settings
 from sluice.topics_config import TopicsConfig
 from trainers.config import TrainerConfig
+from trainers.live.rebuild_plan import rebuild_root
 from trainers.settings import TrainerSettings
 
 S = TypeVar("S", bound=Settings)
@@ -134,6 +135,7 @@ class SluiceConfig(Frozen):
             keep_erased_s=self.rewards.keep_erased_s,
             checkpoints_dir=self.trainer.output_dir / "checkpoints",
             policy_push_dir=self.trainer.output_dir / "push",
+            rebuild_dir=rebuild_root(self.trainer.output_dir),
             policy_servers=tuple(self.trainer.policy_server_urls()),
         )
 

@@ -13,7 +13,10 @@ Run by the erasure itself, after the store's rows are gone and the erasure event
    Every policy server also drops the token history it remembers for the erased trajectories (the text
    of their calls as the agent sent it, kept in memory to keep a re-sent conversation's token ids).
 3. **Delete them** from disk: the trainer's pushed files of tainted versions and the checkpoints that
-   hold a tainted version or trained on an erased trajectory.
+   hold a tainted version or trained on an erased trajectory. A rebuild the trainer left unpublished
+   (``trainers.live.rebuild_plan``: its plan under ``<trainer.output_dir>/rebuild/``, resumed when the
+   trainer restarts) is a copy of training data: the erased trajectories' rows leave it, and a plan that
+   starts from a tainted version is deleted whole.
 4. **Rebuild** is the live trainer's part: it reads the erasure's tombstones on the train topic, puts each
    tainted line back on its untainted ancestor and retrains it on the same rows minus the erased ones;
    the rebuilt version is a candidate like any other, recorded with ``rebuild_of``.
@@ -38,6 +41,7 @@ from sinks.settings import SinkSettings
 from sluice.events import new_id
 from sluice.evolution import LedgerEntry, OverlayAssignment, PolicyLineage, Proposal
 from sluice.policy_client import PolicyClient, PolicyClientError, VersionNotKept
+from trainers.live.rebuild_plan import erase_from_plans
 
 log = logging.getLogger("sluice.sink.erasure")
 ACTOR = "sluice-erasure"
@@ -93,6 +97,7 @@ class WeightsErasure:
         self.rolled_back: dict[str, str] = {}  # scope key or server -> "from -> to"
         self.discarded: dict[str, list[str]] = {}
         self.deleted: list[str] = []
+        self.plans_rewritten: list[str] = []  # pending rebuild plans the erased rows left
         self.forgotten: dict[str, int] = {}  # server -> token-history sequences of the erased calls dropped
         self.problems: list[str] = []
 
@@ -107,8 +112,8 @@ class WeightsErasure:
                 f"; {len(self.deleted)} checkpoints that trained on them deleted" if self.deleted else ""
             )
             action = "; ".join(self.problems) or None
-            return ErasurePlace(place="weights", removed=removed + self._forgot(), operator_action=action,
-                                paths=self.deleted)  # fmt: skip
+            return ErasurePlace(place="weights", removed=removed + self._plans() + self._forgot(), operator_action=action,
+                                paths=[*self.deleted, *self.plans_rewritten])  # fmt: skip
         try:
             self.stop_routing()
         except Exception as err:  # the broker away: the servers and files are still handled
@@ -225,6 +230,24 @@ class WeightsErasure:
             if version in self.tainted or self.erased & set(saved.get("taken_versions") or {}):
                 shutil.rmtree(state.parent, ignore_errors=True)
                 self.deleted.append(str(state.parent))
+        self.erase_plans()
+
+    def erase_plans(self) -> None:
+        """Pending rebuild plans: the erased rows out of each, a plan starting from a tainted version gone."""
+        try:
+            rewritten, removed = erase_from_plans(
+                self.cfg.path(self.cfg.rebuild_dir), self.erased, set(self.tainted)
+            )
+        except OSError as err:
+            self.problems.append(f"pending rebuild plans not cleared: {type(err).__name__}: {err}")
+            return
+        self.plans_rewritten += [str(p) for p in rewritten]
+        self.deleted += [str(p) for p in removed]
+
+    def _plans(self) -> str:
+        if not self.plans_rewritten:
+            return ""
+        return f"; erased rows dropped from pending rebuild plans: {self.plans_rewritten}"
 
     def place(self) -> ErasurePlace:
         lines = sorted({self.target(v) for v in self.tainted})
@@ -235,12 +258,18 @@ class WeightsErasure:
             + (", ".join(f"{u} {vs}" for u, vs in sorted(self.discarded.items())) or "none held them")
             + f"; {len(self.deleted)} files deleted; rebuild: the live trainer retrains each line from "
             f"{lines} without the erased trajectories, as a new candidate for the gates (ledger: rebuild_of)"
+            + self._plans()
             + self._forgot()
         )
         action = "copies of these weights taken outside Sluice (downloaded files, other serving stacks) are out of its reach"
         if self.problems:
             action = "; ".join(self.problems) + "; " + action
-        return ErasurePlace(place="weights", removed=removed, operator_action=action, paths=self.deleted)
+        return ErasurePlace(
+            place="weights",
+            removed=removed,
+            operator_action=action,
+            paths=[*self.deleted, *self.plans_rewritten],
+        )
 
 
 def erase_from_weights(

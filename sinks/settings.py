@@ -3,7 +3,7 @@
 Besides its own ``sink:`` section, the sink reads the broker and topic sections (it consumes the audited
 and dead-letter topics and publishes erasures), the tenants' API keys (who may query what), the headers
 to scrub, the replay grade a training row needs, and, for the erasure receipt, how long the stages remember
-erased ids and where the trainer writes checkpoints.
+erased ids and where the trainer writes checkpoints, pushed weights and pending rebuild plans.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class SinkSettings(Settings):
     keep_erased_s: float = 0.0
     checkpoints_dir: Path = Path("var/trainer/checkpoints")
     policy_push_dir: Path = Path("var/trainer/push")
+    rebuild_dir: Path = Path("var/trainer/rebuild")
     policy_servers: tuple[str, ...] = Field(
         (), description="The trainer's policy servers: an erasure stops them serving tainted versions."
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from infra.broker import LocalBroker, free_port
 from sinks.admin_key import ensure_admin_key
@@ -25,7 +26,9 @@ from sluice.events import encode
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
 from tests.sinks.helpers import ACME_KEY, GLOBEX_KEY, write_config
+from tests.trainers.live.test_rebuild_plan import _row
 from trainers.checkpoint import TrainerState, save_checkpoint
+from trainers.live.rebuild_plan import PLAN_FILE, RebuildPlan, plan_dir, read_plans, rebuild_root, write_plan
 from trainers.tiny_model import build_tiny
 
 
@@ -122,3 +125,28 @@ def test_receipt_rewrites_exports_and_deletes_checkpoints_trained_on_them(
     manifest = json.loads(manifest_path(exports["parquet"]).read_text())
     assert manifest["trajectory_ids"] == ["acme~a0", "globex~g0"] and manifest["rows"] == 2
     assert manifest["sha256"] == hashlib.sha256(exports["parquet"].read_bytes()).hexdigest()
+
+
+def test_erasure_takes_the_erased_rows_out_of_a_pending_rebuild_plan(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """A rebuild the live trainer left unpublished (its plan under the trainer's dir, resumed when the
+    trainer restarts) is a copy of training data: the erasure drops the erased trajectory's rows from it
+    while the trainer is down, and the receipt lists the plan."""
+    _, cfg = write_config(broker, tmp_path)
+    _fill(cfg)
+    root = cfg.path(cfg.rebuild_dir)
+    assert root == rebuild_root(cfg.path(cfg.checkpoints_dir.parent))  # where the trainer writes it
+    plan = RebuildPlan(
+        scope="acme", version=3, rebuilt_from="acme.1", rebuild_of=["acme.2", "acme.3"],
+        batches=[[_row("acme~a0"), _row("acme~a1")], [_row("acme~a1", 1)]],
+    )  # fmt: skip
+    write_plan(root, plan, {"w": torch.zeros(2)})
+
+    result = LocalStoreClient(cfg, ACME_KEY).erase(ErasureRequest(scope="trajectory", target="a1"))
+    weights = {p.place: p for p in result.places}["weights"]
+    assert str(plan_dir(root, "acme") / PLAN_FILE) in weights.paths
+    assert "erased rows dropped from pending rebuild plans" in weights.removed
+    [after] = read_plans(root)
+    assert [[r.sample.trajectory_id for r in b] for b in after.batches] == [["acme~a0"], []]
+    assert after.rows_erased == 2 and after.batches[0][0] == plan.batches[0][0]

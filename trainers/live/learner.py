@@ -190,6 +190,32 @@ class LiveLearner(CheckpointedLearner):
         log.info("%s: an erasure took the line back to %s", scope.name, used)
         return used
 
+    @torch.no_grad()
+    def scope_weights(self, scope_name: str) -> dict[str, torch.Tensor]:
+        """The scope's trainable weights as they are now (LoRA: the adapters), copied to the CPU."""
+        self.bank.activate(scope_name)
+        return {n: p.detach().to("cpu", copy=True) for n, p in self.bank.params.items()}
+
+    @torch.no_grad()
+    def load_scope(
+        self, scope_name: str, weights: dict[str, torch.Tensor], version_name: str, version: int
+    ) -> str:
+        """A restart resumes a rebuild: the scope starts again from these weights as ``version_name`` (Adam
+        moments cleared, no copy of another version but the base kept), its version number at least
+        ``version`` so the replay names the versions the interrupted one would have. Returns the name."""
+        scope = self.bank.activate(scope_name)
+        self.bank.load(scope, weights)
+        scope.opt.state.clear()
+        scope.parent = version_name
+        scope.pending, scope.routed = [], []
+        scope.snapshots = {version_name: self.bank.copy(), self.bank.base_name: self.bank.base}
+        scope.version = max(scope.version, version)
+        if scope.name == SHARED_SCOPE:
+            self.version = scope.version
+        scope.resets += 1
+        log.info("%s: an unfinished rebuild resumes from %s", scope.name, version_name)
+        return version_name
+
     def publish(self, scope_name: str = SHARED_SCOPE) -> dict[str, Any]:
         """Push the scope's current weights under its current version: a candidate (gated, or any own
         scope: only its tenant is served it, by name), or the version every request gets (direct, shared)."""

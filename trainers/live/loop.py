@@ -14,6 +14,10 @@ Every update appends a line to ``metrics.jsonl`` (``policy_version``, reward, st
 push timings, ``reward_to_serving_s_p50``: posted reward -> a policy trained on it serving, and
 ``merged_trajectory_frac``: multi-step trajectories trained as one sequence) and rewrites
 ``policy_state.json``. Offsets are checkpointed only up to the oldest trajectory not trained yet.
+
+An erasure's tombstones make the driver rebuild each line that trained on an erased trajectory
+(``trainers.live.rebuild``). A rebuild is written to ``<output_dir>/rebuild/`` before it replays and
+removed once published, so a restart resumes an unfinished one before its first turn.
 """
 
 from __future__ import annotations
@@ -29,12 +33,13 @@ from typing import Any
 import ray
 
 from sluice.events import trajectory_owner
-from sluice.evolution import SHARED_SCOPE, policy_version_name
+from sluice.evolution import SHARED_SCOPE
 from trainers.config import TrainerConfig
 from trainers.live.grouping import GroupAssembler
 from trainers.live.lineage import LineageLedger, UnpublishedRows, build_lineage
 from trainers.live.policy_state import PolicyState, write_policy_state
 from trainers.live.published import PublishedLine
+from trainers.live.rebuild import LineRebuilds
 from trainers.live.samples import LiveItem, LiveRow
 from trainers.live.staleness import apply_staleness, in_scope
 from trainers.loop_core import OnStep, RunSetup, TrainingLoop
@@ -49,7 +54,7 @@ def _pct(values: list[float], q: float) -> float | None:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-class LiveLoop(TrainingLoop):
+class LiveLoop(TrainingLoop, LineRebuilds):
     log = logging.getLogger("sluice.trainer.live")
 
     def __init__(
@@ -91,6 +96,7 @@ class LiveLoop(TrainingLoop):
         self.base = (SHARED_SCOPE, self.version)
         self.state.policy_version = self.version
         self._write_state()
+        self._resume_rebuilds()  # a rebuild a previous run left unpublished: before anything new trains
 
     def _turn(self, start: float) -> Iterator[dict[str, Any]]:
         yield from self._erasures(start)
@@ -266,70 +272,6 @@ class LiveLoop(TrainingLoop):
         ):
             self.ledger.route(lineage)  # served by its assignment: its tenant's, or the pooled line's (*)
         return {**pushed, "lineage_trajectories": len(lineage.items)}
-
-    # ----------------------------------------------------------------------------- erasure
-
-    def _erasures(self, start: float) -> Iterator[dict[str, Any]]:
-        """Tombstones read by the feeder: forget the erased trajectories' waiting rows; for each learning
-        line that trained on one, go back to its newest untainted version and rebuild the rest of the line
-        from the same rows minus the erased ones (one update per tainted version, no staleness check: it
-        replays updates already made), published as a candidate with ``rebuild_of``."""
-        erased = self.pending_erased | set(ray.get(self.feeder.take_erased.remote()))
-        self.pending_erased = set()
-        if not erased:
-            return
-        self.items = {t: i for t, i in self.items.items() if t not in erased}
-        self.groups.forget(erased)
-        for scope, queue in self.ready.items():
-            self.ready[scope] = deque((r, at) for r, at in queue if r.sample.trajectory_id not in erased)
-        for scope in sorted(set(self.published) | set(self.unpublished.rows)):
-            m = self._rebuild(scope, erased, start)
-            if m is not None:
-                self._record(m)
-                yield m
-
-    def _rebuild(self, scope: str, erased: set[str], start: float) -> dict[str, Any] | None:
-        line = self.published.setdefault(scope, PublishedLine())
-        hit = line.first_hit(erased)
-        loose = self.unpublished.since_parent(scope)
-        if hit is None and not any(r.sample.trajectory_id in erased for r in loose):
-            return None
-        first = len(line.entries) if hit is None else hit
-        base = policy_version_name(*self.base)
-        target = line.entries[first - 1].version if first > 0 else base
-        used = ray.get(self.learner.reset_scope.remote(scope, target))
-        keep = line.index_after(used)
-        replay, lost = line.replay_after(keep, erased)
-        erased_rows = sum(1 for e in line.entries[keep:] for r in e.rows if r.sample.trajectory_id in erased)
-        erased_rows += sum(1 for r in loose if r.sample.trajectory_id in erased)
-        replay.append([r for r in loose if r.sample.trajectory_id not in erased])
-        tainted = line.cut(keep)
-        self.unpublished.published(scope)
-        self.totals["rebuilds"] += 1
-        self.log.info(
-            "%s: erasure reached %s; rebuilding from %s", scope, tainted or "unpublished rows", used
-        )
-        trained: list[LiveRow] = []
-        lm: dict[str, Any] | None = None
-        fit: list[dict[str, Any]] = []  # how each replayed update went: a rebuild that drifts shows here
-        for rows in replay:
-            if rows:
-                lm = ray.get(self.learner.train.remote(rows, scope, replay=True))
-                trained += rows
-                fit.append(lm)
-        if lm is None or not trained:
-            return None  # nothing left to learn from: the line serves its untainted version
-        lm.pop("due_push", None)
-        self.unpublished.trained(scope, trained)
-        self.versions[scope] = lm["policy_version"]
-        pushed = self._publish(trained, {**lm, "parent_version": used}, scope, rebuild_of=tainted)
-        return {"step": self.state.step, "mode": "live", "scope": scope, "rebuild_of": tainted,
-                "rebuilt_from": used, "rebuilt_version": lm["version_name"], "rebuilt_samples": len(trained),
-                "rebuild_rows_let_go": lost, "rebuild_rows_erased": erased_rows,
-                **{f"rebuild_{k}_mean": statistics.fmean(u[k] for u in fit)
-                   for k in ("masked_frac", "behaviour_weight_mean", "clip_frac", "grad_norm")},
-                "elapsed_s": time.monotonic() - start, "rebuilds_total": self.totals["rebuilds"],
-                "policy_version": lm["policy_version"], **pushed}  # fmt: skip
 
     def _recorded(self, m: dict[str, Any]) -> None:
         self._write_state()

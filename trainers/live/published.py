@@ -11,6 +11,11 @@ The learner keeps weight copies for only a few versions (``trainers.live.scopes.
 must not be cut to that length, or an erasure that reaches a version older than the copies goes unseen and
 the line keeps training on the erased data's weights.
 
+The line lives in the driver's memory. Once a rebuild has decided what to replay, the rows it takes from
+here go to disk with the rebuild's plan (``trainers.live.rebuild_plan``, under
+``<output_dir>/rebuild/``) until the rebuilt version is published, so a restart resumes an unfinished
+rebuild; an erasure drops its rows from a pending plan too.
+
     line = PublishedLine()
     line.append("7", rows)
     first = line.first_hit(erased)              # index of the first tainted version, or None

@@ -1,0 +1,149 @@
+"""A pending rebuild on disk: it reads back as written, erasure takes exactly the erased trajectories' rows
+out of it (and the whole plan when it starts from a tainted version), and a failed write leaves the plan
+that was there whole."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainers.live.rebuild_plan import (
+    PLAN_FILE,
+    WEIGHTS_FILE,
+    RebuildPlan,
+    erase_from_plans,
+    plan_dir,
+    read_plans,
+    read_weights,
+    rebuild_root,
+    remove_plan,
+    write_plan,
+)
+from trainers.live.samples import LiveRow, LiveSample
+
+
+def _row(tid: str, step: int = 0) -> LiveRow:
+    sample = LiveSample(
+        trajectory_id=tid, version=1, step_index=step, prompt_ids=[1, 2], token_ids=[3, 4], logprobs=[-0.5, -1.5],
+        reward=1.0, policy_version=2, group_key="g", baseline_key="b", tenant="acme",
+    )  # fmt: skip
+    return LiveRow(sample=sample, advantage=0.5, weight=0.8)
+
+
+def _plan(scope: str = "acme", rebuilt_from: str = "acme.2") -> RebuildPlan:
+    return RebuildPlan(
+        scope=scope, version=5, rebuilt_from=rebuilt_from, rebuild_of=["acme.3", "acme.4", "acme.5"],
+        rows_erased=2, rows_let_go=1,
+        batches=[[_row("kept-a"), _row("gone-x"), _row("kept-b")], [_row("gone-x", 1), _row("gone-y")], [_row("kept-c")]],
+    )  # fmt: skip
+
+
+def _weights() -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return {
+        "layer.lora_A.weight": torch.randn(4, 8, generator=g),
+        "layer.lora_B.weight": torch.randn(8, 4, generator=g),
+    }
+
+
+def test_a_plan_and_its_weights_read_back_as_written(tmp_path: Path) -> None:
+    root = rebuild_root(tmp_path)
+    plan, weights = _plan(), _weights()
+    path = write_plan(root, plan, weights)
+    assert path == plan_dir(root, "acme") / PLAN_FILE and path.parent.parent == tmp_path / "rebuild"
+    assert read_plans(root) == [plan]
+    back = read_weights(root, "acme")
+    assert back.keys() == weights.keys() and all(torch.equal(back[n], t) for n, t in weights.items())
+    assert remove_plan(root, "acme") == [path, path.parent / WEIGHTS_FILE]
+    assert read_plans(root) == [] and not path.parent.exists()
+
+
+def test_erasure_takes_exactly_the_erased_trajectories_rows_out_of_a_pending_plan(tmp_path: Path) -> None:
+    root = rebuild_root(tmp_path)
+    write_plan(root, _plan(), _weights())
+    write_plan(root, _plan("globex", "globex.1"), _weights())
+    rewritten, removed = erase_from_plans(root, {"gone-x", "elsewhere"})
+    assert rewritten == [plan_dir(root, s) / PLAN_FILE for s in ("acme", "globex")] and removed == []
+    for plan in read_plans(root):
+        ids = [[r.sample.trajectory_id for r in b] for b in plan.batches]
+        assert ids == [["kept-a", "kept-b"], ["gone-y"], ["kept-c"]]
+        assert plan.rows_erased == 2 + 2  # two rows of gone-x, in two updates
+        untouched = _plan(plan.scope, plan.rebuilt_from)
+        assert plan.batches[0][0] == untouched.batches[0][0]  # the kept rows as they were
+    assert erase_from_plans(root, {"gone-x"}) == ([], [])  # nothing of them left: nothing rewritten
+
+
+def test_a_plan_that_starts_from_a_tainted_version_is_removed_whole(tmp_path: Path) -> None:
+    root = rebuild_root(tmp_path)
+    write_plan(root, _plan(), _weights())
+    write_plan(root, _plan("globex", "globex.1"), _weights())
+    rewritten, removed = erase_from_plans(root, {"gone-y"}, {"acme.2", "acme.3"})
+    assert removed == [plan_dir(root, "acme") / PLAN_FILE, plan_dir(root, "acme") / WEIGHTS_FILE]
+    assert rewritten == [plan_dir(root, "globex") / PLAN_FILE]
+    assert [p.scope for p in read_plans(root)] == ["globex"]
+
+
+def test_a_failed_write_leaves_the_plan_that_was_there_whole(tmp_path: Path) -> None:
+    root = rebuild_root(tmp_path)
+    plan, weights = _plan(), _weights()
+    write_plan(root, plan, weights)
+    bad = {"layer.lora_A.weight": "not a tensor"}
+    with pytest.raises(AttributeError):
+        write_plan(root, plan.without({"kept-a"}), bad)  # type: ignore[arg-type]
+    assert read_plans(root) == [plan]
+    assert torch.equal(read_weights(root, "acme")["layer.lora_A.weight"], weights["layer.lora_A.weight"])
+    assert sorted(p.name for p in plan_dir(root, "acme").iterdir()) == [PLAN_FILE, WEIGHTS_FILE]
+
+
+WRITER = """
+import sys, torch
+from pathlib import Path
+from tests.trainers.live.test_rebuild_plan import _plan
+from trainers.live.rebuild_plan import write_plan
+root = Path(sys.argv[1])
+weights = {"w": torch.zeros(4_000_000)}  # 16 MB: most of the writer's time is spent writing
+n = 0
+while True:
+    write_plan(root, _plan().model_copy(update={"rows_let_go": n}), weights)
+    n += 1
+    if n == 1:
+        print("written", flush=True)
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_a_whole_plan_and_erasure_clears_its_partial_file(
+    tmp_path: Path,
+) -> None:
+    """A writer rewriting a plan in a loop is killed (SIGKILL, no cleanup): the plan on disk reads whole;
+    a partial temporary file a killed writer leaves is never read and goes with the next erasure."""
+    root = rebuild_root(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parents[3],
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "written"
+        time.sleep(0.5)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    [plan] = read_plans(root)
+    assert plan.model_copy(update={"rows_let_go": 1}) == _plan()
+    assert read_weights(root, "acme")["w"].shape == (4_000_000,)
+    # what a writer killed between its first bytes and the rename leaves: never read, cleared by erasure
+    folder = plan_dir(root, "acme")
+    partial = folder / f".{PLAN_FILE}.tmp-99999"
+    partial.write_text(plan.model_dump_json()[:200])
+    assert read_plans(root) == [plan]
+    _, removed = erase_from_plans(root, {"gone-x"})
+    assert partial in removed and not partial.exists()
+    assert sorted(p.name for p in folder.iterdir()) == [PLAN_FILE, WEIGHTS_FILE]
+    remove_plan(root, "acme")
+    assert not folder.exists()
