@@ -19,16 +19,25 @@ rebuild; an erasure drops its rows from a pending plan too.
     line = PublishedLine()
     line.append("7", rows)
     first = line.first_hit(erased)              # index of the first tainted version, or None
-    replay, lost = line.replay_after(keep, erased)
+    replay, let_go, erased_rows = line.replay_after(keep, erased)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from trainers.live.samples import LiveRow
 
 MAX_REPLAY_ROWS = 20_000  # rows kept per line for rebuilds (older versions keep their trajectory ids)
+
+
+class Replay(NamedTuple):
+    """What a rebuild replays of a line: per version, its rows minus the erased ones."""
+
+    batches: list[list[LiveRow]]
+    let_go: int  # rows of those versions let go earlier, not replayable
+    erased: int  # rows of those versions left out as erased
 
 
 @dataclass
@@ -68,12 +77,13 @@ class PublishedLine:
         """How many entries to keep when the line goes back to ``version`` (0: back to its start)."""
         return next((i + 1 for i, e in enumerate(self.entries) if e.version == version), 0)
 
-    def replay_after(self, keep: int, erased: set[str]) -> tuple[list[list[LiveRow]], int]:
-        """Per version after the first ``keep``: its kept rows minus the erased ones; and how many rows
-        of those versions could not be replayed (let go earlier)."""
+    def replay_after(self, keep: int, erased: set[str]) -> Replay:
+        """Per version after the first ``keep``: its kept rows minus the erased ones; how many rows of
+        those versions could not be replayed (let go earlier) and how many were left out as erased."""
         later = self.entries[keep:]
         replay = [[r for r in e.rows if r.sample.trajectory_id not in erased] for e in later]
-        return replay, sum(e.rows_dropped for e in later)
+        kept = sum(len(b) for b in replay)
+        return Replay(replay, sum(e.rows_dropped for e in later), sum(len(e.rows) for e in later) - kept)
 
     def cut(self, keep: int) -> list[str]:
         """Drop every version after the first ``keep``; returns their names (the tainted ones)."""

@@ -116,10 +116,10 @@ class LineRebuilds:
         target = line.entries[first - 1].version if first > 0 else base
         used = ray.get(self.learner.reset_scope.remote(scope, target))
         keep = line.index_after(used)
-        replay, lost = line.replay_after(keep, erased)
-        erased_rows = sum(1 for e in line.entries[keep:] for r in e.rows if r.sample.trajectory_id in erased)
-        erased_rows += sum(1 for r in loose if r.sample.trajectory_id in erased)
-        replay.append([r for r in loose if r.sample.trajectory_id not in erased])
+        replay, lost, erased_rows = line.replay_after(keep, erased)
+        loose_kept = [r for r in loose if r.sample.trajectory_id not in erased]
+        erased_rows += len(loose) - len(loose_kept)
+        replay.append(loose_kept)
         tainted = line.cut(keep)
         self.unpublished.published(scope)
         self.totals["rebuilds"] += 1

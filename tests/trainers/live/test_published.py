@@ -30,8 +30,8 @@ def test_an_erasure_older_than_the_weight_copies_is_found_and_every_later_update
     assert line.first_hit({"gone"}) == 1
     assert line.first_hit({"never-trained"}) is None
     keep = line.index_after("1")
-    replay, lost = line.replay_after(keep, {"gone"})
-    assert len(replay) == n - 1 and lost == 0
+    replay, lost, erased = line.replay_after(keep, {"gone"})
+    assert len(replay) == n - 1 and lost == 0 and erased == 1
     assert all(len(rows) == 2 for rows in replay)
     assert not any(r.sample.trajectory_id == "gone" for rows in replay for r in rows)
     assert line.cut(keep) == [str(v) for v in range(2, n + 1)] and line.versions() == ["1"]
@@ -40,7 +40,8 @@ def test_an_erasure_older_than_the_weight_copies_is_found_and_every_later_update
 def test_going_back_to_the_start_replays_the_whole_line() -> None:
     line = _line(4)
     assert line.index_after("0") == 0
-    replay, _ = line.replay_after(0, {"gone"})
+    replay, _, erased = line.replay_after(0, {"gone"})
+    assert erased == 1
     assert [len(rows) for rows in replay] == [2, 2, 2, 2]
 
 
@@ -48,6 +49,7 @@ def test_old_rows_are_let_go_but_their_trajectory_ids_still_taint() -> None:
     line = _line(10, max_rows=8)  # 21 rows published; only the newest versions' rows are kept
     assert sum(len(e.rows) for e in line.entries) <= 8
     assert line.entries[1].rows == [] and line.first_hit({"gone"}) == 1
-    replay, lost = line.replay_after(1, {"gone"})
+    replay, lost, erased = line.replay_after(1, {"gone"})
+    assert erased == 0  # the erased row was in a version whose rows were let go
     assert lost == sum(e.rows_dropped for e in line.entries[1:]) > 0
     assert sum(map(len, replay)) == sum(len(e.rows) for e in line.entries[1:])
