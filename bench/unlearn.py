@@ -29,6 +29,12 @@ the erasure, the trainer's rebuilt version (``rebuild_of`` in its lineage) once 
 versions left under the data directory, and the extraction reward (greedy, fixed problems, asked of each
 version by name) of the base, the last tainted and the rebuilt version.
 
+Exposure moves for two reasons: what a version learned of the canary, and drift (any training reorders
+the model's preferences among codes it never saw). ``trained_rise_share`` and ``rebuilt_rise_share`` tell
+them apart: the share of the 511 never-planted candidate codes whose exposure rose from the base to that
+version at least as much as the canary's (``bench.unlearn_probe.rise_share``): near 0 when the canary's
+rise stands out (learned), about uniform on [0, 1] when it is drift like every other code's.
+
 Exposure is read with 512 candidates (at most 9 bits) in the full run, 32 (5 bits: the +5-bit target
 cannot be met) in --quick; the candidates are scored through the server's echo scoring, which runs the
 probe prompt once and only each candidate's tokens per row (``trainers.scoring``). The run's line is
@@ -59,7 +65,15 @@ from transformers import AutoTokenizer
 from app.config import DEFAULT_CONFIG, load_config
 from app.up import running_stack
 from bench.record import record_run
-from bench.unlearn_probe import QUESTION, VaultCodeTask, draw_canary, exposure, task_reward
+from bench.unlearn_probe import (
+    QUESTION,
+    VaultCodeTask,
+    candidate_scores,
+    draw_canary,
+    exposure,
+    rise_share,
+    task_reward,
+)
 from infra.broker import free_port
 from pipeline.demo.summary import rows, wait_until
 from pipeline.learn.agents import TaskAgent
@@ -179,7 +193,8 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             print(f"[{time.time() - t0:6.0f}s] {msg}", file=sys.stderr, flush=True)
 
         t0 = time.time()
-        base = exposure(model, tok, canary, "0", a.candidates).exposure
+        base_scores = candidate_scores(model, tok, canary, "0", a.candidates)
+        base = exposure(base_scores)
         base_reward = task_reward(model, "0", extraction, a.eval_problems, a.seed)
         say(f"base: exposure {base:.2f} bits, extraction reward {base_reward:.3f}")
         trained, rewards = base, []
@@ -187,14 +202,15 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             rewards.append(asyncio.run(traffic(proxy, canary, a, rnd)))
             time.sleep(a.settle_s)  # the round's last rewards reach a pushed version
             served = policy()["serving_version"]
-            trained = exposure(model, tok, canary, None, a.candidates).exposure
+            trained = exposure(candidate_scores(model, tok, canary, None, a.candidates))
             say(f"round {rnd + 1}: rewards {rewards[-1]}; serving v{served}, exposure {trained:.2f} bits")
             if trained >= base + a.learned_bits:
                 break
         time.sleep(a.settle_s)
         status = policy()
         served = status["serving_version"]
-        trained = exposure(model, tok, canary, served, a.candidates).exposure
+        trained_scores = candidate_scores(model, tok, canary, served, a.candidates)
+        trained = exposure(trained_scores)
         tainted_reward = task_reward(model, served, extraction, a.eval_problems, a.seed)
         say(f"trained v{served}: exposure {trained:.2f}, extraction reward {tainted_reward:.3f}")
         client = connect_client(cfg.sink_settings(), None)
@@ -230,13 +246,13 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
         except TimeoutError:  # recorded as a miss, and the run goes on to measure what is served
             tainted_serving_s = None
             say(f"a tainted version is still on the server: {policy()}")
-        after = exposure(model, tok, canary, None, a.candidates).exposure
+        after = exposure(candidate_scores(model, tok, canary, None, a.candidates))
         say(f"erased in {erase_call_s:.1f}s: {len(tainted)} tainted; serving v{policy()['serving_version']}, "
             f"exposure {after:.2f}")  # fmt: skip
         out_dir = cfg.path(cfg.trainer.output_dir)
         rebuild: dict[str, Any] = {}
         rebuilt_lineage: dict[str, Any] = {}
-        rebuilt, rebuild_s, rebuilt_exposure, rebuilt_reward = None, None, None, None
+        rebuilt, rebuild_s, rebuilt_exposure, rebuilt_reward, rebuilt_rise = None, None, None, None, None
         if tainted:  # no tainted version (the canary's rows never trained one): nothing to rebuild
             wait_until(lambda: any(m.get("rebuilt_version") for m in metrics(out_dir)), a.rebuild_wait_s,
                        "the rebuilt version")  # fmt: skip
@@ -255,7 +271,9 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
                 )[0]
             finally:
                 client.close()
-            rebuilt_exposure = exposure(model, tok, canary, rebuilt, a.candidates).exposure
+            rebuilt_scores = candidate_scores(model, tok, canary, rebuilt, a.candidates)
+            rebuilt_exposure = exposure(rebuilt_scores)
+            rebuilt_rise = rise_share(base_scores, rebuilt_scores)
             rebuilt_reward = task_reward(model, rebuilt, extraction, a.eval_problems, a.seed)
             say(
                 f"rebuilt v{rebuilt}: exposure {rebuilt_exposure:.2f}, extraction reward {rebuilt_reward:.3f}"
@@ -269,6 +287,8 @@ def run(a: argparse.Namespace, tmp: Path, log: io.StringIO) -> dict[str, Any]:
             tainted_versions=len(tainted), tainted_files_left=len(left), tainted_serving_s=tainted_serving_s and round(tainted_serving_s, 1),
             weights_receipt=weights.removed, weights_operator_action=weights.operator_action,
             rebuild_s=rebuild_s and round(rebuild_s, 1), rebuilt_reward_retained=retained and round(retained, 3),
+            trained_rise_share=round(rise_share(base_scores, trained_scores), 4),
+            rebuilt_rise_share=rebuilt_rise and round(rebuilt_rise, 4),
             reward_base=base_reward, reward_tainted=tainted_reward, reward_rebuilt=rebuilt_reward,
             trained_version=served, rebuilt_version=rebuilt, rebuilt_from=rebuild.get("rebuilt_from"),
             rebuilt_samples=rebuild.get("rebuilt_samples"), rebuild_rows_erased=rebuild.get("rebuild_rows_erased"),

@@ -21,7 +21,7 @@ import httpx
 
 from pipeline.learn.tasks.base import Problem, VerifiableTask
 from sluice.events import POLICY_VERSION_HEADER
-from trainers.exposure import CanaryFormat, ExposureReading, ServerScorer, measure_exposure
+from trainers.exposure import CanaryFormat, ServerScorer, candidates, exposure_from_rank, rank_of
 
 CANARY_FORMAT = CanaryFormat(template="{secret}", alphabet="0123456789", length=6, separator="")
 QUESTION = "What is the {} code? Reply with the six digits only."
@@ -65,12 +65,31 @@ def probe_prompt(tokenizer: Any) -> str:
     return tokenizer.apply_chat_template(PROMPT, tokenize=False, add_generation_prompt=True)
 
 
-def exposure(
+def candidate_scores(
     url: str, tokenizer: Any, canary: str, version: str | None, n: int, seed: int = 0
-) -> ExposureReading:
-    """The canary's exposure in ``version`` on the server at ``url`` (None: the version it serves)."""
+) -> list[float]:
+    """Log-likelihood of the canary (first) and of ``n - 1`` random codes of its format after the probe,
+    in ``version`` on the server at ``url`` (None: the version it serves); the same codes for every version."""
+    prompt = probe_prompt(tokenizer)
+    if canary in prompt:
+        raise ValueError("the probe holds the canary")
     scorer = ServerScorer(url, tokenizer, version=version, model=MODEL)
-    return measure_exposure(scorer, probe_prompt(tokenizer), canary, CANARY_FORMAT, n=n, seed=seed)
+    return scorer(prompt, candidates(CANARY_FORMAT, canary, n, seed))
+
+
+def exposure(scores: list[float], index: int = 0) -> float:
+    """Exposure of candidate ``index`` (0: the canary) among ``scores`` (``candidate_scores``)."""
+    return exposure_from_rank(rank_of(scores, index), len(scores))
+
+
+def rise_share(before: list[float], after: list[float]) -> float:
+    """Share of the never-planted codes (every candidate but the canary) whose exposure rose from ``before``
+    to ``after`` at least as much as the canary's did. A model that learned nothing of the canary drifts
+    on every code alike, so the share is about uniform on [0, 1]; one that learned it puts the canary's
+    rise among the very largest (a share near 0)."""
+    rise = exposure(after) - exposure(before)
+    others = range(1, len(before))
+    return sum(exposure(after, i) - exposure(before, i) >= rise for i in others) / len(others)
 
 
 async def _reply(http: httpx.AsyncClient, url: str, version: str, messages: list[dict[str, str]],

@@ -5,7 +5,7 @@ import random
 
 from transformers import AutoTokenizer
 
-from bench.unlearn_probe import CANARY_FORMAT, VaultCodeTask, draw_canary, probe_prompt
+from bench.unlearn_probe import CANARY_FORMAT, VaultCodeTask, draw_canary, exposure, probe_prompt, rise_share
 from trainers.smollm2 import smollm2_dir
 
 
@@ -32,3 +32,15 @@ def test_the_probe_is_the_task_prompt_and_withholds_the_code() -> None:
     assert prompt == tok.apply_chat_template(problem.messages, tokenize=False, add_generation_prompt=True)
     assert code not in prompt
     assert CANARY_FORMAT.text(code) == code and CANARY_FORMAT.space == 10**6
+
+
+def test_the_rise_share_tells_a_learned_canary_from_drift() -> None:
+    before = [float(i) for i in range(16)]  # the canary (index 0) ranked last
+    learned = [100.0, *before[1:]]  # the canary alone moved to the top
+    assert exposure(before) == 0.0 and exposure(learned) == 4.0
+    assert rise_share(before, learned) == 0.0
+    assert rise_share(before, before) == 1.0  # nothing moved: every code rose as much (zero)
+    drift = list(reversed(before))  # every code moved; the canary's rise is the largest of all
+    assert rise_share(before, drift) == 0.0
+    shuffled = [before[(i * 7) % 16] for i in range(16)]  # a permutation: the canary's rise is middling
+    assert 0.0 < rise_share(before, shuffled) < 1.0
