@@ -20,6 +20,7 @@ rebuild; an erasure drops its rows from a pending plan too.
     line.append("7", rows)
     first = line.first_hit(erased)              # index of the first tainted version, or None
     replay, let_go, erased_rows = line.replay_after(keep, erased)
+    batches = coalesce(replay, 16)               # in updates of at least 16 rows
 """
 
 from __future__ import annotations
@@ -90,3 +91,23 @@ class PublishedLine:
         gone = [e.version for e in self.entries[keep:]]
         del self.entries[keep:]
         return gone
+
+
+def coalesce(batches: list[list[LiveRow]], min_rows: int) -> list[list[LiveRow]]:
+    """Consecutive replay batches merged, in order, until each holds at least ``min_rows`` rows (a short
+    remainder joins the batch before it). An update whose erased rows were left out can shrink to a few
+    rows, and each replayed update is a whole optimizer step: many small steps on a handful of rows each
+    move the weights far more than the live updates that held them did. Batches are only ever joined
+    whole, so each keeps its GRPO groups (and their zero-mean advantages) together."""
+    out: list[list[LiveRow]] = []
+    for batch in batches:
+        if not batch:
+            continue
+        if out and len(out[-1]) < min_rows:
+            out[-1] = out[-1] + batch
+        else:
+            out.append(list(batch))
+    if len(out) > 1 and len(out[-1]) < min_rows:
+        tail = out.pop()
+        out[-1] = out[-1] + tail
+    return out

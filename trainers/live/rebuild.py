@@ -3,8 +3,9 @@
 The feeder reads the erasure's tombstones on the train topic. For each learning line that trained on an
 erased trajectory, the driver goes back to the line's newest untainted version (``learner.reset_scope``;
 the base when the learner holds no copy of it) and replays every later update from the same rows minus
-the erased ones (``PublishedLine.replay_after``, then the scope's unpublished rows): one update per
-tainted version, with no staleness check, as the line made it. The rebuilt version is published as a
+the erased ones (``PublishedLine.replay_after``, then the scope's unpublished rows), in the order the
+line trained them, with no staleness check, each row as the line trained it; updates that shrank below
+``live.update_samples`` rows without the erased ones are joined to the next (``coalesce``). The rebuilt version is published as a
 candidate with ``rebuild_of`` in its lineage, and a metrics line says what it replayed
 (``rebuilt_version``, ``rebuilt_from``, ``rebuild_rows_erased``, ``rebuild_rows_let_go``, the replayed
 updates' mean fit).
@@ -32,9 +33,10 @@ import ray
 
 from sluice.evolution import SHARED_SCOPE, policy_version_name
 from trainers.checkpoint import TrainerState
+from trainers.live.config import LiveConfig
 from trainers.live.grouping import GroupAssembler
 from trainers.live.lineage import UnpublishedRows
-from trainers.live.published import PublishedLine
+from trainers.live.published import PublishedLine, coalesce
 from trainers.live.rebuild_plan import (
     RebuildPlan,
     erase_from_plans,
@@ -52,6 +54,7 @@ class LineRebuilds:
     ``trainers.live.loop.LiveLoop``, whose state it reads and updates."""
 
     log: logging.Logger
+    live: LiveConfig
     learner: Any
     feeder: Any
     output_dir: str
@@ -131,7 +134,8 @@ class LineRebuilds:
             return None  # nothing left to learn from: the line serves its untainted version
         plan = RebuildPlan(
             scope=scope, version=ray.get(self.learner.get_versions.remote())[scope], rebuilt_from=used,
-            rebuild_of=tainted, rows_erased=erased_rows, rows_let_go=lost, batches=[b for b in replay if b],
+            rebuild_of=tainted, rows_erased=erased_rows, rows_let_go=lost,
+            batches=coalesce(replay, self.live.update_samples),
         )  # fmt: skip
         write_plan(self.rebuild_root, plan, ray.get(self.learner.scope_weights.remote(scope)))
         return self._replay(plan, start)

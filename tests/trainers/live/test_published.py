@@ -4,7 +4,7 @@ version's rows minus the erased ones."""
 
 from __future__ import annotations
 
-from trainers.live.published import PublishedLine
+from trainers.live.published import PublishedLine, coalesce
 from trainers.live.samples import LiveRow, LiveSample
 from trainers.live.scopes import MAX_SNAPSHOTS
 
@@ -53,3 +53,13 @@ def test_old_rows_are_let_go_but_their_trajectory_ids_still_taint() -> None:
     assert erased == 0  # the erased row was in a version whose rows were let go
     assert lost == sum(e.rows_dropped for e in line.entries[1:]) > 0
     assert sum(map(len, replay)) == sum(len(e.rows) for e in line.entries[1:])
+
+
+def test_a_rebuild_joins_updates_the_erasure_shrank_keeping_each_whole_and_in_order() -> None:
+    rows = [[_row(f"t{b}-{i}") for i in range(n)] for b, n in enumerate([10, 2, 0, 3, 12, 1])]
+    got = coalesce(rows, 8)
+    assert [len(b) for b in got] == [10, 18]  # 2+0+3+12 reach 8 only with the 12; the last 1 joins them
+    assert [r.sample.trajectory_id for b in got for r in b] == [
+        r.sample.trajectory_id for b in rows for r in b
+    ]
+    assert coalesce([[], []], 8) == [] and [len(b) for b in coalesce([rows[1]], 8)] == [2]
