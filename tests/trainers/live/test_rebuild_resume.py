@@ -63,7 +63,8 @@ class DiesOnReplay(LiveLearner):
 def _config() -> TrainerConfig:
     return TrainerConfig(
         learning_rate=3e-3, promotion="direct", policy_servers=[f"http://127.0.0.1:{free_port()}"],
-        live={"push_weights": True, "default_scope": "shared"},
+        # updates of at least 4 rows: the two the erasure shrank (6 and 8 rows) replay as two updates
+        live={"push_weights": True, "default_scope": "shared", "update_samples": 4},
     )  # fmt: skip
 
 
