@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from presidio_analyzer import EntityRecognizer
 from presidio_analyzer.predefined_recognizers import SpacyRecognizer
 
 from governance.config import RedactionConfig
@@ -191,6 +192,7 @@ class TextAnalyzer:
         found: list[Finding] = []
         for lang in self.languages:
             entities: list[str] = []
+            picked: list[EntityRecognizer] = []
             ner = False
             recognizers = self._by_language[lang]
             for i in self._scans[lang].candidates(text, context):
@@ -200,10 +202,11 @@ class TextAnalyzer:
                 if isinstance(r, SpacyRecognizer):
                     ner = True
                 else:
+                    picked.append(r)
                     entities.extend(e for e in r.supported_entities if e not in entities)
             own: list[Finding] = []
-            if entities:
-                results = self._runners[lang].run(text, entities, context, self.floor)
+            if entities:  # only the recognizers that may match: another of the same entity cannot
+                results = self._runners[lang].run_on(text, picked, entities, context, self.floor)
                 for r in results:
                     if (
                         r.entity_type in self._ner
