@@ -112,7 +112,14 @@ class TextAnalyzer:
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
-        findings = self._run([self._start(text, ctx, key, {})])[0]
+        if self._ner:
+            findings = self._run([self._start(text, ctx, key, {})])[0]
+        else:  # no model to batch for: the pattern pass, then each keyed span's text on its own
+            found = [f for part in self._patterns(text, list(ctx) if ctx else None) for f in part]  # type: ignore[union-attr]
+            for span in keyed_spans(text) if len(text) > 3 else ():
+                sub, _ = self.analyze(text[span.start : span.end], [span.key])
+                found.extend(f._replace(start=f.start + span.start, end=f.end + span.start) for f in sub)
+            findings = resolve_overlaps(found, self.threshold)
         self.cache.put(key, findings)
         return findings, False
 
