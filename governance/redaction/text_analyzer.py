@@ -3,11 +3,14 @@
 Where it departs from calling ``AnalyzerEngine.analyze`` per text: one multi-pattern scan of the text
 (``TriggerScan``) picks the recognizers whose trigger occurs in it, and each of those recognizers' ``may_match``
 decides then whether it could find anything (most agent text skips most recognizers, many texts skip
-Presidio entirely); only the recognizers of the entity types that pass run, with empty NLP artifacts,
-through ``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call
-overhead); the spaCy model reads only the lines that hold a name candidate, all of a text's in one batch (two capitalised words in a row, or a
+Presidio entirely); only the recognizers that pass run, with empty NLP artifacts, through
+``RecognizerRunner`` (``AnalyzerEngine.analyze``'s steps and results, without its per-call overhead);
+the spaCy model reads only the lines that hold a name candidate (two capitalised words in a row, or a
 salutation before one) that no cue or key recognizer has already explained, never a whole tool output,
-so NER costs what the unexplained names in a text cost; overlapping spans of different types
+so NER costs what the unexplained names in a text cost. ``prefetch`` analyses all texts of an event
+first and hands the model every window of all of them in one batch (one pass of the model per event,
+not one call per text: a call costs about as much as the tokens of a short line); each text's findings
+are those it gets when analysed alone. Overlapping spans of different types
 are resolved here once (secrets win, then score, then length) and the result is cached by content hash.
 ``key = value`` pairs written in the text (config lines, headers, CSV cells under their header) whose
 key names a secret or a PII kind are analysed once more on their own, with the key as context, as the
