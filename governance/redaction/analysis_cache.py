@@ -57,3 +57,7 @@ class AnalysisCache:
 
     def __len__(self) -> int:
         return len(self._data)
+
+    def __contains__(self, key: bytes) -> bool:
+        """Whether ``key`` is held (no hit or miss counted, its place in the LRU order kept)."""
+        return key in self._data

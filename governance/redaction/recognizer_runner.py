@@ -55,7 +55,18 @@ class RecognizerRunner:
     ) -> list[RecognizerResult]:
         """What ``AnalyzerEngine.analyze(text, entities=..., context=..., score_threshold=floor,
         nlp_artifacts=<empty>)`` returns, for the recognizers serving ``entities``."""
-        recognizers = self.serving(entities)
+        return self.run_on(text, self.serving(entities), entities, context, floor)
+
+    def run_on(
+        self,
+        text: str,
+        recognizers: list[EntityRecognizer],
+        entities: list[str],
+        context: list[str] | None,
+        floor: float,
+    ) -> list[RecognizerResult]:
+        """``run`` with the recognizers given (in registry order): those of the entities that can find
+        anything in ``text``."""
         artifacts = self.artifacts
         raw: list[RecognizerResult] = []
         for rec in recognizers:

@@ -180,6 +180,23 @@ class RedactionPass:
         return out
 
 
+class CollectPass(RedactionPass):
+    """Walks an event as ``RedactionPass`` does but only records each text with its context (nothing is
+    analysed, every text is left as it is): what ``TextAnalyzer.prefetch`` is to read in one batch."""
+
+    def __init__(self) -> None:
+        self.redacted = Counter()
+        self.residual = 0
+        self.cached_texts = 0
+        self.analysed_texts = 0
+        self.items: list[tuple[str, list[str] | None]] = []
+
+    def text(self, text: str, context: list[str] | None = None) -> str:
+        if text:
+            self.items.append((text, context))
+        return text
+
+
 class WithholdPass(RedactionPass):
     """Fail closed: every text of the event is replaced by ``marker`` (used when redaction failed)."""
 

@@ -31,7 +31,7 @@ from governance.redaction.exceptions import RedactionError
 from governance.redaction.keyed_hash import KeyedHasher
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.recognizers import family_of
-from governance.redaction.redaction_pass import RedactionPass, WithholdPass
+from governance.redaction.redaction_pass import CollectPass, RedactionPass, WithholdPass
 from governance.redaction.state import PlaceholderState
 from governance.redaction.text_analyzer import TextAnalyzer
 from sluice.events import RedactionReport, RewardEvent, StepEvent, TrajectoryEndEvent
@@ -122,7 +122,16 @@ class Redactor:
         if event_type not in _WALKERS:
             raise RedactionError(f"cannot redact an event of type {event_type!r}")
         model, walker = _WALKERS[event_type]
-        walker(p, data)
+        if self.analyzer.batches_ner:  # every text of the event analysed first, the NER model in one batch
+            collect = CollectPass()
+            walker(collect, data)
+            try:
+                self.analyzer.prefetch(collect.items)
+                walker(p, data)
+            finally:
+                self.analyzer.forget_prefetched()
+        else:
+            walker(p, data)
         governance = data.setdefault("governance", {})
         governance["redaction"] = "redacted"
         governance["redaction_report"] = self.report(p).model_dump()

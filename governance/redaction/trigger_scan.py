@@ -41,30 +41,50 @@ def re2_syntax(pattern: str) -> str:
     return pattern.replace(r"\d", r"\p{Nd}").replace(r"\w", r"[\p{L}\p{N}\p{M}_]")
 
 
+_Compiled = tuple["re2.Set", list[tuple[int, int]], dict[int, int]]
+_SETS: dict[tuple[tuple[int, tuple[str, ...], tuple[str, ...]], ...], _Compiled] = {}
+
+
+def _compiled(triggers: tuple[tuple[int, tuple[str, ...], tuple[str, ...]], ...]) -> _Compiled:
+    """The RE2 set of ``triggers`` ((recognizer, patterns, also) each), with which recognizer and which part
+    of its condition each pattern stands for, and the parts each recognizer needs. One per process for
+    the same triggers, so the DFA that a set builds lazily as it meets texts is built once: a redactor
+    built again (a config reload, another stage, a test) starts with it warm. Matching a set from
+    several threads is safe (RE2 locks its DFA cache)."""
+    found = _SETS.get(triggers)
+    if found is not None:
+        return found
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.log_errors = False
+    rx_set = re2.Set.SearchSet(options)
+    rx_set.Add("")  # index 0 matches every text: its absence means the scan failed
+    owner: list[tuple[int, int]] = [(-1, 0)]  # pattern -> (recognizer, bit of its condition)
+    needs: dict[int, int] = {}  # recognizer -> the bits that must all be set
+    for i, patterns, also in triggers:
+        needs[i] = 3 if also else 1
+        for bit, group in ((1, patterns), (2, also)):
+            for p in group:
+                rx_set.Add(re2_syntax(p))
+                owner.append((i, bit))
+    rx_set.Compile()
+    _SETS[triggers] = (rx_set, owner, needs)
+    return _SETS[triggers]
+
+
 class TriggerScan:
     """The triggers of one language's recognizers (indexes into ``recognizers``), compiled once."""
 
     def __init__(self, recognizers: Sequence[EntityRecognizer]) -> None:
         always: list[int] = []
-        options = re2.Options()
-        options.max_mem = _MAX_MEM
-        options.log_errors = False
-        self._set = re2.Set.SearchSet(options)
-        self._set.Add("")  # index 0 matches every text: its absence means the scan failed
-        owner: list[tuple[int, int]] = [(-1, 0)]  # pattern -> (recognizer, bit of its condition)
-        self._needs: dict[int, int] = {}  # recognizer -> the bits that must all be set
+        triggers: list[tuple[int, tuple[str, ...], tuple[str, ...]]] = []
         for i, r in enumerate(recognizers):
             patterns = r.trigger_patterns() if isinstance(r, Prefiltered) else None
             if patterns is None:
                 always.append(i)
-                continue
-            also = r.TRIGGER_ALSO if patterns else ()
-            self._needs[i] = 3 if also else 1
-            for bit, group in ((1, patterns), (2, also)):
-                for p in group:
-                    self._set.Add(re2_syntax(p))
-                    owner.append((i, bit))
-        self._set.Compile()
+            else:
+                triggers.append((i, tuple(patterns), tuple(r.TRIGGER_ALSO) if patterns else ()))
+        self._set, owner, self._needs = _compiled(tuple(triggers))
         self._owner = owner
         self.patterns = len(owner) - 1
         self.everyone = tuple(range(len(recognizers)))

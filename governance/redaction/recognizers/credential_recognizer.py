@@ -31,6 +31,7 @@ from governance.redaction.key_context import (
     names_maybe_a_secret,
     names_secret,
 )
+from governance.redaction.recognizers.anchored import Anchored
 from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
 
 _TEXT_NAMES = (
@@ -53,6 +54,17 @@ _VALUE = r"(?P<q>[\"']?)(?P<v>[^\s\"'<>()\[\]{},;]{6,200})(?P=q)(?![^\s\"',;)\]}
 _OTHER_TRIGGERS_NON_ASCII = ("contraseña", "hasło", "lösenord", "jelszó", "şifre", "parolă", "пароль", "密码",
                              "密碼", "パスワード", "비밀번호")  # fmt: skip
 
+
+# The words each of the three text patterns below begins with, lower-case, ASCII (``Anchored``): the names
+# of ``_TEXT_NAMES``; the ASCII names of ``_OTHER_NAMES`` ("mot" of "mot de passe"); a cookie header or a
+# cookie pair's ";".
+_STARTS = (
+    ("password", "passwd", "pwd", "passphrase", "client_secret", "secret_key", "api_key", "apikey", "access_token",
+     "auth_token"),
+    ("passwort", "kennwort", "contrasena", "senha", "mot", "mdp", "wachtwoord", "haslo", "losenord", "passord",
+     "adgangskode", "salasana", "heslo", "jelszo", "sifre"),
+    ("cookie:", ";"),
+)  # fmt: skip
 
 _TRIGGER_WORDS = ("pass", "pwd", "secret", "api_key", "apikey", "_token", "kennwort", "contrasena", "senha", "mdp",
                   "wachtwoord", "haslo", "losenord", "adgangskode", "salasana", "heslo", "jelszo", "sifre",
@@ -164,6 +176,10 @@ class CredentialRecognizer(SluicePatternRecognizer):
 
     def __init__(self, supported_language: str = "en") -> None:
         super().__init__(supported_language)
+        # each pattern is tried only where a word it begins with occurs (ASCII text; others scanned whole)
+        self._compiled = [
+            (p, Anchored(rx, starts)) for (p, rx), starts in zip(self._compiled, _STARTS, strict=True)
+        ]  # type: ignore[misc]
         self._seen: tuple[str, tuple[bool, bool, bool]] = ("", (False, False, False))
 
     def _triggers(self, text: str) -> tuple[bool, bool, bool]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import ClassVar
 
 import phonenumbers
@@ -74,8 +75,18 @@ def valid_numbers(text: str, region: str) -> Iterator[tuple[int, int, str]]:
     """(start, end, raw text) of each number libphonenumber calls valid for ``region``."""
     for run in _DIGIT_RUN.finditer(text):
         lo, hi = max(0, run.start() - _MARGIN), min(len(text), run.end() + _MARGIN)
-        for m in phonenumbers.PhoneNumberMatcher(text[lo:hi], region, leniency=phonenumbers.Leniency.VALID):
-            yield lo + m.start, lo + m.end, m.raw_string
+        for start, end, raw in _matches(text[lo:hi], region):
+            yield lo + start, lo + end, raw
+
+
+@lru_cache(maxsize=4096)
+def _matches(chunk: str, region: str) -> tuple[tuple[int, int, str], ...]:
+    """libphonenumber's valid numbers in one digit run (with its margin), remembered: a conversation repeats
+    its numbers turn after turn, and the matcher is the costliest step of phone recognition."""
+    return tuple(
+        (m.start, m.end, m.raw_string)
+        for m in phonenumbers.PhoneNumberMatcher(chunk, region, leniency=phonenumbers.Leniency.VALID)
+    )
 
 
 def _inside_token(text: str, start: int, end: int) -> bool:

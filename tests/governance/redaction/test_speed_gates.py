@@ -28,6 +28,7 @@ from bench.data.unseen_eval_set import build_unseen_set
 from governance.redaction import Redactor, key_context, keyed_spans
 from governance.redaction.recognizers.api_token_recognizer import ApiTokenRecognizer, key_shaped
 from governance.redaction.recognizers.base import Prefiltered, has_number_run
+from governance.redaction.recognizers.credential_recognizer import CredentialRecognizer
 from governance.redaction.recognizers.ip_address_recognizer import IpAddressRecognizer
 from governance.redaction.recognizers.payment_card_recognizer import PaymentCardRecognizer
 from governance.redaction.recognizers.phone_number_recognizer import PhoneNumberRecognizer
@@ -177,3 +178,28 @@ def test_recognizer_runner_returns_what_the_analyzer_engine_returns(
         ], (text[:200], context)
         compared += 1
     assert compared > 300
+
+
+CREDENTIAL_EDGE_TEXTS = [
+    "PASSWORD: Hunter2!x and Api_Key=Zx9Qw8Er7Ty6",
+    "the password for sudo is S3cret!pass",
+    "Kennwort für das Portal: Fr8hling!2024 ; mot  de passe est M0t!dep4sse",
+    "Cookie: sid=0123456789abcdefABCDEF; theme=dark; csrftoken=abcdef0123456789abcdef",
+    "contraseña: Cl4ve!segura and şifre: G1zli!anahtar",  # not ASCII: scanned whole
+    "passwordpassword=abc123!x;;;password = 'q1w2e3r4!'",
+]
+
+
+def test_credential_patterns_find_what_the_whole_text_scan_finds() -> None:
+    """``Anchored`` (tried only where a pattern's first word occurs) finds the matches of ``finditer``."""
+    rec = CredentialRecognizer()
+    texts = (*corpus(), *CREDENTIAL_EDGE_TEXTS)
+    differ = [
+        (p.name, t)
+        for p, anchored in rec._compiled
+        for t in texts
+        if [m.span() for m in anchored.finditer(t)] != [m.span() for m in anchored.rx.finditer(t)]
+    ]
+    assert differ == []
+    found = sum(1 for _, a in rec._compiled for t in CREDENTIAL_EDGE_TEXTS for _ in a.finditer(t))
+    assert found >= 8

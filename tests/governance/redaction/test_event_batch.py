@@ -1,0 +1,66 @@
+"""An event's texts are analysed together: the NER model reads all their windows in one batch, and every
+text comes out as it does when redacted on its own (same findings, same placeholders, same report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from governance.config import RedactionConfig
+from governance.redaction import Redactor
+from sluice.events import Message, Observation, StepEvent
+
+_TEXTS = [
+    "Olu Adeyemi and Tom Ellis reviewed it in Lisbon.",
+    "Our auditor Helga Brandt flagged two entries.",
+    '{"customer_name": "Ana Souza", "note": "Call Priya Raman at +44 20 7946 0958"}',
+    "Our designer Ines Duarte shipped the mockups; mail ines.duarte@example.com.",
+    "exit code 0; 3 passed",
+]
+
+
+def _step(texts: list[str]) -> StepEvent:
+    messages = [Message(role="user" if i % 2 == 0 else "assistant", content=t) for i, t in enumerate(texts)]
+    return StepEvent(
+        trajectory_id="t-batch", tenant="acme", step_index=0, observation=Observation(messages=messages)
+    )
+
+
+def test_event_texts_read_by_the_model_in_one_batch(redactor_factory: Callable[..., Redactor]) -> None:
+    ner = redactor_factory(ner=True, hash_key="k")
+    engine = ner.engines.analyzer.nlp_engine
+    batches: list[int] = []
+    real = engine.process_batch
+
+    def counted(texts, *args, **kwargs):  # the real model, its calls counted
+        batches.append(len(texts))
+        return real(texts, *args, **kwargs)
+
+    engine.process_batch = counted
+    windows = ner.analyzer.ner_windows
+    try:
+        event, state = ner.redact_event(_step(_TEXTS))
+    finally:
+        del engine.process_batch
+    assert len(batches) == 1 and batches[0] == ner.analyzer.ner_windows - windows >= 2
+    texts = [m.content for m in event.observation.messages]
+    for name in ("Adeyemi", "Tom Ellis", "Lisbon", "Helga", "Ana Souza", "Priya", "Duarte"):
+        assert all(name not in t for t in texts), name
+    assert texts[-1] == "exit code 0; 3 passed"
+
+    # the same texts one by one, through a redactor of the same settings: same output, same report
+    alone = Redactor.from_config(RedactionConfig(ner=True, hash_key="k"))
+    expected, one_state = [], None
+    for t in _TEXTS:
+        out, one_state, _ = alone.redact_payload(t, one_state)
+        expected.append(out)
+    assert texts == expected
+    assert state.model_dump() == one_state.model_dump()
+    report = event.governance.redaction_report
+    assert report.analysed_texts + report.cached_texts > 0 and report.entities["PERSON"] >= 5
+
+
+def test_pattern_only_redactor_reads_texts_one_by_one(redactor_factory: Callable[..., Redactor]) -> None:
+    plain = redactor_factory(hash_key="k")
+    assert not plain.analyzer.batches_ner
+    event, _ = plain.redact_event(_step(["mail ana@example.com", "Kenji Watanabe"]))
+    assert [m.content for m in event.observation.messages] == ["mail <EMAIL_ADDRESS_1>", "Kenji Watanabe"]
