@@ -35,10 +35,10 @@ from sluice.broker_config import BrokerConfig
 from sluice.errors import ConfigError, validation_problems
 from sluice.evolution import PolicyRoutes
 from sluice.frozen import Frozen
+from sluice.rebuild_files import rebuild_root
 from sluice.settings import Settings
 from sluice.topics_config import TopicsConfig
 from trainers.config import TrainerConfig
-from trainers.live.rebuild_plan import rebuild_root
 from trainers.settings import TrainerSettings
 
 S = TypeVar("S", bound=Settings)

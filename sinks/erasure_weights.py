@@ -14,7 +14,7 @@ Run by the erasure itself, after the store's rows are gone and the erasure event
    of their calls as the agent sent it, kept in memory to keep a re-sent conversation's token ids).
 3. **Delete them** from disk: the trainer's pushed files of tainted versions and the checkpoints that
    hold a tainted version or trained on an erased trajectory. A rebuild the trainer left unpublished
-   (``trainers.live.rebuild_plan``: its plan under ``<trainer.output_dir>/rebuild/``, resumed when the
+   (``sluice.rebuild_files``: its plan under ``<trainer.output_dir>/rebuild/``, resumed when the
    trainer restarts) is a copy of training data: the erased trajectories' rows leave it, and a plan that
    starts from a tainted version is deleted whole.
 4. **Rebuild** is the live trainer's part: it reads the erasure's tombstones on the train topic, puts each
@@ -41,7 +41,7 @@ from sinks.settings import SinkSettings
 from sluice.events import new_id
 from sluice.evolution import LedgerEntry, OverlayAssignment, PolicyLineage, Proposal
 from sluice.policy_client import PolicyClient, PolicyClientError, VersionNotKept
-from trainers.live.rebuild_plan import erase_from_plans
+from sluice.rebuild_files import erase_from_plans
 
 log = logging.getLogger("sluice.sink.erasure")
 ACTOR = "sluice-erasure"

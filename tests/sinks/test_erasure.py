@@ -23,12 +23,13 @@ from sinks.flatten import SourceRecord
 from sinks.settings import SinkSettings
 from sinks.store import DuckDBStore
 from sluice.events import encode
+from sluice.rebuild_files import PLAN_FILE, plan_dir, rebuild_root
 from testing.samples import make_trajectory
 from tests.kafka_helpers import read_topic
 from tests.sinks.helpers import ACME_KEY, GLOBEX_KEY, write_config
 from tests.trainers.live.test_rebuild_plan import _row
 from trainers.checkpoint import TrainerState, save_checkpoint
-from trainers.live.rebuild_plan import PLAN_FILE, RebuildPlan, plan_dir, read_plans, rebuild_root, write_plan
+from trainers.live.rebuild_plan import RebuildPlan, read_plans, write_plan
 from trainers.tiny_model import build_tiny
 
 

@@ -241,6 +241,12 @@ class LiveLearner(CheckpointedLearner):
                 "swap_ms": outcome.swap_ms_max, "pushed_version": scope.version, "pushed_name": name,
                 "push_role": role, "discarded_superseded": superseded}  # fmt: skip
 
+    def withdraw(self, versions: list[str], fallbacks: list[str]) -> dict[str, list[str]]:
+        """A rebuild's tainted versions off every server and disk (``WeightPush.withdraw``)."""
+        if self.push is None or not versions:
+            return {"held": [], "rolled_back": [], "files_deleted": []}
+        return self.push.withdraw(versions, fallbacks)
+
     def _let_go_superseded(self, scope: ScopeState, name: str) -> list[str]:
         """Direct promotion routes each new version of a line to its tenants by assignment, as a candidate
         the servers never evict: keep the new one and its parent (what the assignment names until the

@@ -21,7 +21,9 @@ trainer is down (``sinks.erasure_weights``).
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import statistics
 import time
 from collections import Counter, deque
@@ -32,20 +34,13 @@ from typing import Any
 import ray
 
 from sluice.evolution import SHARED_SCOPE, policy_version_name
+from sluice.rebuild_files import erase_from_plans, rebuild_root, remove_plan
 from trainers.checkpoint import TrainerState
 from trainers.live.config import LiveConfig
 from trainers.live.grouping import GroupAssembler
 from trainers.live.lineage import UnpublishedRows
 from trainers.live.published import PublishedLine, coalesce
-from trainers.live.rebuild_plan import (
-    RebuildPlan,
-    erase_from_plans,
-    read_plans,
-    read_weights,
-    rebuild_root,
-    remove_plan,
-    write_plan,
-)
+from trainers.live.rebuild_plan import RebuildPlan, read_plans, read_weights, write_plan
 from trainers.live.samples import LiveItem, LiveRow
 
 
@@ -83,9 +78,33 @@ class LineRebuilds:
             self.log.info(
                 "%s: resuming the rebuild of %s from %s", plan.scope, plan.rebuild_of, plan.rebuilt_from
             )
+            withdrawn = self._withdraw(plan.rebuild_of, [plan.rebuilt_from, policy_version_name(*self.base)])
             m = self._replay(plan, time.monotonic(), resumed=True)
             if m is not None:
-                self._record(m)
+                self._record({**m, **withdrawn})
+
+    def _withdraw(self, tainted: list[str], fallbacks: list[str]) -> dict[str, Any]:
+        """The line's tainted versions off the servers and disk, checkpoints of them included. The erasure
+        withdrew those it found in the ledger; one this trainer published after that read is only known
+        here (it descends from a tainted version)."""
+        if not tainted:
+            return {}
+        out = ray.get(self.learner.withdraw.remote(tainted, fallbacks))
+        gone = set(tainted)
+        for state in sorted((Path(self.output_dir) / "checkpoints").glob("*/trainer_state.json")):
+            try:
+                version = str(json.loads(state.read_text()).get("policy_version"))
+            except (OSError, ValueError):
+                continue
+            if version in gone:
+                shutil.rmtree(state.parent, ignore_errors=True)
+                out["files_deleted"].append(str(state.parent))
+        if out["held"]:
+            self.log.warning(
+                "tainted versions %s are still on a server after the rebuild's withdrawal", out["held"]
+            )
+        return {"rebuild_withdrawn_held": out["held"], "rebuild_withdrawn_rollbacks": out["rolled_back"],
+                "rebuild_withdrawn_files": out["files_deleted"]}  # fmt: skip
 
     def _erasures(self, start: float) -> Iterator[dict[str, Any]]:
         """Tombstones read by the feeder: forget the erased trajectories' waiting rows and drop them from
@@ -124,6 +143,7 @@ class LineRebuilds:
         erased_rows += len(loose) - len(loose_kept)
         replay.append(loose_kept)
         tainted = line.cut(keep)
+        withdrawn = self._withdraw(tainted, [used, base])
         self.unpublished.published(scope)
         self.totals["rebuilds"] += 1
         self.log.info(
@@ -138,7 +158,8 @@ class LineRebuilds:
             batches=coalesce(replay, self.live.update_samples),
         )  # fmt: skip
         write_plan(self.rebuild_root, plan, ray.get(self.learner.scope_weights.remote(scope)))
-        return self._replay(plan, start)
+        m = self._replay(plan, start)
+        return None if m is None else {**m, **withdrawn}
 
     def _replay(self, plan: RebuildPlan, start: float, resumed: bool = False) -> dict[str, Any] | None:
         """Replay a plan from the scope's current weights (its ``rebuilt_from``), one update per batch,

@@ -106,6 +106,33 @@ class WeightPush:
                     log.warning("discarding v%s on %s failed: %s", version, url, err)
         return held
 
+    def withdraw(self, versions: list[str], fallbacks: list[str]) -> dict[str, list[str]]:
+        """Take ``versions`` (an erasure tainted them) off every server and off disk: a server whose default
+        is one of them goes back to the first of ``fallbacks`` it holds, then every one is discarded and
+        its pushed file deleted. What the erasure itself found was already withdrawn; this covers a version
+        the trainer published after the erasure read the ledger. Returns what stayed on a server, the
+        rollbacks and the files deleted."""
+        tainted = set(versions)
+        rolled: list[str] = []
+        for fleet in (self.file_fleet, self.bytes_fleet):
+            for url, status in fleet.status().items():
+                if isinstance(status, Exception) or status.serving_version not in tainted:
+                    continue
+                client = next(c for c in fleet.clients if c.url == url)
+                for target in (v for v in fallbacks if v in status.versions):
+                    try:
+                        client.rollback(target)
+                    except PolicyClientError as err:
+                        log.warning("rolling %s back to v%s failed: %s", url, target, err)
+                        continue
+                    rolled.append(f"{url} {status.serving_version} -> {target}")
+                    break
+        held = [v for v in versions if self.discard(v)]
+        files = [f for v in versions for f in self.push_dir.glob(f"policy-v{v}.*")]
+        for f in files:
+            f.unlink(missing_ok=True)
+        return {"held": held, "rolled_back": rolled, "files_deleted": [str(f) for f in files]}
+
     def write_file(self, tensors: Mapping[str, torch.Tensor], version: str) -> Path:
         from safetensors.torch import save_file
 

@@ -158,3 +158,33 @@ def test_a_direct_line_keeps_its_newest_version_and_parent_on_the_servers(tmp_pa
             assert pushed["discarded_superseded"] == ([f"acme.{n - 2}"] if n > 2 else [])
         held = learner.push.statuses()[srv.url].versions
         assert {"acme.5", "acme.6"} <= set(held) and not {f"acme.{n}" for n in range(1, 5)} & set(held)
+
+
+def test_a_rebuild_withdraws_its_tainted_versions_from_the_servers_and_disk(tmp_path) -> None:
+    """Versions an erasure tainted that only the trainer knows of (published after the erasure read the
+    ledger): the server serving one goes back to the untainted fallback it holds, each is discarded, and
+    its pushed file deleted."""
+    from tests.trainers.serving.serve_process import serve_model
+
+    with serve_model(tmp_path / "serve") as srv:
+        tcfg = TrainerConfig(
+            learning_rate=3e-3, promotion="direct", policy_servers=[srv.url],
+            live={"push_weights": True, "default_scope": "shared", "lora_rank": 4, "keep_push_files": 4},
+        )  # fmt: skip
+        learner = LiveLearner(tcfg, "sluice-tiny", str(tmp_path / "trainer"))
+        for _ in range(3):
+            learner.train(rows(), "shared")
+            assert learner.publish("shared")["push_errors"] == 0
+        status = learner.push.statuses()[srv.url]
+        assert status.serving_version == "3" and {"1", "2", "3"} <= set(status.versions)
+        out = learner.withdraw(["2", "3"], ["1", "0"])
+        status = learner.push.statuses()[srv.url]
+        assert status.serving_version == "1" and not {"2", "3"} & set(status.versions)
+        assert out["held"] == [] and out["rolled_back"] == [f"{srv.url} 3 -> 1"]
+        assert sorted(Path(f).name for f in out["files_deleted"]) == [
+            "policy-v2.safetensors",
+            "policy-v3.safetensors",
+        ]
+        assert [p.name for p in (tmp_path / "trainer" / "push").glob("policy-v*")] == [
+            "policy-v1.safetensors"
+        ]

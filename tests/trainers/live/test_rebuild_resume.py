@@ -23,12 +23,13 @@ import torch
 
 from infra.broker import free_port
 from sluice.evolution import SHARED_SCOPE
+from sluice.rebuild_files import rebuild_root
 from tests.trainers.live.test_learner import rows
 from trainers.checkpoint import TrainerState
 from trainers.config import TrainerConfig
 from trainers.live.learner import LiveLearner
 from trainers.live.loop import LiveLoop
-from trainers.live.rebuild_plan import read_plans, read_weights, rebuild_root
+from trainers.live.rebuild_plan import read_plans, read_weights
 from trainers.live.samples import LiveRow
 from trainers.loop_core import RunSetup, StopFlag
 from trainers.metrics import MetricsLog
