@@ -264,7 +264,8 @@ _TENANT_POLICIES = f"""
                len(list_filter(l.item_tenants, lambda x: x = t.tenant)) AS lineage_trajectories,
                coalesce(l.tenants, 0) AS lineage_tenants,
                (SELECT list({{'policy_version': r.policy_version, 'trajectories': r.trajectories,
-                              'rewarded': r.rewarded, 'mean_reward': r.mean_reward}} ORDER BY r.first_served)
+                              'rewarded': r.rewarded, 'mean_reward': r.mean_reward}}
+                             ORDER BY r.first_served, r.policy_version)
                 FROM rewards r WHERE r.tenant = t.tenant) AS reward_by_version
         FROM tenants t
         LEFT JOIN scopes o ON o.scope_tenant = t.tenant AND o.policy IS NOT NULL

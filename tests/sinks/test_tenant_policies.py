@@ -22,10 +22,14 @@ from trainers.live.lineage import weights_proposal
 T0 = utcnow()
 
 
-def served_by(t: Trajectory, version: str) -> Trajectory:
-    steps = [s.model_copy(update={"metadata": s.metadata.model_copy(update={"model_version": version})})
+def served_by(t: Trajectory, version: str, later: timedelta = timedelta(0)) -> Trajectory:
+    """``t`` as served by ``version``, its steps ``later`` than the sample's fixed clock."""
+    steps = [s.model_copy(update={"created_at": s.created_at + later,
+                                  "metadata": s.metadata.model_copy(update={"model_version": version})})
              for s in t.steps]  # fmt: skip
-    return t.model_copy(update={"steps": steps})
+    return t.model_copy(
+        update={"steps": steps, "first_step_at": steps[0].created_at, "ended_at": steps[-1].created_at}
+    )
 
 
 def proposal(version: str, scope: str, items: list[tuple[str, str]]) -> Proposal:
@@ -67,7 +71,10 @@ def build_store(path: Path) -> dict[str, Proposal]:
     acme's trajectories were served by "0" and then acme.1. Returns the proposals by version."""
     store = DuckDBStore(path)
     acme = [served_by(make_trajectory(f"acme~t{i}", "acme", 1, reward=0.2), "0") for i in range(2)]
-    acme += [served_by(make_trajectory(f"acme~u{i}", "acme", 1, reward=0.9), "acme.1") for i in range(2)]
+    acme += [
+        served_by(make_trajectory(f"acme~u{i}", "acme", 1, reward=0.9), "acme.1", timedelta(hours=1))
+        for i in range(2)
+    ]
     globex = [
         served_by(make_trajectory(f"globex~t{i}", "globex", 1, reward=0.5), "globex.1") for i in range(3)
     ]
