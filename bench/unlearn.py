@@ -111,7 +111,7 @@ def write_config(tmp: Path, a: argparse.Namespace) -> Path:
         **data.get("trainer", {}),
         "mode": "live", "promotion": "direct", "model": str(smollm2_dir()), "models": ["smollm2*"],
         "output_dir": str(tmp / "trainer"), "policy_servers": [f"http://127.0.0.1:{port}"],
-        "group_size": a.group_size, "max_staleness": 4, "learning_rate": a.lr, "poll_timeout_s": 0.5,
+        "group_size": a.group_size, "max_staleness": 4, "learning_rate": a.lr, "kl_coef": a.kl_coef, "poll_timeout_s": 0.5,
         "checkpoint_every": a.checkpoint_every, "progress": False, "seed": a.seed,
         "serve": {"model_name": "smollm2", "max_batch": 32, "keep_versions": 4, "port": port,
                   "events_log": str(tmp / "serve" / "events.jsonl")},
@@ -326,6 +326,7 @@ def main() -> None:
     ap.add_argument("--canary-groups", type=int, default=3, help="The canary subject's groups in flight.")
     ap.add_argument("--update-samples", type=int, default=16)
     ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--kl-coef", type=float, default=0.1, help="KL to the base (the adapter off) per token.")
     ap.add_argument("--checkpoint-every", type=int, default=4)
     ap.add_argument("--settle-s", type=float, default=10.0)
     ap.add_argument("--rebuild-wait-s", type=float, default=600.0)

@@ -156,7 +156,11 @@ class TrainerConfig(Frozen):
     clip_high: float = Field(0.28, gt=0, description="PPO clip: ratio <= 1 + clip_high (DAPO clip-higher).")
     mask_low: float = Field(0.5, gt=0, lt=1, description="Tokens with ratio < mask_low are masked (IcePop).")
     mask_high: float = Field(2.0, gt=1, description="Tokens with ratio > mask_high are masked (IcePop).")
-    kl_coef: float = Field(0.0, ge=0, description="KL to the initial policy; 0 builds no reference model.")
+    kl_coef: float = Field(
+        0.0, ge=0,
+        description="KL to the initial policy; 0 builds no reference model. Live mode: LoRA only, the "
+        "reference being the base with the adapter off.",
+    )  # fmt: skip
     max_update_kl: float | None = Field(
         0.05,
         gt=0,
@@ -210,8 +214,11 @@ class TrainerConfig(Frozen):
             raise ValueError(
                 "mask_high must be >= 1 + clip_high (masking is for ratios beyond the clip range)"
             )
-        if self.resolved_mode == "live" and self.kl_coef > 0:
-            raise ValueError("kl_coef > 0 needs a reference model, which live mode does not build")
+        if self.resolved_mode == "live" and self.kl_coef > 0 and self.live.lora_rank == 0:
+            raise ValueError(
+                "kl_coef > 0 in live mode needs live.lora_rank > 0: the reference is the base model with "
+                "the adapter off (a full fine-tune would need a second copy of the model)"
+            )
         if self.resolved_mode == "resample" and self.include_logged and self.group_size < 3:
             raise ValueError("include_logged needs group_size >= 3 (two fresh samples plus the logged one)")
         if self.ray_address is None and self.num_cpus < self.rollout_workers + 1:

@@ -13,6 +13,11 @@ and inference engines disagree on it: IcePop). With one optimizer step per updat
 at the gradient, so r = 1 and the clip only acts from the second mini-batch on (``ppo_minibatches``).
 Samples without behaviour logprobs (a backend that reports none) use pi_prox as pi_behav (w = 1).
 
+With ``kl_coef > 0`` each kept token also pays ``kl_coef * k3(pi_theta, pi_ref)``, the k3 estimator
+``e^d - d - 1`` (d = log pi_ref - log pi_theta) of KL(pi_theta || pi_ref) to a fixed reference (the base
+model): a regulariser that keeps the policy near the base where the rewards do not pull it, so training
+moves less of what nobody taught it.
+
 Shapes: B samples, T completion positions (right-padded).
 """
 
@@ -28,6 +33,7 @@ from trainers.grpo.ppo_terms import ClipConfig, aggregate, clipped_surrogate, ic
 @dataclass(frozen=True)
 class DecoupledLossConfig(ClipConfig):
     behaviour_weight_cap: float = 5.0
+    kl_coef: float = 0.0
 
 
 def decoupled_ppo_loss(
@@ -39,9 +45,10 @@ def decoupled_ppo_loss(
     cfg: DecoupledLossConfig,
     weights: torch.Tensor | None = None,  # [B] per-sample weight (staleness), default 1
     normalizer: float | None = None,  # token_mean: tokens of the whole batch; seq_mean: its samples
+    ref_logprobs: torch.Tensor | None = None,  # [B, T] log pi_ref(token), needed when kl_coef > 0
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Returns (scalar loss, detached stats: clip_frac, masked_frac, capped_frac, behaviour_weight_mean,
-    ratio_mean)."""
+    ratio_mean, kl: mean k3 per completion token)."""
     mask = mask.to(logprobs.dtype)
     weights = torch.ones_like(advantages) if weights is None else weights
     prox = proximal_logprobs.detach()
@@ -53,6 +60,13 @@ def decoupled_ppo_loss(
     ratio = torch.exp((logprobs - prox) * mask)  # [B, T]
     surr1, surr2 = clipped_surrogate(ratio, advantages, cfg)
     pg = -torch.minimum(surr1, surr2) * behav_w  # [B, T]
+    kl = torch.zeros_like(pg)
+    if cfg.kl_coef > 0:
+        if ref_logprobs is None:
+            raise ValueError("kl_coef > 0 needs ref_logprobs")
+        delta = (ref_logprobs.detach() - logprobs) * mask
+        kl = (torch.exp(delta) - delta - 1.0) * mask
+        pg = pg + cfg.kl_coef * kl
     loss = aggregate(pg, keep * weights[:, None], mask, cfg, normalizer)
     with torch.no_grad():
         n_tok = mask.sum().clamp(min=1.0)
@@ -63,5 +77,6 @@ def decoupled_ppo_loss(
             "capped_frac": capped.sum() / n_tok,
             "behaviour_weight_mean": (behav_w * keep).sum() / keep.sum().clamp(min=1.0),
             "ratio_mean": (ratio.detach() * mask).sum() / n_tok,
+            "kl": kl.detach().sum() / n_tok,
         }
     return loss, stats

@@ -88,7 +88,7 @@ class LiveLearner(CheckpointedLearner):
         self.keep_checkpoints = tcfg.keep_checkpoints
         self.loss_cfg = DecoupledLossConfig(
             clip_low=tcfg.clip_low, clip_high=tcfg.clip_high, mask_low=tcfg.mask_low, mask_high=tcfg.mask_high,
-            behaviour_weight_cap=self.live.behaviour_weight_cap, agg=tcfg.loss_agg,
+            behaviour_weight_cap=self.live.behaviour_weight_cap, agg=tcfg.loss_agg, kl_coef=tcfg.kl_coef,
         )  # fmt: skip
         self.version = start_version
         self.promotion = tcfg.promotion
@@ -276,6 +276,13 @@ class LiveLearner(CheckpointedLearner):
                 out.extend(lp[b, : len(r.sample.token_ids)] for b, r in enumerate(chunk))
         return out
 
+    def _reference(self, batch: PackedBatch, temps: torch.Tensor) -> torch.Tensor | None:
+        """log pi_ref of the batch's tokens, the base model's (the adapter off), when the loss pays KL to it."""
+        if self.loss_cfg.kl_coef <= 0:
+            return None
+        with torch.no_grad(), self.model.disable_adapter():
+            return logprobs_of(self.model, batch, temps)
+
     def train(
         self, rows: list[LiveRow], scope_name: str = SHARED_SCOPE, replay: bool = False
     ) -> dict[str, Any]:
@@ -298,7 +305,7 @@ class LiveLearner(CheckpointedLearner):
         parent = scope.parent
         t0 = time.perf_counter()
         stats = {k: 0.0 for k in ("loss", "clip_frac", "masked_frac", "capped_frac", "behaviour_weight_mean",
-                                  "ratio_mean", "grad_norm")}  # fmt: skip
+                                  "ratio_mean", "kl", "grad_norm")}  # fmt: skip
         updated = False
         n_mb = min(self.live.ppo_minibatches, len(rows))
         prox_all = self._proximal(rows) if n_mb > 1 else None
@@ -324,12 +331,19 @@ class LiveLearner(CheckpointedLearner):
                 behaviour = torch.where(recorded, batch.behaviour, prox)
                 loss, st = decoupled_ppo_loss(
                     lp, prox, behaviour, batch.advantages, batch.loss_mask, self.loss_cfg,
-                    weights=batch.weights, normalizer=normalizer,
+                    weights=batch.weights, normalizer=normalizer, ref_logprobs=self._reference(batch, temps),
                 )  # fmt: skip
                 loss.backward()
                 share = batch.n_tokens / total_tokens
                 stats["loss"] += float(loss.detach()) / n_mb
-                for k in ("clip_frac", "masked_frac", "capped_frac", "behaviour_weight_mean", "ratio_mean"):
+                for k in (
+                    "clip_frac",
+                    "masked_frac",
+                    "capped_frac",
+                    "behaviour_weight_mean",
+                    "ratio_mean",
+                    "kl",
+                ):
                     stats[k] += float(st[k]) * share
             params = [p for p in self.model.parameters() if p.requires_grad]
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, self.t.max_grad_norm))

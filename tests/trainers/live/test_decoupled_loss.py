@@ -56,3 +56,20 @@ def test_padding_and_sample_weights() -> None:
     )
     loss.backward()
     assert lp.grad.flatten().tolist() == pytest.approx([-1 / 3, 0.0, -0.5 / 3, -0.5 / 3])
+
+
+def test_kl_to_the_reference_pulls_toward_it_and_is_zero_at_it() -> None:
+    cfg = DecoupledLossConfig(**{**CFG.__dict__, "kl_coef": 0.5})
+    lp = torch.tensor([[-1.0, -2.0]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1.0]])
+    ref = torch.tensor([[-1.0, -1.0]])  # the first token is at the reference, the second below it
+    loss, st = decoupled_ppo_loss(
+        lp, lp.detach(), lp.detach(), torch.tensor([0.0]), mask, cfg, ref_logprobs=ref
+    )
+    loss.backward()
+    # no advantage: only the k3 term e^d - d - 1 (d = ref - lp) remains; its gradient is -(e^d - 1)
+    d = 1.0
+    assert float(st["kl"]) == pytest.approx((math.exp(d) - d - 1) / 2)
+    assert lp.grad[0].tolist() == pytest.approx([0.0, -0.5 * (math.exp(d) - 1) / 2], rel=1e-5)
+    with pytest.raises(ValueError, match="ref_logprobs"):
+        decoupled_ppo_loss(lp, lp.detach(), lp.detach(), torch.tensor([0.0]), mask, cfg)

@@ -188,3 +188,20 @@ def test_a_rebuild_withdraws_its_tainted_versions_from_the_servers_and_disk(tmp_
         assert [p.name for p in (tmp_path / "trainer" / "push").glob("policy-v*")] == [
             "policy-v1.safetensors"
         ]
+
+
+def test_kl_to_the_base_keeps_a_lora_line_nearer_the_base(tmp_path) -> None:
+    """With ``kl_coef`` the reference is the base with the adapter off: the same updates move the pushed
+    weights less from it; a full fine-tune, which has no such reference, is refused at config time."""
+    moved = {}
+    for kl in (0.0, 1.0):
+        tcfg = TrainerConfig(learning_rate=3e-3, kl_coef=kl, seed=0,
+                             live={"push_weights": False, "default_scope": "shared", "lora_rank": 4})  # fmt: skip
+        learner = LiveLearner(tcfg, "sluice-tiny", str(tmp_path / str(kl)))
+        base = {n: t.clone() for n, t in learner.pushed_tensors().items()}
+        stats = [learner.train(rows()) for _ in range(4)]
+        assert (stats[-1]["kl"] > 0) == (kl > 0)
+        moved[kl] = sum(float((t - base[n]).norm()) for n, t in learner.pushed_tensors().items())
+    assert 0 < moved[1.0] < moved[0.0]
+    with pytest.raises(ValueError, match="lora_rank"):
+        TrainerConfig(kl_coef=0.1, live={"lora_rank": 0})
