@@ -39,6 +39,9 @@ class ErasurePlace(BaseModel):
     removed: str = Field(description="What was removed (or 'nothing held').")
     operator_action: str | None = Field(None, description="What the operator must still do, if anything.")
     paths: list[str] = Field(default_factory=list, description="Files that hold erased data.")
+    versions: list[str] = Field(
+        default_factory=list, description="weights: the policy versions tainted (trained on erased data)."
+    )
 
 
 class ErasureResult(BaseModel):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from typing import Any
 
 import duckdb
@@ -40,12 +39,11 @@ from sinks.erasure_models import ErasurePlace
 from sinks.settings import SinkSettings
 from sluice.events import new_id
 from sluice.evolution import LedgerEntry, OverlayAssignment, PolicyLineage, Proposal
-from sluice.policy_client import PolicyClient, PolicyClientError, VersionNotKept
-from sluice.rebuild_files import erase_from_plans
+from sluice.policy_client import PolicyClient, PolicyClientError, withdraw
+from sluice.rebuild_files import delete_checkpoints, erase_from_plans
 
 log = logging.getLogger("sluice.sink.erasure")
 ACTOR = "sluice-erasure"
-TAINTED = "tainted policy versions"  # how the receipt's weights place opens when a version was tainted
 
 
 def recorded_lineages(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, PolicyLineage]]:
@@ -176,29 +174,20 @@ class WeightsErasure:
         )
 
     def stop_servers(self) -> None:
-        """Every policy server whose default is tainted rolls back; every server discards what it holds of
-        the tainted versions (the weight API's client: ``sluice.policy_client``)."""
+        """Every policy server whose default is tainted rolls back (to the nearest untainted ancestor in the
+        ledger, else the version it loaded with); every server discards what it holds of the tainted
+        versions (``sluice.policy_client.withdraw``)."""
         for url in self.cfg.policy_servers:
             client = PolicyClient(url, self.cfg.sink.producer_timeout_s)
             try:
-                status = client.status()
-                default = status.serving_version
-                if default in self.tainted:
-                    base = status.history[0].version if status.history else "0"
-                    to = self.target(default, base)
-                    try:
-                        client.rollback(to)
-                    except VersionNotKept:  # not kept there any more: the version it loaded with
-                        to = base
-                        client.rollback(to)
-                    self.rolled_back[url] = f"{default} -> {to}"
-                gone = [v for v in status.versions if v in self.tainted]
-                for v in gone:
-                    client.discard(v)
-                if gone:
-                    self.discarded[url] = gone
+                done = withdraw(client, set(self.tainted), lambda default: [self.target(default)])
             except (PolicyClientError, ValueError) as err:
                 self.problems.append(f"policy server {url}: {type(err).__name__}: {err}")
+                continue
+            if done.rolled_back:
+                self.rolled_back[url] = done.rolled_back
+            if done.discarded:
+                self.discarded[url] = done.discarded
 
     def forget_calls(self) -> None:
         """Every policy server drops the token history it remembers for the erased trajectories."""
@@ -221,15 +210,7 @@ class WeightsErasure:
                 f.unlink(missing_ok=True)
                 self.deleted.append(str(f))
         root = self.cfg.path(self.cfg.checkpoints_dir)
-        for state in sorted(root.glob("*/trainer_state.json")):
-            try:
-                saved = json.loads(state.read_text())
-            except (OSError, ValueError):
-                continue
-            version = str(saved.get("policy_version"))
-            if version in self.tainted or self.erased & set(saved.get("taken_versions") or {}):
-                shutil.rmtree(state.parent, ignore_errors=True)
-                self.deleted.append(str(state.parent))
+        self.deleted += [str(p) for p in delete_checkpoints(root, set(self.tainted), self.erased)]
         self.erase_plans()
 
     def erase_plans(self) -> None:
@@ -252,7 +233,7 @@ class WeightsErasure:
     def place(self) -> ErasurePlace:
         lines = sorted({self.target(v) for v in self.tainted})
         removed = (
-            f"{TAINTED} {sorted(self.tainted)}; rolled back: "
+            f"tainted policy versions {sorted(self.tainted)}; rolled back: "
             + (", ".join(f"{k} {v}" for k, v in sorted(self.rolled_back.items())) or "nothing served them")
             + "; discarded from servers: "
             + (", ".join(f"{u} {vs}" for u, vs in sorted(self.discarded.items())) or "none held them")
@@ -269,6 +250,7 @@ class WeightsErasure:
             removed=removed,
             operator_action=action,
             paths=[*self.deleted, *self.plans_rewritten],
+            versions=sorted(self.tainted),
         )
 
 

@@ -1,5 +1,5 @@
 """Client of the policy servers' weight API: push new weights (served at once or as a candidate), promote,
-roll back, discard, read the versions each server holds and their roles.
+roll back, discard, read the versions each server holds and their roles, withdraw tainted versions.
 
 Used by the learner's weight push, the control plane's promotions, an erasure's rollback and discards,
 ``sluice train rollback VERSION`` and ``sluice status``. Standard library HTTP only (no extra dependency;
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,6 +183,52 @@ class PolicyClient:
     def roles(self) -> dict[str, VersionInfo]:
         """Each version the server holds -> its role, parent, tensors replaced and bytes added."""
         return {info.version: info for info in self.status().kept}
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """What one server did when tainted versions were withdrawn from it."""
+
+    rolled_back: str | None  # "old -> new" when its default was tainted
+    discarded: list[str]
+
+
+def withdraw(
+    client: PolicyClient, tainted: set[str], targets: Callable[[str], Iterable[str]] = lambda _: ()
+) -> Withdrawal:
+    """Take ``tainted`` versions off one server: a tainted default rolls back to the first of
+    ``targets(default)`` the server keeps that is not tainted, else to the version it loaded with; then each tainted version it holds
+    is discarded. A refused rollback or discard raises ``PolicyClientError`` (a target the server stopped
+    keeping in between is passed over, unless it is the last one left)."""
+    status = client.status()
+    rolled = None
+    if status.serving_version in tainted:
+        loaded = status.history[0].version if status.history else "0"
+        order = list(
+            dict.fromkeys(
+                [
+                    *(
+                        v
+                        for v in targets(status.serving_version)
+                        if v in status.versions and v not in tainted
+                    ),
+                    loaded,
+                ]
+            )
+        )
+        for to in order:
+            try:
+                client.rollback(to)
+            except VersionNotKept:
+                if to == order[-1]:
+                    raise
+                continue
+            rolled = f"{status.serving_version} -> {to}"
+            break
+    gone = [v for v in status.versions if v in tainted]
+    for v in gone:
+        client.discard(v)
+    return Withdrawal(rolled, gone)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,15 @@ partial file is dropped by the next write, erasure or removal. Only the JSON fie
 this module needs neither pydantic models of the trainer nor torch.
 
     erase_from_plans(root, erased_ids, tainted_versions)   # rewritten plans, removed files
+    delete_checkpoints(checkpoints_dir, tainted_versions, erased_ids)  # checkpoints that hold either
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import quote
 
@@ -99,3 +102,21 @@ def erase_from_plans(
             atomic_write(path, json.dumps(plan).encode())
             rewritten.append(path)
     return rewritten, removed
+
+
+def delete_checkpoints(root: Path, versions: Collection[str], erased: Collection[str] = ()) -> list[Path]:
+    """Delete each trainer checkpoint under ``root`` (a folder holding ``trainer_state.json``) that holds one
+    of ``versions`` or took rows of an ``erased`` trajectory into a batch not yet trained; returns them. An
+    unreadable state file is left alone (a checkpoint being written)."""
+    gone: list[Path] = []
+    for state in sorted(root.glob("*/trainer_state.json")):
+        try:
+            saved = json.loads(state.read_text())
+        except (OSError, ValueError):
+            continue
+        if str(saved.get("policy_version")) in versions or set(erased) & set(
+            saved.get("taken_versions") or {}
+        ):
+            shutil.rmtree(state.parent, ignore_errors=True)
+            gone.append(state.parent)
+    return gone

@@ -174,7 +174,6 @@ def erase_command(
 
     from sinks.clients import connect_client
     from sinks.erasure_models import ErasureRequest
-    from sinks.erasure_weights import TAINTED
 
     chosen = [(s, v) for s, v in (("trajectory", trajectory), ("tenant", tenant), ("subject", subject)) if v]
     if len(chosen) != 1:
@@ -204,7 +203,7 @@ def erase_command(
         if place.operator_action:
             click.echo(f"    to do: {place.operator_action}")
     weights = next((p for p in result.places if p.place == "weights"), None)
-    if wait_rebuild > 0 and weights is not None and weights.removed.startswith(TAINTED):
+    if wait_rebuild > 0 and weights is not None and weights.versions:
         _echo_rebuilds(cfg, api_key, result.erasure_id, wait_rebuild)
 
 

@@ -24,6 +24,7 @@ import httpx
 import pytest
 import yaml
 
+from app.commands.sink import _echo_rebuilds
 from app.config import SluiceConfig, load_config
 from app.up import running_stack
 from pipeline.demo.summary import wait_until
@@ -62,7 +63,9 @@ def _call(http: httpx.Client, proxy: str, subject: str, reward: float | None) ->
     return tid, resp.status_code
 
 
-def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuilds(tmp_path: Path) -> None:
+def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuilds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _config(tmp_path)
     cfg: SluiceConfig = load_config(path)
     proxy = f"http://{cfg.proxy.host}:{cfg.proxy.port}"
@@ -112,6 +115,7 @@ def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuil
         listed = re.search(r"tainted policy versions (\[[^\]]*\])", weights.removed)
         assert listed is not None, weights.removed
         tainted = set(ast.literal_eval(listed.group(1)))
+        assert set(weights.versions) == tainted  # what ``sluice erase --wait-rebuild`` waits on
         assert tainted and trained & tainted, weights.removed
         assert "out of its reach" in (weights.operator_action or "")
         # the policy server also forgot the text it kept of the subject's calls (its token history)
@@ -172,6 +176,14 @@ def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuil
         row = rebuilds()[0]
         assert set(row["tainted_versions"]) == tainted and row["rebuilt_version"] == lineage.version
         assert set(row["rebuild_of"]) == withdrawn and row["rebuilt_from"] == lineage.parent
+        # what ``sluice erase --wait-rebuild`` prints after the receipt, from the same view
+        capsys.readouterr()
+        _echo_rebuilds(cfg.sink_settings(), None, result.erasure_id, 30)
+        printed = capsys.readouterr().out
+        assert (
+            f"rebuild: v{lineage.version} from v{lineage.parent} in place of {sorted(withdrawn)}" in printed
+        )
+        assert "gates: " in printed and "not decided yet" not in printed
         stop.set()
         caller.join(30)
         assert codes and set(codes) == {200}

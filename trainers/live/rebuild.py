@@ -21,9 +21,7 @@ trainer is down (``sinks.erasure_weights``).
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 import statistics
 import time
 from collections import Counter, deque
@@ -34,7 +32,7 @@ from typing import Any
 import ray
 
 from sluice.evolution import SHARED_SCOPE, policy_version_name
-from sluice.rebuild_files import erase_from_plans, rebuild_root, remove_plan
+from sluice.rebuild_files import delete_checkpoints, erase_from_plans, rebuild_root, remove_plan
 from trainers.checkpoint import TrainerState
 from trainers.live.config import LiveConfig
 from trainers.live.grouping import GroupAssembler
@@ -90,15 +88,8 @@ class LineRebuilds:
         if not tainted:
             return {}
         out = ray.get(self.learner.withdraw.remote(tainted, fallbacks))
-        gone = set(tainted)
-        for state in sorted((Path(self.output_dir) / "checkpoints").glob("*/trainer_state.json")):
-            try:
-                version = str(json.loads(state.read_text()).get("policy_version"))
-            except (OSError, ValueError):
-                continue
-            if version in gone:
-                shutil.rmtree(state.parent, ignore_errors=True)
-                out["files_deleted"].append(str(state.parent))
+        checkpoints = delete_checkpoints(Path(self.output_dir) / "checkpoints", set(tainted))
+        out["files_deleted"] += [str(p) for p in checkpoints]
         if out["held"]:
             self.log.warning(
                 "tainted versions %s are still on a server after the rebuild's withdrawal", out["held"]

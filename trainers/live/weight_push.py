@@ -30,7 +30,7 @@ from urllib.parse import urlparse
 import torch
 from pydantic import BaseModel, Field
 
-from sluice.policy_client import PolicyClientError, PolicyFleet, PolicyStatus
+from sluice.policy_client import PolicyClientError, PolicyFleet, PolicyStatus, withdraw
 
 log = logging.getLogger("sluice.trainer.push")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -112,21 +112,15 @@ class WeightPush:
         its pushed file deleted. What the erasure itself found was already withdrawn; this covers a version
         the trainer published after the erasure read the ledger. Returns what stayed on a server, the
         rollbacks and the files deleted."""
-        tainted = set(versions)
         rolled: list[str] = []
-        for fleet in (self.file_fleet, self.bytes_fleet):
-            for url, status in fleet.status().items():
-                if isinstance(status, Exception) or status.serving_version not in tainted:
-                    continue
-                client = next(c for c in fleet.clients if c.url == url)
-                for target in (v for v in fallbacks if v in status.versions):
-                    try:
-                        client.rollback(target)
-                    except PolicyClientError as err:
-                        log.warning("rolling %s back to v%s failed: %s", url, target, err)
-                        continue
-                    rolled.append(f"{url} {status.serving_version} -> {target}")
-                    break
+        for client in (*self.file_fleet.clients, *self.bytes_fleet.clients):
+            try:
+                done = withdraw(client, set(versions), lambda _: fallbacks)
+            except PolicyClientError as err:
+                log.warning("withdrawing %s from %s failed: %s", versions, client.url, err)
+                continue
+            if done.rolled_back:
+                rolled.append(f"{client.url} {done.rolled_back}")
         held = [v for v in versions if self.discard(v)]
         files = [f for v in versions for f in self.push_dir.glob(f"policy-v{v}.*")]
         for f in files:
