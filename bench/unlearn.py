@@ -16,7 +16,11 @@ in ten is right by chance at first; a group of equal rewards trains nothing). Th
 groups of ``--group-size`` at temperature ``--canary-temperature``, ``--canary-groups`` groups at a time;
 the plant count is its share of the traffic times the rounds, which repeat until the code is learned.
 The learning rate is 5e-4 (``--lr``): at 1e-3 a run's live line once collapsed on the other subjects'
-task, and the rebuilt version drifts further from the base on tokens nobody taught it.
+task. Each trained token also pays KL to the base model (``--kl-coef`` 0.1; with LoRA the base is the
+adapter switched off, ``trainer.kl_coef``): without it, training on the other subjects' task alone moved
+the rebuilt version's preference for a code's first digit (the default seed's rebuilt versions ranked its
+canary 1.2-1.9 bits above the base, as they did every code sharing its first digit), which is drift and
+not memory but reads as exposure; with it, the line moves less where no reward pulls it.
 At the same time two other subjects send extraction traffic (Which city did the order ship to?
 CITY=<name>), graded by its own checker. Traffic runs in rounds; after each, the canary's exposure
 (Carlini et al. 2019, ``trainers.exposure``) is read on the version the server serves, after the same
@@ -111,7 +115,8 @@ def write_config(tmp: Path, a: argparse.Namespace) -> Path:
         **data.get("trainer", {}),
         "mode": "live", "promotion": "direct", "model": str(smollm2_dir()), "models": ["smollm2*"],
         "output_dir": str(tmp / "trainer"), "policy_servers": [f"http://127.0.0.1:{port}"],
-        "group_size": a.group_size, "max_staleness": 4, "learning_rate": a.lr, "kl_coef": a.kl_coef, "poll_timeout_s": 0.5,
+        "group_size": a.group_size, "max_staleness": 4, "learning_rate": a.lr, "kl_coef": a.kl_coef,
+        "poll_timeout_s": 0.5,
         "checkpoint_every": a.checkpoint_every, "progress": False, "seed": a.seed,
         "serve": {"model_name": "smollm2", "max_batch": 32, "keep_versions": 4, "port": port,
                   "events_log": str(tmp / "serve" / "events.jsonl")},
