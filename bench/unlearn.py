@@ -369,8 +369,8 @@ def main() -> None:
         notes = (f"{'a --quick run' if quick else 'the full run'}: {figures['rounds']} rounds, {figures['updates']} "
                  f"updates, {a.candidates} exposure candidates; canary planted by one subject, {a.canary_groups} "
                  "groups in flight; exposure targets are base + 5 and base + 1 bits")  # fmt: skip
-        path = record_run("unlearn", figures, targets, headline=["exposure_trained", "exposure_after_erasure",
-                          "tainted_files_left"], notes=notes)  # fmt: skip
+        path = record_run("unlearn", figures, targets, headline=["exposure_trained", "exposure_rebuilt",
+                          "rebuilt_reward_retained"], notes=notes)  # fmt: skip
         print(f"recorded in {path}", file=sys.stderr)
 
 
