@@ -21,7 +21,7 @@ import httpx
 
 from pipeline.learn.tasks.base import Problem, VerifiableTask
 from sluice.events import POLICY_VERSION_HEADER
-from trainers.exposure import CanaryFormat, ServerScorer, candidates, exposure_from_rank, rank_of
+from trainers.exposure import CanaryFormat, ServerScorer, exposure_from_rank, rank_of, score_candidates
 
 CANARY_FORMAT = CanaryFormat(template="{secret}", alphabet="0123456789", length=6, separator="")
 QUESTION = "What is the {} code? Reply with the six digits only."
@@ -70,11 +70,8 @@ def candidate_scores(
 ) -> list[float]:
     """Log-likelihood of the canary (first) and of ``n - 1`` random codes of its format after the probe,
     in ``version`` on the server at ``url`` (None: the version it serves); the same codes for every version."""
-    prompt = probe_prompt(tokenizer)
-    if canary in prompt:
-        raise ValueError("the probe holds the canary")
     scorer = ServerScorer(url, tokenizer, version=version, model=MODEL)
-    return scorer(prompt, candidates(CANARY_FORMAT, canary, n, seed))
+    return score_candidates(scorer, probe_prompt(tokenizer), canary, CANARY_FORMAT, n, seed)
 
 
 def exposure(scores: list[float], index: int = 0) -> float:

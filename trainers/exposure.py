@@ -92,14 +92,22 @@ def candidates(fmt: CanaryFormat, canary_secret: str, n: int, seed: int) -> list
     return out
 
 
+def score_candidates(
+    scorer: Scorer, prompt: str, canary_secret: str, fmt: CanaryFormat, n: int = 256, seed: int = 0
+) -> list[float]:
+    """Log-likelihood after ``prompt`` of the canary (first) and of ``n - 1`` random strings of its format
+    (the same ones for every model, given ``seed``). The prompt must not contain the canary: exposure
+    measures what the model knows, not what it copies."""
+    if canary_secret in prompt:
+        raise ValueError("the prompt contains the canary: exposure measures what the model knows")
+    return scorer(prompt, candidates(fmt, canary_secret, n, seed))
+
+
 def measure_exposure(
     scorer: Scorer, prompt: str, canary_secret: str, fmt: CanaryFormat, n: int = 256, seed: int = 0
 ) -> ExposureReading:
     """The canary's exposure in the model ``scorer`` reads, after ``prompt`` (which must not contain it)."""
-    if canary_secret in prompt:
-        raise ValueError("the prompt contains the canary: exposure measures what the model knows")
-    texts = candidates(fmt, canary_secret, n, seed)
-    scores = scorer(prompt, texts)
+    scores = score_candidates(scorer, prompt, canary_secret, fmt, n, seed)
     rank = rank_of(scores, 0)
     ordered = sorted(scores)
     return ExposureReading(

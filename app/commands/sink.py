@@ -217,18 +217,19 @@ def _echo_rebuilds(cfg: SinkSettings, api_key: str | None, erasure_id: str, wait
         f"SELECT * FROM erasure_rebuilds WHERE erasure_id = {quote_literal(erasure_id)} ORDER BY proposed_at"
     )
     deadline = time.monotonic() + wait_s
-    while True:
-        client = connect_client(cfg, api_key)
-        try:
-            got = client.query(sql).read_all().to_pylist()
-        except SinkError as err:  # a tenant's key reads no ledger-wide view: the receipt above stands
-            click.echo(f"  rebuild: not readable with this key ({err})")
-            return
-        finally:
-            client.close()
-        if (got and all(r["outcome_kind"] for r in got)) or time.monotonic() >= deadline:
-            break
-        time.sleep(2.0)
+    client = connect_client(cfg, api_key)
+    try:
+        while True:
+            try:
+                got = client.query(sql).read_all().to_pylist()
+            except SinkError as err:  # a tenant's key reads no ledger-wide view: the receipt above stands
+                click.echo(f"  rebuild: not readable with this key ({err})")
+                return
+            if (got and all(r["outcome_kind"] for r in got)) or time.monotonic() >= deadline:
+                break
+            time.sleep(2.0)
+    finally:
+        client.close()
     if not got:
         click.echo(f"  rebuild: no rebuilt version recorded within {wait_s:g} s (the ledger will show it)")
     for r in got:
