@@ -189,7 +189,9 @@ class StagesApp:
             held.flush()
 
     def _hold_writes_until_revoked(self) -> None:
-        """Flush the held writes before Faust gives partitions up (it closes their stores first)."""
+        """Flush the held writes before Faust gives partitions up (it closes their stores first). Faust's
+        public ``on_partitions_revoked`` signal is sent after the stores are closed: too late, so the
+        app's private callback, which the consumer is given when it is created, is wrapped instead."""
         revoke = self.app._on_partitions_revoked
 
         async def on_partitions_revoked(revoked: Any) -> None:
@@ -206,6 +208,7 @@ class StagesApp:
         await self._flush_held()  # the deletes reach the files before they are compacted
         dbs = []
         for held in self.held_tables:
+            # Faust's RocksDB store keeps one DB per partition in private ``_dbs``; no public accessor
             db = getattr(held.table.data, "_dbs", {}).get(partition)
             if db is not None and hasattr(db, "compact_range"):
                 dbs.append(db)

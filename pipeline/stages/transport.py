@@ -63,6 +63,21 @@ It is registered under the URL schemes ``sluice-tansu`` and ``sluice-kafka`` thr
 ``faust.transports`` entry point, and ``BrokerConfig.faust_settings()`` selects it for both profiles:
 points 2, 3, 5 and 6 are flaws of the client, not of Tansu, so a real Kafka cluster needs them too
 (its fetch wait is ``broker.fetch_max_wait_ms`` like Tansu's; raise it there to poll an idle broker less).
+
+Private parts of Faust (faust-streaming) and aiokafka it relies on, each because no setting does the same;
+``tests/pipeline/stages/test_transport_contract.py`` checks each against the installed versions:
+
+- aiokafka consumer ``_fetch_max_wait_ms`` (point 1): Faust passes a literal 1500, no setting reaches it.
+- aiokafka clients' ``_request_timeout_ms`` (point 4): Faust's ``broker_request_timeout`` and
+  ``producer_request_timeout`` also bound its recovery steps (which then go on with what they have) and a
+  batch's lifetime (a retried record would fail): only the connections' timeout is shortened.
+- Faust overrides: thread ``_create_worker_consumer`` (point 1, 4), ``_new_producer`` (4),
+  ``_new_consumer_thread`` (1–3), ``_add_gap``, ``_new_offset`` (5), ``_commit_offsets`` (7: the hooks run
+  after the offsets are chosen, before the producer flush; no Faust signal there is awaited).
+- Faust consumer state: ``_wait_next_records``, ``_buffered_partitions``, ``_to_message`` (point 2: Faust's
+  ``getmany`` with the seek back), ``_acked``, ``_acked_index``, ``_committed_offset`` (5, 6),
+  ``_waiting_for_ack`` (5), the thread's ``_ensure_consumer`` (3).
+Seeks go through Faust's public ``Consumer.seek`` and in-flight records through ``Consumer.unacked``.
 """
 
 from __future__ import annotations
@@ -114,6 +129,8 @@ class ShortFetchConsumerThread(stock.AIOKafkaConsumerThread):
         return offsets
 
     def _create_worker_consumer(self, transport: Any) -> Any:
+        """Faust's worker consumer with the profile's fetch wait (point 1) and short connection timeouts (4):
+        Faust hard-codes the one and ties the other to its recovery timeouts, so both are set here."""
         consumer = super()._create_worker_consumer(transport)
         consumer._fetch_max_wait_ms = self.fetch_max_wait_ms  # read when the consumer starts its fetcher
         consumer._client._request_timeout_ms = REQUEST_TIMEOUT_MS  # read when it opens a connection
@@ -124,6 +141,8 @@ class ReconnectingProducer(stock.Producer):
     """Faust's producer whose connections give up on a request after ``REQUEST_TIMEOUT_MS``."""
 
     def _new_producer(self, transactional_id: str | None = None) -> Any:
+        # ``producer_request_timeout`` would also expire queued batches after 15 s (their records failed):
+        # only the client's connections get the short timeout (point 4)
         producer = super()._new_producer(transactional_id)
         producer.client._request_timeout_ms = REQUEST_TIMEOUT_MS  # batches keep their own lifetime
         return producer
@@ -164,7 +183,7 @@ def unprocessed_tail(
 class ShortFetchConsumer(stock.Consumer):
     broker: ClassVar[BrokerConfig | None] = None  # set by ``use_broker``
 
-    def _new_consumer_thread(self) -> ShortFetchConsumerThread:
+    def _new_consumer_thread(self) -> ShortFetchConsumerThread:  # Faust's factory: the only way in
         return ShortFetchConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     async def highwaters(self, *partitions: TP) -> Mapping[TP, int]:
@@ -192,8 +211,8 @@ class ShortFetchConsumer(stock.Consumer):
         if message.acked or self._is_live(message):
             return super().ack(message)
         message.acked = True  # done with, so a rebalance does not wait for it; not committable
-        self._unacked_messages.discard(message)
-        notify(self._waiting_for_ack)
+        self.unacked.discard(message)
+        notify(self._waiting_for_ack)  # private: wakes ``wait_empty``, as Faust's own ``ack`` does
         return False
 
     async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
@@ -240,7 +259,7 @@ class ShortFetchConsumer(stock.Consumer):
         if self.app.rebalancing or not self.flow_active:
             last.clear()
             return
-        busy = {m.tp for m in list(self._unacked_messages)}
+        busy = {m.tp for m in list(self.unacked)}
         seen: dict[TP, tuple[int, int]] = {}
         for tp in list(self.assignment()):
             if not self.app.topics.acks_enabled_for(tp.topic):
@@ -289,10 +308,9 @@ class ShortFetchConsumer(stock.Consumer):
                 return
             log.warning("record of %s at offset %d was not processed: reading again from it", tp, offset)
             self._seeks[tp] = self._seeks.get(tp, 0) + 1  # a batch fetched before is not delivered
-            await self._seek(tp, offset)
+            await self.seek(tp, offset)  # the drain loop delivers offsets >= it from now on
         except IllegalStateError:  # revoked meanwhile: its next owner reads it from the committed offset
             return
-        self._read_offset[tp] = offset if offset > 0 else None  # the drain loop delivers offsets >= it
 
     async def getmany(self, timeout: float) -> AsyncIterator[tuple[TP, Message]]:
         """Faust's ``getmany`` (round-robin over partitions, generation and flow checks), except that
@@ -339,10 +357,9 @@ class ShortFetchConsumer(stock.Consumer):
                 target,
             )
             try:
-                await self._seek(tp, target)
+                await self.seek(tp, target)  # the drain loop delivers offsets >= it from now on
             except IllegalStateError:  # revoked between the check and the seek: its new owner reads it
                 continue
-            self._read_offset[tp] = target if target > 0 else None  # the drain loop delivers offsets >= it
 
 
 class Transport(stock.Transport):

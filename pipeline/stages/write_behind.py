@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+# ``_current_event`` is private: Faust has no public way to say which record a table write belongs to, and
+# ``flush`` writes outside any record, as the record that made each write
 from faust.streams import _current_event, current_event
 
 _DELETED = None  # a pending delete
