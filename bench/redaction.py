@@ -224,8 +224,8 @@ def run_batched(trajectories, redactor: Redactor, size: int = BATCH_EVENTS) -> t
     with frozen_heap():
         t0 = time.process_time()
         for batch in arrival_batches(trajectories, size):
-            states = {tid: PlaceholderState.model_validate(s) for tid, s in stored.items()
-                      if any(e.trajectory_id == tid for e in batch)}  # fmt: skip
+            tids = {e.trajectory_id for e in batch}
+            states = {tid: PlaceholderState.model_validate(stored[tid]) for tid in tids if tid in stored}
             for event, out in zip(batch, redactor.redact_many(batch, states), strict=True):
                 if isinstance(out, Exception):
                     raise out
