@@ -10,6 +10,8 @@ validates the result once into its model; ``redact_event`` does the same for an 
     redactor = Redactor.from_config(cfg.redaction)
     new_event, new_state = redactor.redact_data(json.loads(raw), state)   # state None = new trajectory
     new_event, new_state = redactor.redact_event(event, state)
+    outs = redactor.redact_many(events, states)   # events arriving together: one NER pass for all
+    with redactor.batch(datas): ...redactor.redact_data(d, state) for d in datas  # the same, on wire objects
     text, state, counts = redactor.redact_text("mail bob@example.com", state)
     withheld = redactor.withhold(event, "timeout")                   # fail closed: no text at all
 """
@@ -19,7 +21,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -65,6 +68,7 @@ class Redactor:
         self.recognizer_version = engines.recognizer_version
         self.config_version = config_fingerprint(cfg)
         self._phone_region = cfg.phone_regions[0] if cfg.phone_regions else "US"
+        self._batch_open = False
 
     @classmethod
     def from_config(cls, cfg: RedactionConfig) -> Redactor:
@@ -122,20 +126,63 @@ class Redactor:
         if event_type not in _WALKERS:
             raise RedactionError(f"cannot redact an event of type {event_type!r}")
         model, walker = _WALKERS[event_type]
-        if self.analyzer.batches_ner:  # every text of the event analysed first, the NER model in one batch
-            collect = CollectPass()
-            walker(collect, data)
-            try:
-                self.analyzer.prefetch(collect.items)
+        if self.analyzer.batches_ner and not self._batch_open:
+            with self.batch([data]):  # every text of the event analysed first, the NER model in one batch
                 walker(p, data)
-            finally:
-                self.analyzer.forget_prefetched()
         else:
             walker(p, data)
         governance = data.setdefault("governance", {})
         governance["redaction"] = "redacted"
         governance["redaction_report"] = self.report(p).model_dump()
         return model.model_validate(data), p.ctx.state  # type: ignore[return-value]
+
+    @contextmanager
+    def batch(self, datas: Sequence[dict[str, Any]]) -> Iterator[None]:
+        """Within it, the texts of ``datas`` (wire objects about to be redacted, in any number) are already
+        analysed: every one not yet cached, in one pass of the pattern recognizers each and one pass of the
+        NER model over the windows of all of them (identical texts and windows read once). Each text's
+        findings are those it gets alone, and the first ``redact_data`` to meet it counts it analysed, as
+        event by event. Without NER nothing is batched: the pattern pass gains nothing from it."""
+        if not self.analyzer.batches_ner or self._batch_open:
+            yield
+            return
+        collect = CollectPass()
+        for data in datas:
+            event_type = data.get("event_type")
+            if event_type == "reward":
+                walk_reward(collect, data.get("reward") or {})
+            elif event_type in _WALKERS:
+                _WALKERS[event_type][1](collect, data)
+        self._batch_open = True
+        try:
+            self.analyzer.prefetch(collect.items)
+            yield
+        finally:
+            self._batch_open = False
+            self.analyzer.forget_prefetched()
+
+    def redact_many(
+        self, events: Sequence[E], states: MutableMapping[str, PlaceholderState]
+    ) -> list[E | Exception]:
+        """``redact_event`` of each of ``events`` in order, their texts analysed together (``batch``):
+        the way to redact events that arrive together. ``states`` maps a trajectory id to its placeholder
+        state and is updated as each event is redacted (several events of one trajectory chain). An
+        event whose redaction fails comes back as its exception, its trajectory's state left as it was."""
+        datas = [e.model_dump() for e in events]
+        out: list[E | Exception] = []
+        with self.batch(datas):
+            for event, data in zip(events, datas, strict=True):
+                try:
+                    if getattr(event, "event_type", None) not in REDACTABLE_EVENT_TYPES:
+                        raise RedactionError(f"cannot redact a {type(event).__name__}")
+                    redacted, states[event.trajectory_id] = self.redact_data(
+                        data, states.get(event.trajectory_id)
+                    )
+                except Exception as exc:  # noqa: BLE001 - one event's failure is its own, reported back
+                    out.append(exc)
+                    continue
+                out.append(redacted)  # type: ignore[arg-type]
+        return out
 
     def redact_event(self, event: E, state: PlaceholderState | None = None) -> tuple[E, PlaceholderState]:
         """A new event with every text redacted (and its redaction report), and the new state."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from governance.redaction.recognizers.base import lowered
+
 
 class Anchored:
     """``rx.finditer`` for a pattern whose matches all begin with one of ``starts`` (lower-case ASCII)."""
@@ -30,7 +32,7 @@ class Anchored:
         if not text.isascii():
             yield from self.rx.finditer(text)
             return
-        low = text.lower()
+        low = lowered(text)
         at: set[int] = set()
         for word in self.starts:
             i = low.find(word)

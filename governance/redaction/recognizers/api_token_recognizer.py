@@ -27,7 +27,7 @@ from collections import Counter
 import re2
 from presidio_analyzer import Pattern
 
-from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
+from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of, lowered
 
 _SECRET_CONTEXT = (
     r"(?<![A-Za-z])(?i:key|keys|token|secret|password|passwd|credentials?|bearer|api[ _-]?key|apikey|auth[ _-]?token|"
@@ -160,7 +160,7 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
         (any case; a line with other letters keeps every pattern, as case folding there is wider)."""
         if len(text) < 20:
             return False
-        low = text.lower()
+        low = lowered(text)
         try:  # one RE2 pass, not a substring search per word
             if self._trigger_words.search(low) is None:
                 return False

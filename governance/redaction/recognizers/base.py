@@ -41,6 +41,13 @@ _ASCII_LETTER_RUN = re.compile(r"[a-z]+")  # the same runs on ASCII text, ~3x so
 
 
 @lru_cache(maxsize=16)
+def lowered(text: str) -> str:
+    """``text.lower()``, remembered for the last texts: the recognizers asked about one text share it
+    instead of each lower-casing the whole text again."""
+    return text.lower()
+
+
+@lru_cache(maxsize=16)
 def letter_words(text: str) -> frozenset[str]:
     """The lower-cased runs of letters in ``text``; several prefilters of one text share them.
 
@@ -49,7 +56,7 @@ def letter_words(text: str) -> frozenset[str]:
     whether any cue word occurs at all. A word the regex matches between word boundaries is always one
     of these runs, so the test never hides a match.
     """
-    low = text.lower()
+    low = lowered(text)
     return frozenset((_ASCII_LETTER_RUN if low.isascii() else _LETTER_RUN).findall(low))
 
 

@@ -32,7 +32,7 @@ from governance.redaction.key_context import (
     names_secret,
 )
 from governance.redaction.recognizers.anchored import Anchored
-from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of
+from governance.redaction.recognizers.base import SluicePatternRecognizer, any_of, lowered
 
 _TEXT_NAMES = (
     r"(?:password|passwd|pwd|passphrase|client_secret|secret_key|api_key|apikey|access_token|auth_token)"
@@ -186,7 +186,7 @@ class CredentialRecognizer(SluicePatternRecognizer):
         """``_triggers`` of ``text``, kept for the next call with the same string (``may_match`` then
         ``scan``)."""
         if text is not self._seen[0]:
-            self._seen = (text, _triggers(text.lower()))
+            self._seen = (text, _triggers(lowered(text)))
         return self._seen[1]
 
     def compiled_for(self, text: str) -> list[tuple[Pattern, re.Pattern[str]]]:

@@ -14,7 +14,7 @@ from presidio_analyzer import RecognizerResult
 from presidio_analyzer.predefined_recognizers import IbanRecognizer
 
 from governance.redaction.key_context import names_kind
-from governance.redaction.recognizers.base import RefinedPresidio, any_of
+from governance.redaction.recognizers.base import RefinedPresidio, any_of, lowered
 
 _LOWER_CANDIDATE = re.compile(
     r"(?<![\w-])[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,3})?(?![\w-])"
@@ -53,7 +53,7 @@ class IbanCodeRecognizer(RefinedPresidio, IbanRecognizer):
         if _mentions_iban(text):
             found += [
                 self.result(*m.span(), 1.0, "lower-case IBAN named as such")
-                for m in _LOWER_CANDIDATE.finditer(text.lower())
+                for m in _LOWER_CANDIDATE.finditer(lowered(text))
                 if self._valid_lower(text[m.start() : m.end()])
             ]
         return found

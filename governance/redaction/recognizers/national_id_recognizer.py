@@ -31,6 +31,7 @@ from governance.redaction.recognizers.base import (
     any_of,
     context_words,
     has_number_run,
+    lowered,
 )
 
 
@@ -161,7 +162,7 @@ class NationalIdRecognizer(SluiceLocalRecognizer):
             has_number_run(text)
             or _LETTER_ANCHOR.search(text) is not None
             or _keyed(context)
-            or _lower_case_named(text.lower())
+            or _lower_case_named(lowered(text))
         )
 
     def analyze(
@@ -185,7 +186,7 @@ class NationalIdRecognizer(SluiceLocalRecognizer):
             for fmt, back in LETTER_FORMATS:
                 if anchor.start() >= back and take(fmt, fmt.shape.match(text, anchor.start() - back)):
                     break
-        if _lower_case_named(text.lower()):
+        if _lower_case_named(lowered(text)):
             for fmt in LOWER_CASE_FORMATS:
                 for m in fmt.shape.finditer(text):
                     take(fmt, m)

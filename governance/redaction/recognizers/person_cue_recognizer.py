@@ -16,7 +16,7 @@ import re
 from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
-from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words
+from governance.redaction.recognizers.base import SluiceLocalRecognizer, letter_words, lowered
 from governance.redaction.recognizers.name_shape import PARTICLES, name_tokens, native_name, product_like
 
 SCORE = 0.85
@@ -97,7 +97,7 @@ def has_cue_word(text: str) -> bool:
         return True
     if words.isdisjoint(_CUE_NOUNS) or words.isdisjoint(_ARTICLES):
         return False
-    return _ARTICLE_NOUN.search(text.lower()) is not None
+    return _ARTICLE_NOUN.search(lowered(text)) is not None
 
 
 def _name_after(text: str, pos: int, min_words: int = 1) -> tuple[int, int] | None:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 import phonenumbers
+from phonenumbers.phonemetadata import PhoneMetadata
 from presidio_analyzer import RecognizerResult
 from presidio_analyzer.nlp_engine import NlpArtifacts
 
@@ -71,11 +72,73 @@ _DIGIT_RUN = re.compile(r"[+(]*\d[\d \t().\-/]{5,}\d\)?")
 _MARGIN = 3
 
 
+def _transformed(metadata: PhoneMetadata) -> bool:
+    return bool(metadata.national_prefix_transform_rule)
+
+
+@lru_cache(maxsize=1)
+def _fewest_international_digits() -> int:
+    """The fewest digits after an international prefix that libphonenumber can call a valid number: a
+    country code and a national number of the shortest length of any region of that code (``+49`` and a
+    four-digit German number: 6), less the digits that the national prefix transform rule of the code's
+    main region (the metadata a number parsed with its country code is read with) inserts."""
+    fewest = 99
+    for code, regions in phonenumbers.COUNTRY_CODE_TO_REGION_CODE.items():
+        lengths = []
+        for region in regions:
+            md = (
+                PhoneMetadata.metadata_for_nongeo_region(code)
+                if region == phonenumbers.REGION_CODE_FOR_NON_GEO_ENTITY
+                else PhoneMetadata.metadata_for_region(region)
+            )
+            if md is not None and md.general_desc.possible_length:
+                lengths.append(min(md.general_desc.possible_length))
+        if not lengths:
+            continue
+        main = PhoneMetadata.metadata_for_region(phonenumbers.region_code_for_country_code(code))
+        rule = (main.national_prefix_transform_rule or "") if main is not None else ""
+        inserted = len(re.sub(r"\\\d|\$\d", "", rule))
+        fewest = min(fewest, len(str(code)) + min(lengths) - inserted)
+    return fewest
+
+
+@lru_cache(maxsize=64)
+def fewest_digits(region: str) -> int:
+    """The fewest digits a number libphonenumber calls valid for ``region`` is written with, where no
+    ``+`` is written: a national number of the shortest length of any region of its country code (a number
+    read in ``US`` may be valid in ``CA``), or the region's international prefix (when it is a plain digit
+    string) and an international number (``_fewest_international_digits``).
+    0 where a national prefix transform rule may insert digits (the region's numbers can be written
+    shorter than they are): no bound."""
+    md = PhoneMetadata.metadata_for_region(region)
+    if md is None or _transformed(md):
+        return 0
+    # validity is decided against every region of the country code (a 7-digit number is valid in CA)
+    lengths = []
+    for other in phonenumbers.COUNTRY_CODE_TO_REGION_CODE.get(md.country_code, ()):
+        other_md = PhoneMetadata.metadata_for_region(other)
+        if other_md is None or not other_md.general_desc.possible_length:
+            return 0
+        lengths.append(min(other_md.general_desc.possible_length))
+    if not lengths:
+        return 0
+    idd = md.international_prefix or ""
+    idd_digits = len(idd) if idd.isdigit() else 0
+    return min(min(lengths), idd_digits + _fewest_international_digits())
+
+
 def valid_numbers(text: str, region: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, raw text) of each number libphonenumber calls valid for ``region``."""
+    """(start, end, raw text) of each number libphonenumber calls valid for ``region``. A run (with its
+    margin) holding no plus sign and fewer digits than any valid number of the region is written with
+    (``fewest_digits``: dates, amounts, eight-digit ids in the US) cannot hold one: the matcher is not
+    asked."""
+    need = fewest_digits(region)
     for run in _DIGIT_RUN.finditer(text):
         lo, hi = max(0, run.start() - _MARGIN), min(len(text), run.end() + _MARGIN)
-        for start, end, raw in _matches(text[lo:hi], region):
+        chunk = text[lo:hi]
+        if need and "+" not in chunk and "\uff0b" not in chunk and sum(c.isdigit() for c in chunk) < need:
+            continue
+        for start, end, raw in _matches(chunk, region):
             yield lo + start, lo + end, raw
 
 

@@ -64,3 +64,62 @@ def test_pattern_only_redactor_reads_texts_one_by_one(redactor_factory: Callable
     assert not plain.analyzer.batches_ner
     event, _ = plain.redact_event(_step(["mail ana@example.com", "Kenji Watanabe"]))
     assert [m.content for m in event.observation.messages] == ["mail <EMAIL_ADDRESS_1>", "Kenji Watanabe"]
+
+
+def _events() -> list[StepEvent]:
+    """Two trajectories interleaved, the second step of each repeating a text of its first."""
+    return [
+        _step(_TEXTS[:2]).model_copy(update={"trajectory_id": "t-a"}),
+        _step(_TEXTS[2:4]).model_copy(update={"trajectory_id": "t-b"}),
+        _step([_TEXTS[1], "Then Rosa Lindqvist called from +1 (415) 555-0199."]).model_copy(
+            update={"trajectory_id": "t-a", "step_index": 1}
+        ),
+        _step([_TEXTS[3], _TEXTS[4]]).model_copy(update={"trajectory_id": "t-b", "step_index": 1}),
+    ]
+
+
+def test_events_arriving_together_read_by_the_model_in_one_batch() -> None:
+    batched = Redactor.from_config(RedactionConfig(ner=True, hash_key="k"))
+    engine = batched.engines.analyzer.nlp_engine
+    batches: list[int] = []
+    real = engine.process_batch
+
+    def counted(texts, *args, **kwargs):  # the real model, its calls counted
+        batches.append(len(texts))
+        return real(texts, *args, **kwargs)
+
+    engine.process_batch = counted
+    events = _events()
+    states: dict = {}
+    try:
+        outs = batched.redact_many(events, states)
+    finally:
+        del engine.process_batch
+    assert len(batches) == 1 and batches[0] >= 2
+
+    # event by event, through a redactor of the same settings: same events, reports and states
+    alone = Redactor.from_config(RedactionConfig(ner=True, hash_key="k"))
+    one_states: dict = {}
+    for event, out in zip(events, outs, strict=True):
+        expected, one_states[event.trajectory_id] = alone.redact_event(
+            event, one_states.get(event.trajectory_id)
+        )
+        assert out.model_dump() == expected.model_dump()
+    assert {k: s.model_dump() for k, s in states.items()} == {
+        k: s.model_dump() for k, s in one_states.items()
+    }
+    texts = " ".join(m.content for out in outs for m in out.observation.messages)
+    for name in ("Adeyemi", "Helga", "Rosa", "Lindqvist", "Duarte", "555-0199"):
+        assert name not in texts, name
+    assert outs[2].governance.redaction_report.cached_texts == 1  # the repeated text: analysed once
+
+
+def test_a_failing_event_comes_back_as_its_error(redactor_factory: Callable[..., Redactor]) -> None:
+    ner = redactor_factory(ner=True, hash_key="k")
+    events = _events()
+    events[1] = events[1].model_copy(update={"event_type": "dead_letter"})
+    states: dict = {}
+    outs = ner.redact_many(events, states)
+    assert isinstance(outs[1], Exception) and not isinstance(outs[0], Exception)
+    assert "Adeyemi" not in outs[0].observation.messages[0].content
+    assert set(states) == {"t-a", "t-b"}  # t-b's second step still redacted, from a new state
