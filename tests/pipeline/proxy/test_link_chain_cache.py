@@ -1,0 +1,163 @@
+"""Link chains from the per-trajectory cache: identical to hashing everything, hashing only what is new."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.proxy.canonical import event_message, link_chain, link_extend
+from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.link_chain_cache import LinkChainCache
+from pipeline.proxy.linking import HistoryLinker, StepPlan
+
+
+def _history(turns: int) -> list[dict[str, Any]]:
+    """A system prompt, then per turn a user message, an assistant tool call and its result."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for t in range(turns):
+        msgs.append({"role": "user", "content": [{"type": "text", "text": f"step {t}: go on"}]})
+        call = {"id": f"c{t}", "type": "function", "function": {"name": "run", "arguments": f'{{"n": {t}}}'}}
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{t}", "content": f"ran {t}"})
+    return msgs
+
+
+_ANSWER = {"role": "assistant", "content": "done"}
+
+
+class _Agent:
+    """One linker fed by the cache, one by ``link_chain``: every step must come out the same."""
+
+    def __init__(self) -> None:
+        self.cache = LinkChainCache(hash_key=b"k" * 32)
+        self.cached = HistoryLinker(window_s=600, max_trajectories=1000)
+        self.plain = HistoryLinker(window_s=600, max_trajectories=1000)
+
+    def step(self, msgs: list[dict[str, Any]], answer: dict[str, Any]) -> tuple[StepPlan, StepPlan, int]:
+        """Both linkers take the call; returns their plans and how many messages the cache link-hashed."""
+        before = self.cache.linked
+        found = self.cache.chain("t", msgs)
+        chain = link_chain(msgs)
+        assert found.chain == chain
+        plans = []
+        for linker, c in ((self.cached, found.chain), (self.plain, chain)):
+            plan = linker.begin("t", c, 0.0)
+            delta = [event_message(m, "m") for m in msgs[plan.prefix_count :]]
+            linker.complete(plan, c, delta, [link_extend(c[-1], answer)], event_message(answer, "r"), 0.0)
+            linker.settle(plan)
+            plans.append(plan)
+        self.cache.remember("t", plans[0].trajectory_id, found.chain, found.packed)
+        return plans[0], plans[1], self.cache.linked - before
+
+
+def _same(a: StepPlan, b: StepPlan) -> None:
+    assert (a.step_index, a.linked_by, a.prefix_count, a.prefix_hash) == (
+        b.step_index,
+        b.linked_by,
+        b.prefix_count,
+        b.prefix_hash,
+    )
+
+
+def test_two_hundred_turns_hash_only_new_messages_and_match_the_full_chain() -> None:
+    agent = _Agent()
+    full = _history(200)
+    sent = 0
+    for turn in range(200):
+        n = 1 + 3 * turn + 1  # system + earlier turns + this turn's user message
+        cached, plain, hashed = agent.step(full[:n], full[n])  # the reply: this turn's tool call
+        _same(cached, plain)
+        assert (cached.step_index, cached.linked_by) == (turn, "history" if turn else "new")
+        assert hashed == n - sent  # the previous input is reused: only what came after it is hashed
+        sent = n
+    assert agent.cache.linked == n  # 200 requests of up to 599 messages: each message hashed once
+
+
+def test_a_retry_hashes_nothing() -> None:
+    agent = _Agent()
+    msgs = _history(200)
+    _, _, first = agent.step(msgs, _ANSWER)
+    cached, plain, again = agent.step(msgs, _ANSWER)
+    _same(cached, plain)
+    assert (first, again) == (len(msgs), 0)
+
+
+def test_an_edit_at_turn_fifty_branches_like_the_full_chain() -> None:
+    agent = _Agent()
+    full = _history(200)
+    for turn in range(0, 200, 10):
+        agent.step(full[: 3 * turn + 2], full[3 * turn + 2])
+    edited = [dict(m) for m in full]
+    edited[3 * 50 + 1]["content"] = [{"type": "text", "text": "step 50: do something else"}]
+    cached, plain, hashed = agent.step(edited, _ANSWER)
+    _same(cached, plain)
+    assert cached.linked_by == "history" and 0 < cached.prefix_count <= 3 * 50 + 1
+    assert hashed == len(edited)  # its remembered input was edited: nothing to reuse, everything hashed
+    # the branch is now the trajectory's last input: its next call hashes only what it adds
+    _, _, next_hashed = agent.step(edited + [_ANSWER, {"role": "user", "content": "more"}], _ANSWER)
+    assert next_hashed == 2
+
+
+def test_a_dropped_tail_and_a_restart_give_the_full_chain() -> None:
+    agent = _Agent()
+    full = _history(200)
+    agent.step(full, _ANSWER)
+    cached, plain, hashed = agent.step(full[:30], _ANSWER)
+    _same(cached, plain)
+    assert hashed == 30
+    restarted = LinkChainCache(hash_key=b"k" * 32)  # cache empty: everything hashed, same chain
+    found = restarted.chain("t", full)
+    assert found.chain == link_chain(full) and restarted.linked == len(full)
+
+
+def test_inputs_that_pack_alike_only_when_equal() -> None:
+    cache = LinkChainCache()
+    one = [{"role": "user", "content": [{"type": "x", "v": float("nan")}]}]
+    other = [{"role": "user", "content": [{"type": "x", "v": None}]}]
+    cache.remember("t", "a", cache.chain("t", one).chain, cache.chain("t", one).packed)
+    assert cache.chain("t", other + [{"role": "user", "content": "u"}]).chain == link_chain(
+        other + [{"role": "user", "content": "u"}]
+    )
+    ints = [{"role": "user", "content": [{"type": "x", "v": 1}]}]
+    floats = [{"role": "user", "content": [{"type": "x", "v": 1.0}]}]
+    cache.remember("t", "b", cache.chain("t", ints).chain, cache.chain("t", ints).packed)
+    assert cache.chain("t", floats).chain == link_chain(floats)
+    huge = [{"role": "user", "content": [{"type": "x", "v": 2**80}]}]  # msgpack can not hold it
+    found = cache.chain("t", huge)
+    assert found.chain == link_chain(huge) and found.packed is None
+
+
+def test_tenants_do_not_share_inputs() -> None:
+    cache = LinkChainCache()
+    msgs = _history(5)
+    found = cache.chain("a", msgs)
+    cache.remember("a", "t1", found.chain, found.packed)
+    before = cache.linked
+    assert cache.chain("b", msgs).chain == found.chain
+    assert cache.linked - before == len(msgs)
+
+
+def test_memory_stays_under_the_digest_budget() -> None:
+    cache = LinkChainCache(max_digests=500)
+    for i in range(50):
+        msgs = [{"role": "user", "content": f"trajectory {i}"}] + _history(10)
+        found = cache.chain("t", msgs)
+        cache.remember("t", f"t{i}", found.chain, found.packed)
+        assert cache.digests <= 500
+    assert 0 < len(cache) < 50
+    cache.clear()
+    assert (len(cache), cache.digests) == (0, 0)
+
+
+def test_a_bad_new_message_is_the_same_400_as_without_the_cache() -> None:
+    cache = LinkChainCache()
+    msgs = _history(3)
+    found = cache.chain("t", msgs)
+    cache.remember("t", "t1", found.chain, found.packed)
+    bad = msgs + [{"role": "wizard", "content": "x"}]
+    with pytest.raises(ApiError) as cached_err:
+        cache.chain("t", bad)
+    with pytest.raises(ApiError) as plain_err:
+        link_chain(bad)
+    assert cached_err.value.message == plain_err.value.message
