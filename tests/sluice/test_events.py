@@ -48,7 +48,7 @@ def test_round_trip_and_discriminator() -> None:
 
 
 def test_wire_form_is_compact_json_without_nulls_byte_for_byte() -> None:
-    step = _step(2, [Message(role="user", content="Grüße, 東京 \u2028 \"q\" 😀")], [], "ok")
+    step = _step(2, [Message(role="user", content='Grüße, 東京 \u2028 "q" 😀')], [], "ok")
     step.action.choices[0].logprobs = [-0.5, 1e-7, 3.0]
     data = encode(step)
     assert isinstance(data, bytes) and data == step.model_dump_json(exclude_none=True).encode()
