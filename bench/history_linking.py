@@ -6,7 +6,7 @@
 In-process, no network: one ``StepRecorder`` (the proxy's own, with a discarding publisher) takes every
 call of an agent whose history grows by a user message, a tool call and its result per turn, as the
 proxy's chat surface drives it (``begin`` -> ``finish`` -> build + encode the step event). Each round
-runs the whole trajectory once with the link-chain cache (``proxy.link_chain_digests``) on and once off
+runs the whole trajectory once with the link-chain cache (``proxy.link_chain_bytes``) on and once off
 (every call hashes its whole history), interleaved; the per-call process CPU medians are reported, with
 how many messages each mode link-hashed. The final line is one JSON object.
 """
@@ -96,7 +96,7 @@ def main() -> None:
     hashed: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="bench-history-linking-") as tmp:
         for _ in range(args.rounds):
-            for name, runs, digests in (("cached", on, 1_000_000), ("uncached", off, 0)):
+            for name, runs, digests in (("cached", on, 64 << 20), ("uncached", off, 0)):
                 cache = LinkChainCache(digests, hash_key=b"k" * 32)
                 runs.append(_run(args.turns, cache, Path(tmp)))
                 hashed[name] = cache.linked

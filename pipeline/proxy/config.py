@@ -181,11 +181,11 @@ class ProxyConfig(Frozen):
     link_token_budget: int = Field(
         20_000_000, ge=0, description="Token ids kept over all trajectories (4 bytes each); LRU beyond it."
     )
-    link_chain_digests: int = Field(
-        1_000_000,
+    link_chain_bytes: int = Field(
+        64 << 20,
         ge=0,
-        description="History link hashes kept over all trajectories (~60 bytes each) so that a call only "
-        "hashes the messages new since its trajectory's last step; LRU beyond it, 0 = hash every history.",
+        description="Memory for the link hashes of each trajectory's last input (~400 bytes + 57 per "
+        "message), so that a call hashes only the messages new since then; LRU beyond it, 0 = off.",
     )
     seen_max_trajectories: int = Field(
         200_000,

@@ -3,7 +3,7 @@
 ``canonical.link_chain`` is a rolling digest: ``chain[k] = blake2b(chain[k-1] + link_key(message k))``.
 Computing it from scratch costs one lenient normalisation + JSON encode + digest per message (most of a
 long agent history's per-request CPU). An agent re-sends its whole history on every call, so this cache
-keeps, per trajectory (LRU, bounded by a total number of digests), the chain of the last step's input
+keeps, per trajectory (LRU, bounded by an estimate of the bytes it holds), the chain of the last step's input
 messages and a digest of their exact wire form (msgpack, one C call per message, one streaming BLAKE2b
 over all of them). A call whose first ``count`` messages pack to the same bytes as a remembered input
 reuses its ``chain[:count + 1]`` and link-hashes only ``messages[count:]``: the reply it re-sends and what
@@ -33,6 +33,10 @@ from pipeline.proxy.canonical import extend_chain
 
 _PACK = msgspec.msgpack.Encoder().encode
 _UNPACKABLE = (TypeError, ValueError, OverflowError, msgspec.EncodeError)
+# What an entry costs in CPython (measured with tracemalloc, trajectory id shared with the linker): its
+# objects, index and LRU slots, plus a 16-byte ``bytes`` and a tuple slot per link hash.
+ENTRY_BYTES = 400
+DIGEST_BYTES = 57
 
 
 @dataclass(slots=True)
@@ -55,22 +59,26 @@ class _Input:
 class LinkChainCache:
     """Per trajectory: the link chain of its last step's input, found again by the packed digest."""
 
-    def __init__(self, max_digests: int = 1_000_000, hash_key: bytes = b"") -> None:
-        self.max_digests = max_digests
+    def __init__(self, max_bytes: int = 64 << 20, hash_key: bytes = b"") -> None:
+        self.max_bytes = max_bytes
         self._key = hash_key[:64]
         self._inputs: OrderedDict[tuple[str, str], _Input] = OrderedDict()
         self._index: dict[tuple[str, int, bytes], tuple[str, str]] = {}
         self._counts: dict[str, Counter[int]] = {}
-        self._digests = 0
+        self._held = 0
         self.linked = 0  # messages link-hashed so far (what a hit saves is the rest)
 
     def __len__(self) -> int:
         return len(self._inputs)
 
     @property
-    def digests(self) -> int:
-        """Link hashes held (the memory bound's unit)."""
-        return self._digests
+    def held_bytes(self) -> int:
+        """Estimated memory held (what ``max_bytes`` bounds)."""
+        return self._held
+
+    @staticmethod
+    def _cost(links: int) -> int:
+        return ENTRY_BYTES + DIGEST_BYTES * links
 
     def chain(self, tenant: str, messages: list[Any]) -> ChainLookup:
         """The call's link chain, reusing the longest remembered input it starts with.
@@ -78,7 +86,7 @@ class LinkChainCache:
         Raises ``ApiError`` (400) for a message that is not a valid chat message, as ``link_chain`` does.
         """
         try:
-            parts = list(map(_PACK, messages)) if self.max_digests else None
+            parts = list(map(_PACK, messages)) if self.max_bytes else None
         except _UNPACKABLE:
             parts = None
         if parts is None:
@@ -108,13 +116,14 @@ class LinkChainCache:
         key = (tenant, trajectory_id)
         self._drop(key)
         count = len(chain) - 1
-        if packed is None or count == 0 or len(chain) > self.max_digests:
+        cost = self._cost(len(chain))
+        if packed is None or count == 0 or cost > self.max_bytes:
             return
         self._inputs[key] = _Input(tenant, count, packed, tuple(chain))
         self._index[(tenant, count, packed)] = key
         self._counts.setdefault(tenant, Counter())[count] += 1
-        self._digests += len(chain)
-        while self._digests > self.max_digests:
+        self._held += cost
+        while self._held > self.max_bytes:
             self._drop(next(iter(self._inputs)))
 
     def clear(self) -> None:
@@ -122,13 +131,13 @@ class LinkChainCache:
         self._inputs.clear()
         self._index.clear()
         self._counts.clear()
-        self._digests = 0
+        self._held = 0
 
     def _drop(self, key: tuple[str, str]) -> None:
         old = self._inputs.pop(key, None)
         if old is None:
             return
-        self._digests -= len(old.chain)
+        self._held -= self._cost(len(old.chain))
         ikey = (old.tenant, old.count, old.packed)
         if self._index.get(ikey) == key:
             del self._index[ikey]

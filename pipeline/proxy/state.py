@@ -79,7 +79,7 @@ class ProxyState:
             publishing=self.publishing,
             on_journal_full=self._save_links,
             seen=self.seen,
-            chains=LinkChainCache(proxy.link_chain_digests, hash_key=link_key),
+            chains=LinkChainCache(proxy.link_chain_bytes, hash_key=link_key),
         )
         self.response_chains = ResponseChains(proxy.response_chains, digest=self.recorder.digest)  # in memory
         self._backend_cache: dict[str, BackendConfig | None] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -138,16 +139,35 @@ def test_tenants_do_not_share_inputs() -> None:
     assert cache.linked - before == len(msgs)
 
 
-def test_memory_stays_under_the_digest_budget() -> None:
-    cache = LinkChainCache(max_digests=500)
+def test_memory_stays_under_the_budget() -> None:
+    budget = 20_000
+    cache = LinkChainCache(max_bytes=budget)
     for i in range(50):
         msgs = [{"role": "user", "content": f"trajectory {i}"}] + _history(10)
         found = cache.chain("t", msgs)
         cache.remember("t", f"t{i}", found.chain, found.packed)
-        assert cache.digests <= 500
+        assert cache.held_bytes <= budget
     assert 0 < len(cache) < 50
     cache.clear()
-    assert (len(cache), cache.digests) == (0, 0)
+    assert (len(cache), cache.held_bytes) == (0, 0)
+
+
+@pytest.mark.parametrize("turns", [0, 60])
+def test_the_estimate_covers_what_python_holds(turns: int) -> None:
+    """The budget's unit is the real cost: traced allocations stay within the estimate."""
+    cache = LinkChainCache(max_bytes=1 << 40)
+    ids = [f"t:{i:030d}" for i in range(300)]  # held by the linker in the proxy
+    calls = [[{"role": "user", "content": f"task {i}"}] + _history(turns) for i in range(len(ids))]
+    tracemalloc.start()
+    try:
+        for tid, msgs in zip(ids, calls, strict=True):
+            found = cache.chain("t", msgs)
+            cache.remember("t", tid, found.chain, found.packed)
+        del found
+        used, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert 0.5 * cache.held_bytes <= used <= cache.held_bytes
 
 
 def test_a_bad_new_message_is_the_same_400_as_without_the_cache() -> None:
