@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pipeline.proxy.auth import Caller
+from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.canonical import event_message, link_chain, link_extend
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.link_chain_cache import LinkChainCache
 from pipeline.proxy.linking import HistoryLinker, StepPlan
+from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
+from pipeline.proxy.publishing.step_journal import StepJournal
+from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.trajectories.seen import SeenTrajectories
+from sluice.events import ErasureEvent
 
 
 def _history(turns: int) -> list[dict[str, Any]]:
@@ -181,3 +193,36 @@ def test_a_bad_new_message_is_the_same_400_as_without_the_cache() -> None:
     with pytest.raises(ApiError) as plain_err:
         link_chain(bad)
     assert cached_err.value.message == plain_err.value.message
+
+
+def test_the_step_recorder_hashes_only_new_messages_and_forgets_on_erasure(tmp_path: Path) -> None:
+    cache = LinkChainCache()
+    recorder = StepRecorder(
+        HistoryLinker(600.0, 100),
+        DiscardPublisher(),
+        Topics("steps", "rewards", "deadletter"),
+        ProxyMetrics(),
+        StepJournal(tmp_path / "journal.jsonl"),
+        publishing=True,
+        on_journal_full=lambda: None,
+        seen=SeenTrajectories(100),
+        chains=cache,
+    )
+    caller = Caller(tenant="acme", data_class="internal", consent_training=True)
+    backend = BackendConfig(name="echo", base_url="http://127.0.0.1:1/v1")
+    full = _history(20)
+    steps = []
+    for turn in range(20):
+        msgs = full[: 3 * turn + 2]
+        ctx = CallContext(caller, None, "header", None, {}, datetime.now(UTC), 0.0)
+        step = recorder.begin(
+            ctx, {"model": "m"}, backend=backend, operation="chat", provider="openai", messages=msgs
+        )
+        outcome = CallOutcome(200, None, 1.0, choices=[RawChoice(0, dict(full[3 * turn + 2]), "tool_calls")])
+        recorder.finish(step, outcome)
+        steps.append(step.plan)
+    assert {p.trajectory_id for p in steps} == {steps[0].trajectory_id}
+    assert [p.step_index for p in steps] == list(range(20))
+    assert cache.linked == 3 * 19 + 2  # each message of the last call, hashed once over 20 calls
+    assert recorder.forget(ErasureEvent(erasure_id="e1", scope="tenant", target="acme")) == 1
+    assert len(cache) == 0
