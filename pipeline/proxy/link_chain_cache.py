@@ -7,7 +7,8 @@ keeps, per trajectory (LRU, bounded by an estimate of the bytes it holds), the c
 messages and a digest of their exact wire form (msgpack, one C call per message, one streaming BLAKE2b
 over all of them). A call whose first ``count`` messages pack to the same bytes as a remembered input
 reuses its ``chain[:count + 1]`` and link-hashes only ``messages[count:]``: the reply it re-sends and what
-it adds.
+it adds. Calls shorter than ``min_messages`` are hashed whole and not kept: that costs less than keeping
+them (one-shot calls of a system prompt and a question are most of some workloads).
 
 Why it is exact: msgpack is injective on what a JSON body parses to (dict order, int vs float, NaN and
 infinities kept bit for bit; a value it cannot pack makes the call take the full path), and ``link_key``
@@ -21,11 +22,12 @@ It is memory-only (not in ``links.json``) and an erasure clears it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -48,8 +50,7 @@ class ChainLookup:
     packed: bytes | None
 
 
-@dataclass(slots=True)
-class _Input:
+class _Input(NamedTuple):  # a tuple of atoms: the garbage collector stops tracking it
     tenant: str
     count: int
     packed: bytes  # keyed digest of the packed messages[:count]
@@ -59,8 +60,9 @@ class _Input:
 class LinkChainCache:
     """Per trajectory: the link chain of its last step's input, found again by the packed digest."""
 
-    def __init__(self, max_bytes: int = 64 << 20, hash_key: bytes = b"") -> None:
+    def __init__(self, max_bytes: int = 64 << 20, hash_key: bytes = b"", min_messages: int = 8) -> None:
         self.max_bytes = max_bytes
+        self.min_messages = max(1, min_messages)  # shorter inputs cost less to hash than to remember
         self._key = hash_key[:64]
         self._inputs: OrderedDict[tuple[str, str], _Input] = OrderedDict()
         self._index: dict[tuple[str, int, bytes], tuple[str, str]] = {}
@@ -85,10 +87,10 @@ class LinkChainCache:
 
         Raises ``ApiError`` (400) for a message that is not a valid chat message, as ``link_chain`` does.
         """
-        try:
-            parts = list(map(_PACK, messages)) if self.max_bytes else None
-        except _UNPACKABLE:
-            parts = None
+        parts = None
+        if self.max_bytes and len(messages) >= self.min_messages:  # a shorter call matches nothing held
+            with contextlib.suppress(*_UNPACKABLE):  # not packable: hashed whole, not kept
+                parts = list(map(_PACK, messages))
         if parts is None:
             self.linked += len(messages)
             return ChainLookup(extend_chain([b""], messages, 0), None)

@@ -82,9 +82,12 @@ def test_two_hundred_turns_hash_only_new_messages_and_match_the_full_chain() -> 
         cached, plain, hashed = agent.step(full[:n], full[n])  # the reply: this turn's tool call
         _same(cached, plain)
         assert (cached.step_index, cached.linked_by) == (turn, "history" if turn else "new")
-        assert hashed == n - sent  # the previous input is reused: only what came after it is hashed
+        # the previous input is reused, only what came after it is hashed (once it is long enough to keep)
+        assert hashed == (n - sent if sent >= agent.cache.min_messages else n)
         sent = n
-    assert agent.cache.linked == n  # 200 requests of up to 599 messages: each message hashed once
+    assert (
+        agent.cache.linked == n + 2 + 5
+    )  # 200 calls of up to 599 messages: each hashed once (+ 2 short calls)
 
 
 def test_a_retry_hashes_nothing() -> None:
@@ -125,7 +128,7 @@ def test_a_dropped_tail_and_a_restart_give_the_full_chain() -> None:
 
 
 def test_inputs_that_pack_alike_only_when_equal() -> None:
-    cache = LinkChainCache()
+    cache = LinkChainCache(min_messages=1)
     one = [{"role": "user", "content": [{"type": "x", "v": float("nan")}]}]
     other = [{"role": "user", "content": [{"type": "x", "v": None}]}]
     cache.remember("t", "a", cache.chain("t", one).chain, cache.chain("t", one).packed)
@@ -151,6 +154,14 @@ def test_tenants_do_not_share_inputs() -> None:
     assert cache.linked - before == len(msgs)
 
 
+def test_short_calls_are_hashed_whole_and_not_kept() -> None:
+    cache = LinkChainCache()
+    msgs = _history(2)  # 7 messages: hashing them costs less than keeping them
+    found = cache.chain("t", msgs)
+    cache.remember("t", "t1", found.chain, found.packed)
+    assert found.chain == link_chain(msgs) and found.packed is None and len(cache) == 0
+
+
 def test_memory_stays_under_the_budget() -> None:
     budget = 20_000
     cache = LinkChainCache(max_bytes=budget)
@@ -167,7 +178,7 @@ def test_memory_stays_under_the_budget() -> None:
 @pytest.mark.parametrize("turns", [0, 60])
 def test_the_estimate_covers_what_python_holds(turns: int) -> None:
     """The budget's unit is the real cost: traced allocations stay within the estimate."""
-    cache = LinkChainCache(max_bytes=1 << 40)
+    cache = LinkChainCache(max_bytes=1 << 40, min_messages=1)
     ids = [f"t:{i:030d}" for i in range(300)]  # held by the linker in the proxy
     calls = [[{"role": "user", "content": f"task {i}"}] + _history(turns) for i in range(len(ids))]
     tracemalloc.start()
@@ -223,6 +234,6 @@ def test_the_step_recorder_hashes_only_new_messages_and_forgets_on_erasure(tmp_p
         steps.append(step.plan)
     assert {p.trajectory_id for p in steps} == {steps[0].trajectory_id}
     assert [p.step_index for p in steps] == list(range(20))
-    assert cache.linked == 3 * 19 + 2  # each message of the last call, hashed once over 20 calls
+    assert cache.linked == 3 * 19 + 2 + 2 + 5  # each message hashed once over 20 calls (+ 2 short calls)
     assert recorder.forget(ErasureEvent(erasure_id="e1", scope="tenant", target="acme")) == 1
     assert len(cache) == 0
