@@ -518,8 +518,9 @@ _ANY = TypeAdapter(AnyEvent)
 
 
 def encode(event: BaseModel) -> bytes:
-    """Wire form: compact JSON without nulls."""
-    return event.model_dump_json(exclude_none=True).encode()
+    """Wire form: compact JSON without nulls (``model_dump_json(exclude_none=True)`` as UTF-8 bytes, taken
+    straight from pydantic-core's serialiser without the decode to ``str`` and encode back)."""
+    return event.__pydantic_serializer__.to_json(event, exclude_none=True)
 
 
 def decode(

@@ -131,12 +131,17 @@ def link_key(raw: Any, where: str = "messages") -> bytes:
 
 def link_chain(messages: list[Any], seed: bytes = b"") -> list[bytes]:
     """``out[k]`` = link hash of the first k messages (``out[0]`` is the seed)."""
-    out = [seed]
-    h = seed
-    for i, m in enumerate(messages):
-        h = hashlib.blake2b(h + link_key(m, f"messages[{i}]"), digest_size=16).digest()
-        out.append(h)
-    return out
+    return extend_chain([seed], messages, 0)
+
+
+def extend_chain(chain: list[bytes], messages: list[Any], start: int) -> list[bytes]:
+    """``chain`` (the link hashes of ``messages[:start]``, ``start + 1`` of them) extended in place over
+    ``messages[start:]``: a rolling digest, so only those messages are keyed and hashed."""
+    h = chain[-1]
+    for i in range(start, len(messages)):
+        h = hashlib.blake2b(h + link_key(messages[i], f"messages[{i}]"), digest_size=16).digest()
+        chain.append(h)
+    return chain
 
 
 def link_extend(seed: bytes, message: Any) -> bytes:

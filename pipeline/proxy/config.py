@@ -181,6 +181,12 @@ class ProxyConfig(Frozen):
     link_token_budget: int = Field(
         20_000_000, ge=0, description="Token ids kept over all trajectories (4 bytes each); LRU beyond it."
     )
+    link_chain_bytes: int = Field(
+        64 << 20,
+        ge=0,
+        description="Memory for the link hashes of each trajectory's last input (~400 bytes + 57 per "
+        "message), so that a call hashes only the messages new since then; LRU beyond it, 0 = off.",
+    )
     seen_max_trajectories: int = Field(
         200_000,
         ge=1,

@@ -11,6 +11,9 @@ only the messages after the longest matching boundary. Because that history uses
 continuing from another choice matches the boundary before the reply and re-sends the chosen reply in the
 delta: reconstruction stays exact.
 
+The link chain a call brings (``chain[k]``: rolling link hash of its first k messages) comes from
+``link_chain_cache.LinkChainCache``, which hashes only the messages new since the trajectory's last input.
+
 Departure from the usual recipe: the maps are bounded (LRU + time window), so memory stays flat under any
 traffic; a forgotten trajectory simply starts over (prefix_message_count = 0, full messages).
 

@@ -30,10 +30,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.proxy.call_outcome import CallOutcome
-from pipeline.proxy.canonical import event_message, fingerprint, harness_fingerprint, link_chain, link_extend
+from pipeline.proxy.canonical import event_message, fingerprint, harness_fingerprint, link_extend
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.link_chain_cache import LinkChainCache
 from pipeline.proxy.linking import HistoryLinker
 from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
@@ -110,8 +111,10 @@ class StepRecorder:
         publishing: bool,
         on_journal_full: Callable[[], None],
         seen: SeenTrajectories,
+        chains: LinkChainCache | None = None,
     ) -> None:
         self._linker = linker
+        self._chains = chains if chains is not None else LinkChainCache()
         self.publisher = publisher
         self.topics = topics
         self.metrics = metrics
@@ -140,11 +143,13 @@ class StepRecorder:
         observation is the delta after the longest known boundary; without (text completions) it joins a
         named trajectory or starts a new one.
         """
-        chain = link_chain(messages) if messages is not None else None
+        tenant = ctx.caller.tenant
+        found = self._chains.chain(tenant, messages) if messages is not None else None
+        chain = found.chain if found is not None else None
         tools = request.get("tools") or None if messages is not None else None
         tools_fp = fingerprint(tools) if tools else None
         plan = self._linker.begin(
-            ctx.caller.tenant,
+            tenant,
             chain if chain is not None else [b""],
             time.monotonic(),
             ctx.explicit_id,
@@ -152,6 +157,8 @@ class StepRecorder:
             tools_fp,
             subjects=ctx.caller.subject_ids,
         )
+        if found is not None:
+            self._chains.remember(tenant, plan.trajectory_id, found.chain, found.packed)
         step = OpenStep(
             ctx=ctx,
             plan=plan,
@@ -286,6 +293,7 @@ class StepRecorder:
 
     def forget(self, erasure: ErasureEvent) -> int:
         """Drop the linking state an erasure covers; the number of trajectories dropped."""
+        self._chains.clear()
         return self._linker.forget(erasure)
 
     def snapshot(self) -> dict[str, Any]:

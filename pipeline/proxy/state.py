@@ -14,6 +14,7 @@ from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.erasure_listener import ErasureListener
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.headers import HeaderRecorder
+from pipeline.proxy.link_chain_cache import LinkChainCache
 from pipeline.proxy.linking import HistoryLinker
 from pipeline.proxy.metrics import ProxyMetrics
 from pipeline.proxy.openai_responses.chains import ResponseChains
@@ -46,12 +47,13 @@ class ProxyState:
         self.spool_dir: Path = config.path(proxy.spool_dir)
         self.keys = KeyResolver(proxy)
         self.header_recorder = HeaderRecorder(proxy)
+        link_key = self._link_key()
         linker = HistoryLinker(
             proxy.link_window_s,
             proxy.link_max_trajectories,
             proxy.link_max_tokens,
             proxy.link_token_budget,
-            hash_key=self._link_key(),
+            hash_key=link_key,
         )
         self.erasure_offsets: dict[int, int] = {}
         self.erasure_listener: ErasureListener | None = None
@@ -77,6 +79,7 @@ class ProxyState:
             publishing=self.publishing,
             on_journal_full=self._save_links,
             seen=self.seen,
+            chains=LinkChainCache(proxy.link_chain_bytes, hash_key=link_key),
         )
         self.response_chains = ResponseChains(proxy.response_chains, digest=self.recorder.digest)  # in memory
         self._backend_cache: dict[str, BackendConfig | None] = {}

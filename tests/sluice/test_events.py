@@ -47,6 +47,14 @@ def test_round_trip_and_discriminator() -> None:
     assert isinstance(reward, RewardEvent) and reward.reward.value == 1.0
 
 
+def test_wire_form_is_compact_json_without_nulls_byte_for_byte() -> None:
+    step = _step(2, [Message(role="user", content='Grüße, 東京 \u2028 "q" 😀')], [], "ok")
+    step.action.choices[0].logprobs = [-0.5, 1e-7, 3.0]
+    data = encode(step)
+    assert isinstance(data, bytes) and data == step.model_dump_json(exclude_none=True).encode()
+    assert b"null" not in data and decode(data) == step
+
+
 def test_bad_events_raise() -> None:
     with pytest.raises(ValidationError):
         decode(b'{"event_type":"step","trajectory_id":"t"}')
