@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.record import record_run
 from pipeline.proxy.auth import Caller
 from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.config import BackendConfig
@@ -90,6 +91,7 @@ def main() -> None:
         "--turns", type=int, default=200, help="Calls per trajectory (3 messages added per call)."
     )
     ap.add_argument("--rounds", type=int, default=5, help="Interleaved rounds; medians are reported.")
+    ap.add_argument("--no-record", action="store_true", help="Do not append the run to docs/benchmarks.")
     args = ap.parse_args()
     on: list[float] = []
     off: list[float] = []
@@ -108,6 +110,13 @@ def main() -> None:
         "messages_link_hashed_cached": hashed["cached"],
         "messages_link_hashed_uncached": hashed["uncached"],
     }
+    result["cpu_ratio_cached_vs_uncached"] = round(
+        result["cpu_us_per_call_cached"] / result["cpu_us_per_call_uncached"], 3
+    )
+    if not args.no_record:
+        notes = f"{args.turns} calls of one trajectory, {args.rounds} interleaved rounds, medians; in-process"
+        record_run("history_linking", result, {}, headline=["cpu_us_per_call_cached", "cpu_us_per_call_uncached",
+                   "cpu_ratio_cached_vs_uncached"], notes=notes)  # fmt: skip
     print(json.dumps(result))
 
 

@@ -3,7 +3,8 @@ text comes out as it does when redacted on its own (same findings, same placehol
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from governance.config import RedactionConfig
 from governance.redaction import Redactor
@@ -25,9 +26,10 @@ def _step(texts: list[str]) -> StepEvent:
     )
 
 
-def test_event_texts_read_by_the_model_in_one_batch(redactor_factory: Callable[..., Redactor]) -> None:
-    ner = redactor_factory(ner=True, hash_key="k")
-    engine = ner.engines.analyzer.nlp_engine
+@contextmanager
+def model_calls(redactor: Redactor) -> Iterator[list[int]]:
+    """The sizes of the batches the real NER model is called with while inside."""
+    engine = redactor.engines.analyzer.nlp_engine
     batches: list[int] = []
     real = engine.process_batch
 
@@ -36,11 +38,17 @@ def test_event_texts_read_by_the_model_in_one_batch(redactor_factory: Callable[.
         return real(texts, *args, **kwargs)
 
     engine.process_batch = counted
-    windows = ner.analyzer.ner_windows
     try:
-        event, state = ner.redact_event(_step(_TEXTS))
+        yield batches
     finally:
         del engine.process_batch
+
+
+def test_event_texts_read_by_the_model_in_one_batch(redactor_factory: Callable[..., Redactor]) -> None:
+    ner = redactor_factory(ner=True, hash_key="k")
+    windows = ner.analyzer.ner_windows
+    with model_calls(ner) as batches:
+        event, state = ner.redact_event(_step(_TEXTS))
     assert len(batches) == 1 and batches[0] == ner.analyzer.ner_windows - windows >= 2
     texts = [m.content for m in event.observation.messages]
     for name in ("Adeyemi", "Tom Ellis", "Lisbon", "Helga", "Ana Souza", "Priya", "Duarte"):
@@ -80,21 +88,10 @@ def _events() -> list[StepEvent]:
 
 def test_events_arriving_together_read_by_the_model_in_one_batch() -> None:
     batched = Redactor.from_config(RedactionConfig(ner=True, hash_key="k"))
-    engine = batched.engines.analyzer.nlp_engine
-    batches: list[int] = []
-    real = engine.process_batch
-
-    def counted(texts, *args, **kwargs):  # the real model, its calls counted
-        batches.append(len(texts))
-        return real(texts, *args, **kwargs)
-
-    engine.process_batch = counted
     events = _events()
     states: dict = {}
-    try:
+    with model_calls(batched) as batches:
         outs = batched.redact_many(events, states)
-    finally:
-        del engine.process_batch
     assert len(batches) == 1 and batches[0] >= 2
 
     # event by event, through a redactor of the same settings: same events, reports and states
