@@ -53,6 +53,7 @@ from contextlib import contextmanager
 from bench.data.agent_trajectories import as_resent, build_trajectories, history_texts, step_texts
 from bench.data.redaction_eval_set import EvalCase, build_eval_set
 from bench.data.unseen_eval_set import build_unseen_set
+from bench.record import record_run
 from bench.redaction_corpus import load_corpus, score_corpus
 from bench.redaction_unseen import UnseenScore, _strings, as_steps, score_sluice, score_texts
 from governance.config import RedactionConfig
@@ -61,9 +62,10 @@ from governance.redaction.recognizers import PII_ENTITIES, SECRET_ENTITIES
 
 STRUCTURED = (*PII_ENTITIES, *SECRET_ENTITIES)
 Analyze = Callable[[str, list[str] | None], list[tuple[str, int, int]]]
-TARGETS = {"structured_leak_max": 0.005, "person_leak": 0.05, "clean_false_placeholders_per_20": 1.0,
-           "ner_steps_per_s_per_core": 500.0, "structured_recall_min": 0.99, "clean_false_positives": 0,
-           "speedup_vs_naive": 5.0, "pattern_steps_per_s_per_core": 1000.0}  # fmt: skip
+TARGETS = {"structured_leak_max": 0.0, "person_leak": 0.05, "clean_false_placeholders_per_20": 1.0,
+           "ner_steps_per_s_per_core": 1487.0, "ner_steps_per_s_per_core_unseen": 600.0,
+           "structured_recall_min": 0.99, "clean_false_positives": 0, "speedup_vs_naive": 5.0,
+           "pattern_steps_per_s_per_core": 3000.0}  # fmt: skip
 BATCH_EVENTS = 64  # steps a stage hands the redactor at once (``Redactor.redact_many``)
 
 
@@ -351,6 +353,7 @@ def unseen_figures(args, ner_cfg: RedactionConfig, cfg: RedactionConfig, stock, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller eval set and fewer trajectories")
+    ap.add_argument("--no-record", action="store_true", help="Do not append the run to docs/benchmarks.")
     ap.add_argument("--seed", type=int, default=20251102)
     ap.add_argument("--unseen-seed", type=int, default=7331, help="seed of the independent set")
     ap.add_argument(
@@ -450,10 +453,18 @@ def main() -> None:
                               and unseen["person_leak"] <= TARGETS["person_leak"]
                               and unseen["clean_false_placeholders_per_20"] <= TARGETS["clean_false_placeholders_per_20"]
                               and rate_ner >= TARGETS["ner_steps_per_s_per_core"]
+                              and unseen["ner_steps_per_s_per_core_unseen"] >= TARGETS["ner_steps_per_s_per_core_unseen"]
                               and min(recalls.values()) >= TARGETS["structured_recall_min"]
                               and acc["clean_false_positives"] == 0 and rate / rate_naive >= TARGETS["speedup_vs_naive"]
                               and rate >= TARGETS["pattern_steps_per_s_per_core"]),
     }  # fmt: skip
+    if not args.no_record and not args.quick:
+        targets = {k: (f"<= {v:g}" if k in ("structured_leak_max", "person_leak", "clean_false_placeholders_per_20")
+                       else f">= {v:g}") for k, v in TARGETS.items() if k != "clean_false_positives"}  # fmt: skip
+        notes = (f"NER figures: Redactor.redact_many on arrival batches of {BATCH_EVENTS} events; the redact stage "
+                 "takes one event at a time (*_single_event figures)")  # fmt: skip
+        record_run("redaction", result, targets, headline=["pattern_steps_per_s_per_core",
+                   "ner_steps_per_s_per_core_unseen", "structured_leak_max"], notes=notes)  # fmt: skip
     print(json.dumps(result))
 
 
