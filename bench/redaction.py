@@ -464,7 +464,7 @@ def main() -> None:
         notes = (f"NER figures: Redactor.redact_many on arrival batches of {BATCH_EVENTS} events; the redact stage "
                  "takes one event at a time (*_single_event figures)")  # fmt: skip
         record_run("redaction", result, targets, headline=["pattern_steps_per_s_per_core",
-                   "ner_steps_per_s_per_core_unseen", "structured_leak_max"], notes=notes)  # fmt: skip
+                   "ner_steps_per_s_per_core_unseen"], notes=notes)  # fmt: skip
     print(json.dumps(result))
 
 
