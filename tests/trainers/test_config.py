@@ -17,7 +17,7 @@ from trainers.ray_session import ray_temp_dir
         ({"mask_low": 0.9}, "mask_low must be <= 1 - clip_low"),
         ({"mask_high": 1.1}, "mask_high must be >= 1 + clip_high"),
         ({"group_size": 2, "mode": "resample"}, "include_logged needs group_size >= 3"),
-        ({"kl_coef": 0.1}, "live mode does not build"),
+        ({"kl_coef": 0.1}, "kl_coef > 0 in live mode needs live.lora_rank > 0"),
         (
             {"live": {"update_samples": 10, "max_update_samples": 5}},
             "max_update_samples must be >= update_samples",
