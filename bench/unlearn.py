@@ -45,7 +45,7 @@ probe prompt once and only each candidate's tokens per row (``trainers.scoring``
 appended to docs/benchmarks/unlearn.jsonl (``bench.record``).
 
     python -m bench.unlearn --quick     # a few minutes: runs end to end, small exposure candidate set
-    python -m bench.unlearn             # the full run (about 30 minutes on two free cores)
+    python -m bench.unlearn             # the full run (9-18 minutes on two free cores in the recorded runs)
 """
 
 from __future__ import annotations
