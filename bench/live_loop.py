@@ -31,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,9 @@ def arm_figures(graded: list[Graded], t0: float, end_from: float) -> dict[str, A
     }
 
 
-async def run_arms(proxy: str, a: argparse.Namespace, budget_s: float) -> tuple[Arm, Arm, float]:
+async def run_arms(
+    proxy: str, a: argparse.Namespace, budget_s: float, stop: Callable[[], bool] | None = None
+) -> tuple[Arm, Arm, float]:
     tasks = build_tasks([a.task])
     by_name = {t.name: t for t in tasks}
     arms = []
@@ -112,7 +115,7 @@ async def run_arms(proxy: str, a: argparse.Namespace, budget_s: float) -> tuple[
         )
     t0 = time.time()
     try:
-        await asyncio.gather(*(arm.run(until=t0 + budget_s) for arm in arms))
+        await asyncio.gather(*(arm.run(until=t0 + budget_s, stop=stop) for arm in arms))
         await asyncio.gather(*(arm.checker.drain() for arm in arms))
     finally:
         for arm in arms:
@@ -128,10 +131,20 @@ def trainer_metrics(out_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
+def version_reached(out_dir: Path, version: int | None) -> Callable[[], bool] | None:
+    """A stop test for the traffic: the trainer has published ``version`` (None: run the whole budget)."""
+    if version is None:
+        return None
+    return lambda: any(int(m["policy_version"]) >= version for m in trainer_metrics(out_dir)[-1:])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="A few minutes: checks that the loop runs.")
     ap.add_argument("--minutes", type=float, default=None, help="Traffic budget (default 28; --quick 4).")
+    ap.add_argument(
+        "--until-version", type=int, default=None, help="Stop the traffic once the trainer made this version."
+    )
     ap.add_argument("--model", default="smollm2-135m-instruct")
     ap.add_argument("--task", default="extraction")
     ap.add_argument("--temperature", type=float, default=1.0)
@@ -176,7 +189,8 @@ def main() -> None:
             )
             setup_s = time.time() - setup_t0
             print(f"stack up in {setup_s:.0f}s; {budget_s / 60:.1f} min of traffic per arm", file=sys.stderr)
-            live, control, t0 = asyncio.run(run_arms(proxy, a, budget_s))
+            stop = version_reached(cfg.path(cfg.trainer.output_dir), a.until_version)
+            live, control, t0 = asyncio.run(run_arms(proxy, a, budget_s, stop))
             traffic_s = time.time() - t0
             time.sleep(10)  # the last trained version reaches DuckDB's landing wait
             client = connect_client(cfg.sink_settings(), None)

@@ -18,6 +18,7 @@ import hashlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -69,9 +70,10 @@ class Arm:
                 continue
             await self.checker.submit(a)
 
-    async def _worker(self, until: float) -> None:
-        while time.time() < until:
+    async def _worker(self, until: float, stop: Callable[[], bool] | None) -> None:
+        while time.time() < until and not (stop is not None and stop()):
             await self._group()
 
-    async def run(self, until: float) -> None:
-        await asyncio.gather(*(self._worker(until) for _ in range(self.groups_in_flight)))
+    async def run(self, until: float, stop: Callable[[], bool] | None = None) -> None:
+        """Send groups until ``until`` (epoch seconds), or earlier once ``stop()`` says so."""
+        await asyncio.gather(*(self._worker(until, stop) for _ in range(self.groups_in_flight)))
