@@ -113,19 +113,25 @@ class WeightPush:
         the trainer published after the erasure read the ledger. Returns what stayed on a server, the
         rollbacks and the files deleted."""
         rolled: list[str] = []
+        held: set[str] = set()
         for client in (*self.file_fleet.clients, *self.bytes_fleet.clients):
             try:
                 done = withdraw(client, set(versions), lambda _: fallbacks)
-            except PolicyClientError as err:
+                held.update(v for v in client.status().versions if v in versions)  # one read: what is left
+            except PolicyClientError as err:  # an unreachable server may still hold every one of them
                 log.warning("withdrawing %s from %s failed: %s", versions, client.url, err)
+                held.update(versions)
                 continue
             if done.rolled_back:
                 rolled.append(f"{client.url} {done.rolled_back}")
-        held = [v for v in versions if self.discard(v)]
         files = [f for v in versions for f in self.push_dir.glob(f"policy-v{v}.*")]
         for f in files:
             f.unlink(missing_ok=True)
-        return {"held": held, "rolled_back": rolled, "files_deleted": [str(f) for f in files]}
+        return {
+            "held": [v for v in versions if v in held],
+            "rolled_back": rolled,
+            "files_deleted": [str(f) for f in files],
+        }
 
     def write_file(self, tensors: Mapping[str, torch.Tensor], version: str) -> Path:
         from safetensors.torch import save_file
