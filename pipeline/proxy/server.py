@@ -15,6 +15,7 @@ import signal
 from typing import Any
 
 import uvicorn
+import uvloop
 
 from pipeline.proxy.app import create_app
 from pipeline.proxy.settings import ProxySettings
@@ -60,7 +61,7 @@ def run_proxy(config: ProxySettings) -> None:
         app,
         host=proxy.host,
         port=proxy.port,
-        loop="uvloop",
+        loop="none",  # the loop is the one run_proxy runs the server on, below
         http="httptools",
         lifespan="on",
         access_log=False,
@@ -71,5 +72,8 @@ def run_proxy(config: ProxySettings) -> None:
     server = uvicorn.Server(uv_config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _ignore_signal)
-    asyncio.run(_serve(server, proxy.host))
+    # uvicorn's own ``loop`` setting only applies where uvicorn creates the loop (uvicorn.run); the server
+    # runs here under a runner, so the runner is what makes it uvloop
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(_serve(server, proxy.host))
     log.info("proxy stopped")
