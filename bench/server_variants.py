@@ -102,13 +102,18 @@ def proxy_app(config_path: Path) -> Any:
 
 
 async def _serve_granian(app: Any, port: int, task_impl: str = "asyncio") -> None:
+    import signal
+
     from granian.constants import HTTPModes, Interfaces, TaskImpl
     from granian.server.embed import Server
 
-    import signal
-
     server = Server(
-        app, "127.0.0.1", port, interface=Interfaces.ASGI, http=HTTPModes.http1, log_access=False,
+        app,
+        "127.0.0.1",
+        port,
+        interface=Interfaces.ASGI,
+        http=HTTPModes.http1,
+        log_access=False,
         task_impl=TaskImpl(task_impl),
     )
     loop = asyncio.get_running_loop()
