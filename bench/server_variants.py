@@ -4,7 +4,9 @@
     python -m bench.server_variants --server uvicorn --app forward --client httpx --backend URL --port 8901
 
 Servers: ``uvicorn`` (httptools, uvloop), ``uvicorn-asyncio`` (httptools on the standard asyncio loop),
-``granian`` (Rust HTTP/1 server, embedded in a uvloop loop, one runtime thread). Apps: ``proxy`` (the
+``granian`` (Rust HTTP/1 server, embedded in a uvloop loop, one runtime thread), ``granian-rusttask``
+(the same with granian's Rust task implementation), ``granian-worker`` (granian's own process mode: a
+supervisor and one worker process on uvloop, as ``granian --interface asgi`` runs). Apps: ``proxy`` (the
 real proxy app of the config, ``pipeline.proxy.app.create_app``) or ``forward`` (reads the body, POSTs it
 to ``--backend`` with ``--client``, answers with the backend's status and body: the upstream client's
 cost alone). Clients: ``aiohttp``, ``httpx``, ``httpx2``, each one pooled, keep-alive client for the run.
@@ -15,13 +17,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from sluice.heap import settle_heap
 
-SERVERS = ("uvicorn", "uvicorn-asyncio", "granian", "granian-rusttask")
+SERVERS = ("uvicorn", "uvicorn-asyncio", "granian", "granian-rusttask", "granian-worker")
+ARGS_ENV = "SLUICE_BENCH_VARIANT_ARGS"  # the app's arguments, for a granian worker process
 CLIENTS = ("aiohttp", "httpx", "httpx2")
 
 Post = Callable[[bytes], Awaitable[tuple[int, bytes]]]
@@ -122,6 +127,35 @@ async def _serve_granian(app: Any, port: int, task_impl: str = "asyncio") -> Non
     await server.serve()
 
 
+def app_from_env() -> Any:
+    """The app a granian worker process serves (``--server granian-worker``): arguments from the env."""
+    args = json.loads(os.environ[ARGS_ENV])
+    if args["app"] == "proxy":
+        app = proxy_app(Path(args["config"]))
+    else:
+        app = forward_app(args["client"], args["backend"])
+    settle_heap(gen0_threshold=10_000)
+    return app
+
+
+def serve_granian_worker(port: int) -> None:
+    """Granian's own process mode (a supervisor and one worker process, uvloop), as its CLI runs."""
+    from granian import Granian
+    from granian.constants import HTTPModes, Interfaces, Loops
+
+    Granian(
+        "bench.server_variants:app_from_env",
+        address="127.0.0.1",
+        port=port,
+        interface=Interfaces.ASGI,
+        workers=1,
+        loop=Loops.uvloop,
+        http=HTTPModes.http1,
+        log_access=False,
+        factory=True,
+    ).serve()
+
+
 def serve(server: str, app: Any, port: int) -> None:
     """Serve ``app`` on 127.0.0.1:``port`` until SIGTERM/SIGINT."""
     if server.startswith("granian"):
@@ -155,6 +189,12 @@ def main() -> None:
     ap.add_argument("--client", choices=CLIENTS, default="aiohttp", help="Upstream client (--app forward).")
     ap.add_argument("--backend", help="URL the forwarder posts to (--app forward).")
     args = ap.parse_args()
+    if args.server == "granian-worker":
+        os.environ[ARGS_ENV] = json.dumps(
+            {"app": args.app, "config": str(args.config), "client": args.client, "backend": args.backend}
+        )
+        serve_granian_worker(args.port)
+        return
     app = proxy_app(args.config) if args.app == "proxy" else forward_app(args.client, args.backend)
     settle_heap(gen0_threshold=10_000)  # as ``sluice proxy`` does once it is up
     serve(args.server, app, args.port)
