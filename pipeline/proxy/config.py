@@ -167,6 +167,14 @@ class ProxyConfig(Frozen):
         ge=500,
         description="A record not acknowledged within this time counts as undeliverable and goes to the spool.",
     )
+    publish_linger_ms: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="How long a step event waits in the producer for company before its record batch "
+        "leaves (librdkafka ``linger.ms``). Off the response path: the agent's answer waits for the "
+        "write-ahead log, never for the broker. Records share batches on every broker profile.",
+    )
     probe_interval_s: float = Field(1.0, gt=0, description="How often a spooling proxy checks the broker.")
     shutdown_flush_s: float = Field(5.0, ge=0, description="On exit, wait this long for deliveries.")
     link_window_s: float = Field(

@@ -33,8 +33,11 @@ At start, an unacknowledged tail left by the last run is replayed first; if the 
 of it just before a crash (the cursor had not recorded it yet), ``delivery_check`` finds those on the
 broker and they are not sent twice. Departure from the Kafka defaults: ``message.timeout.ms`` is finite
 (``proxy.publish_timeout_ms``) so an unreachable broker is noticed; topic auto-creation is off (a topic
-created by accident would get the wrong partition count); ``linger.ms`` is 5. The broker profile's
-batching rule is kept (``tansu``: one record per request).
+created by accident would get the wrong partition count); ``linger.ms`` is ``proxy.publish_linger_ms``
+(5): records share produce requests on every broker profile, Tansu included. Its short ListOffsets
+"latest" (``pipeline/topic_ends.py``) touches no reader of the raw topics: the stages consume them in a
+group from committed offsets, the landing check reads committed offsets, and every end offset Sluice
+asks for comes from a fetch's high watermark.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class KafkaPublisher:
         ``shutdown_flush_s``, ``land_interval_s``)."""
         self.broker = broker
         self.timeout_ms = settings.publish_timeout_ms
+        self.linger_ms = settings.publish_linger_ms
         self.max_memory = settings.spool_max_memory_events
         self.max_in_flight = max(1, min(1000, settings.spool_max_memory_events))
         self.probe_interval_s = settings.probe_interval_s
@@ -196,7 +200,7 @@ class KafkaPublisher:
                 "request.timeout.ms": min(30_000, self.timeout_ms),
                 "allow.auto.create.topics": False,
                 "reconnect.backoff.max.ms": 1000,
-                "linger.ms": 5,  # steps may wait 5 ms for company: fewer, fuller requests where batching is allowed
+                "linger.ms": self.linger_ms,  # fewer, fuller produce requests; off the response path
                 "error_cb": self._on_error,
                 "logger": rdkafka_logger(),
             }
