@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from sinks.arrow_tables import gc_paused, to_arrow
 from sinks.decode import Outcome, TrajectoryRules, decode_as, trajectory_outcome, validation_reason
 from sinks.flatten import Row, SourceRecord, dead_letter_row, invalid_row, ledger_row
-from sluice.events import DeadLetter
+from sluice.events import STEP_KEY_SEP, DeadLetter
 from sluice.evolution import LedgerEntry
 
 # Primary key of each batched table (what a repeat replaces).
@@ -172,6 +172,8 @@ class PendingBatch:
         self.counts.tombstones += 1
         if not self.apply_tombstones or rec.key is None:
             return
+        if STEP_KEY_SEP in rec.key:
+            return  # a withdrawn step record: the store keeps steps as the inline layout did
         tid = rec.key
         for rows in self.tables.values():
             stale = [k for k, r in rows.items() if r.get("trajectory_id") == tid]

@@ -23,6 +23,9 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 SCHEMA_VERSION = "1.0"
+REFS_SCHEMA_VERSION = "2.0"
+"""Layout of a ``Trajectory`` that references its steps (``steps_ref``) instead of carrying them; its steps
+travel once per topic as ``TrajectoryStep`` records. Readers take both layouts."""
 
 
 def utcnow() -> datetime:
@@ -364,6 +367,97 @@ def trajectory_version_id(trajectory_id: str, version: int) -> str:
     return f"{trajectory_id}:v{version}"
 
 
+STEP_DIGEST_HEX = 16
+"""Hex digits of a step digest (64 bits: tells a changed step apart, not a security boundary)."""
+STEP_KEY_SEP = "#"
+"""Separates a trajectory id from a step's event id in a step record's key (ids never contain it)."""
+
+
+def step_digest(body: bytes) -> str:
+    """Digest of a step's stored bytes (its wire JSON as shipped)."""
+    return hashlib.sha256(body).hexdigest()[:STEP_DIGEST_HEX]
+
+
+def step_record_key(trajectory_id: str, step_event_id: str) -> str:
+    """The key of a step record on the audited and train topics: its own key, so a compacted topic keeps it
+    beside the trajectory's header (keyed by the trajectory id); it is sent to the header's partition."""
+    return f"{trajectory_id}{STEP_KEY_SEP}{step_event_id}"
+
+
+def key_trajectory_id(key: str) -> str:
+    """The trajectory id a record key names (a header's key is the id, a step record's starts with it)."""
+    return key.partition(STEP_KEY_SEP)[0]
+
+
+def step_order(step: StepEvent) -> tuple[Any, ...]:
+    """The order of a trajectory's steps: step index, then event time, then event id."""
+    return (step.step_index, step.created_at, step.event_id)
+
+
+class StepRef(_Model):
+    event_id: str
+    digest: str = Field(description="step_digest of the step record's step bytes.")
+
+
+def chain_digest(refs: list[StepRef]) -> str:
+    """One digest over a version's step references in step order: a reader checks it holds exactly them."""
+    h = hashlib.sha256()
+    for ref in refs:
+        h.update(f"{ref.event_id}:{ref.digest};".encode())
+    return h.hexdigest()[:32]
+
+
+class StepsRef(_Model):
+    """A version's steps by reference. Flat in size: ``added`` names only the step records sent with this
+    version on its topic (new steps, or steps whose assembled content changed), ``count`` and ``digest``
+    cover all of them; the totals are what the store shows per version without reading the steps."""
+
+    count: int = Field(0, ge=0)
+    digest: str = Field("", description="chain_digest of every step's reference, in step order.")
+    added: list[StepRef] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    models: list[str] = Field(default_factory=list)
+    model_versions: list[str] = Field(default_factory=list)
+
+
+class TrajectoryStep(_Event):
+    """One assembled step of a trajectory (layout 2.0), sent once per topic before the first header that
+    references it (again only when its assembled content changed: a late step reward, a tool answer).
+    ``event_id`` is the step's event id; ``version`` the trajectory version it was sent with."""
+
+    schema_version: str = REFS_SCHEMA_VERSION
+    event_type: Literal["trajectory_step"] = "trajectory_step"
+    version: int = Field(ge=1)
+    digest: str
+    step: StepEvent
+
+
+def encode_step_record(
+    trajectory_id: str, tenant: str, version: int, step_event_id: str, body: bytes
+) -> bytes:
+    """A ``TrajectoryStep`` record around a step's bytes, which are spliced in as they are (never encoded
+    again): the record's own fields first, ``step`` last (``step_bytes_of`` cuts it back out)."""
+    head = {
+        "schema_version": REFS_SCHEMA_VERSION,
+        "event_id": step_event_id,
+        "trajectory_id": trajectory_id,
+        "tenant": tenant,
+        "created_at": utcnow().isoformat().replace("+00:00", "Z"),
+        "event_type": "trajectory_step",
+        "version": version,
+        "digest": step_digest(body),
+    }
+    return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"step":' + body + b"}"
+
+
+def step_bytes_of(value: bytes) -> bytes | None:
+    """The step's bytes of a record ``encode_step_record`` wrote (None: not such a record)."""
+    at = value.find(b',"step":')
+    return value[at + 8 : -1] if at >= 0 and value.endswith(b"}") else None
+
+
 class Trajectory(_Event):
     """An assembled, governed trajectory. ``version`` grows when late rewards arrive; never edited in place.
 
@@ -388,6 +482,15 @@ class Trajectory(_Event):
         description="Why this version may not be trained on, as the join stage decided ([]: it may, and "
         "went to the train topic); None: undecided (a record from before the stage carried its decision).",
     )
+    steps_ref: StepsRef | None = Field(
+        None,
+        description="Layout 2.0: the steps by reference (they travel as TrajectoryStep records before this "
+        "header, on its topic and partition); None: layout 1.0, the steps are inline in ``steps``.",
+    )
+
+    @property
+    def by_reference(self) -> bool:
+        return self.steps_ref is not None
 
 
 class DeadLetter(_Model):
@@ -511,7 +614,7 @@ class ErasureEvent(_Model):
 
 
 AnyEvent = Annotated[
-    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter | ErasureEvent,
+    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | TrajectoryStep | DeadLetter | ErasureEvent,
     Field(discriminator="event_type"),
 ]
 _ANY = TypeAdapter(AnyEvent)
@@ -525,7 +628,7 @@ def encode(event: BaseModel) -> bytes:
 
 def decode(
     data: bytes | str,
-) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter | ErasureEvent:
+) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | TrajectoryStep | DeadLetter | ErasureEvent:
     """Parse any event by its ``event_type``; raises ``pydantic.ValidationError`` on bad input."""
     return _ANY.validate_json(data)
 

@@ -47,6 +47,7 @@ from governance.reward_join import (
     is_orphaned,
     mark_emitted,
     next_due_at,
+    on_topic,
     plan_emission,
 )
 from pipeline.stages.codec import check_key, decode_event
@@ -63,7 +64,7 @@ from pipeline.stages.storage import (
     decode_state,
     delete_keys,
     load_state,
-    load_steps,
+    load_step_bodies,
     peek_due,
     placeholder_key,
     save_state,
@@ -77,6 +78,7 @@ from sluice.events import (
     StepEvent,
     TrajectoryEndEvent,
     encode,
+    step_record_key,
     trajectory_owner,
 )
 
@@ -219,14 +221,24 @@ class JoinStage:
                 ):
                     targets.append((state.trajectory_id, state.tenant))
         for tid, owner in targets:
+            state = load_state(self.states, tid)
+            step_keys = [
+                step_record_key(tid, e).encode()
+                for e in sorted({e for sent in (state.sent_steps if state else {}).values() for e in sent})
+            ]
             self._purge(tid, owner, partition)
             marker = JoinState.erased_marker(tid, owner, now, self.cfg.rewards.keep_erased_s)
             self._save(marker, partition)
             key = tid.encode()
             # after anything this partition emitted for it: the compacted topics end on a tombstone
             await self.emissions_delivered()
+            # every key written for it: its step records' and then its own
             await deliver_all(
-                [(self.audited_topic, key, None, partition), (self.train_topic, key, None, partition)]
+                [
+                    (topic, k, None, partition)
+                    for topic in (self.audited_topic, self.train_topic)
+                    for k in [*step_keys, key]
+                ]
             )
             self.counters.inc("erased")
         if targets and self.compact is not None:
@@ -249,19 +261,31 @@ class JoinStage:
         plan = plan_emission(state, self.cfg.rewards, now)
         if plan is None:
             return state
-        steps, missing = load_steps(self.steps, state.trajectory_id, state.stored_step_ids)
+        tid = state.trajectory_id
+        stored, missing = load_step_bodies(self.steps, tid, state.stored_step_ids)
         if missing:
-            log.error("trajectory %s: %d stored step bodies missing", state.trajectory_id, len(missing))
+            log.error("trajectory %s: %d stored step bodies missing", tid, len(missing))
+        steps = [stored[e][0] for e in state.stored_step_ids if e in stored]
         emission = build_emission(
             state, steps, plan, self.cfg.rewards, self.cfg.eligibility, self.cfg.replay, now
         )
-        key = state.trajectory_id.encode()
-        body = encode(emission.trajectory)
-        # the state saying so is stored only once the broker has it (``emissions_delivered``): a crash
-        # re-emits the version, never skips it
-        records = [(self.audited_topic, key, body, partition)]
+        topics = [("audited", self.audited_topic)]
         if emission.to_train:
-            records.append((self.train_topic, key, body, partition))
+            topics.append(("train", self.train_topic))
+        records: list[tuple[Any, bytes, bytes | None, int]] = []
+        sent = dict(state.sent_steps)
+        for role, topic in topics:
+            # steps first, then the header, all on the trajectory's partition: a reader of the topic has
+            # every step a header references before the header
+            out = on_topic(emission.trajectory, stored, sent.get(role, {}))
+            records += [(topic, step_record_key(tid, e).encode(), None, partition) for e in out.withdrawn]
+            records += [
+                (topic, step_record_key(tid, e).encode(), body, partition) for e, body in out.step_records
+            ]
+            records.append((topic, tid.encode(), encode(out.header), partition))
+            sent[role] = out.sent
+        # the state saying so is stored only once the broker has it (``emissions_delivered``): a crash
+        # re-emits the version and its step records (same ids), never skips them
         self._unacked.extend(await send_all(records))
         self.counters.inc("emitted")
         self.counters.inc("to_train" if emission.to_train else "audit_only")
@@ -269,9 +293,9 @@ class JoinStage:
         assert decision is not None
         done = mark_emitted(state, plan.version, decision, now)
         if done.purge_steps:
-            delete_keys(self.steps, [step_key(state.trajectory_id, e) for e in state.stored_step_ids])
+            delete_keys(self.steps, [step_key(tid, e) for e in state.stored_step_ids])
             self.counters.inc("dropped_content")
-        return done.state
+        return done.state.model_copy(update={"sent_steps": sent})
 
     async def _dead_letter_orphan(self, state: JoinState) -> None:
         reason = (
