@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, get_args
@@ -302,6 +303,39 @@ GRADE_RANK: dict[ReplayGradeName, int] = {g: len(REPLAY_GRADES) - 1 - i for i, g
 def grade_at_least(grade: ReplayGradeName, minimum: ReplayGradeName) -> bool:
     """Whether ``grade`` is as replayable as ``minimum`` or more."""
     return GRADE_RANK[grade] >= GRADE_RANK[minimum]
+
+
+_STEP_SUFFIX = re.compile(r"^(.*[:@])(\d+)$")
+
+
+def compact_step_reasons(reasons: list[str]) -> list[str]:
+    """Reasons that name a step (``<reason>:<step>`` or ``<reason>@<step>``) merged per reason into step
+    ranges, ``sampling_stochastic:0-49`` or ``side_effect:search@2,5-7``, in first-seen order; others as
+    they are. A trajectory-level field then stays flat as trajectories grow."""
+    steps: dict[str, list[int]] = {}
+    for reason in reasons:
+        m = _STEP_SUFFIX.match(reason)
+        key, index = (m.group(1), int(m.group(2))) if m else (reason, None)
+        found = steps.setdefault(key, [])
+        if index is not None:
+            found.append(index)
+    out: list[str] = []
+    for key, indexes in steps.items():
+        if not indexes:
+            out.append(key)
+            continue
+        runs: list[str] = []
+        ordered = sorted(set(indexes))
+        start = prev = ordered[0]
+        for i in [*ordered[1:], None]:
+            if i is not None and i == prev + 1:
+                prev = i
+                continue
+            runs.append(str(start) if start == prev else f"{start}-{prev}")
+            if i is not None:
+                start = prev = i
+        out.append(key + ",".join(runs))
+    return out
 
 
 class ReplayGrade(_Model):
