@@ -23,7 +23,8 @@ from confluent_kafka import Consumer, TopicPartition
 from pipeline.demo.summary import rows
 from pipeline.topic_ends import TopicEnds
 from sinks.clients import connect_client
-from sluice.events import TENANT_SEP, key_trajectory_id
+from sluice.events import TENANT_SEP
+from sluice.step_refs import key_trajectory_id
 
 TURNS = (1, 50)
 

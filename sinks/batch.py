@@ -24,8 +24,9 @@ from pydantic import ValidationError
 from sinks.arrow_tables import gc_paused, to_arrow
 from sinks.decode import Outcome, TrajectoryRules, decode_as, trajectory_outcome, validation_reason
 from sinks.flatten import Row, SourceRecord, dead_letter_row, invalid_row, ledger_row
-from sluice.events import STEP_KEY_SEP, DeadLetter
+from sluice.events import DeadLetter
 from sluice.evolution import LedgerEntry
+from sluice.step_refs import STEP_KEY_SEP
 
 # Primary key of each batched table (what a repeat replaces).
 KEYS: dict[str, tuple[str, ...]] = {

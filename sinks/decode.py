@@ -31,16 +31,8 @@ from sinks.flatten import (
 )
 from sinks.received import ReceivedTrajectory, receive_trajectory
 from sluice.errors import validation_summary
-from sluice.events import (
-    STEP_KEY_SEP,
-    DeadLetter,
-    Trajectory,
-    TrajectoryStep,
-    decode,
-    encode,
-    step_bytes_of,
-    step_record_key,
-)
+from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
+from sluice.step_refs import STEP_KEY_SEP, step_record_key
 
 E = TypeVar("E", Trajectory, TrajectoryStep, DeadLetter)
 

@@ -37,13 +37,8 @@ from sinks.faults import CrashPlan
 from sinks.principal import Principal
 from sinks.settings import SinkSettings
 from sinks.store import delete_trajectories, rollback
-from sluice.events import (
-    REFS_SCHEMA_VERSION,
-    new_id,
-    scoped_trajectory_id,
-    step_record_key,
-    trajectory_owner,
-)
+from sluice.events import REFS_SCHEMA_VERSION, new_id, scoped_trajectory_id, trajectory_owner
+from sluice.step_refs import step_record_key
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from sluice.events import StepEvent, StepRef, Trajectory, TrajectoryStep, chain_digest, step_order
+from sluice.events import StepEvent, Trajectory, TrajectoryStep, step_order
+from sluice.step_refs import StepRef, chain_digest
 
 
 class StepsMissing(ValueError):

@@ -26,8 +26,8 @@ from sluice.events import (
     StepMetadata,
     Trajectory,
     encode,
-    step_record_key,
 )
+from sluice.step_refs import step_record_key
 from trainers.config import TaskConfig
 from trainers.tasks.base import Task
 from trainers.tasks.registry import build_task

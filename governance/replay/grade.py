@@ -31,7 +31,8 @@ from governance.replay.model_identity_check import ModelIdentityCheck
 from governance.replay.sampling_check import SamplingCheck
 from governance.replay.side_effect_check import SideEffectCheck
 from governance.replay.tool_check import ToolCheck
-from sluice.events import GRADE_RANK, ReplayGrade, ReplayGradeName, Trajectory, compact_step_reasons
+from sluice.events import GRADE_RANK, ReplayGrade, ReplayGradeName, Trajectory
+from sluice.step_refs import compact_step_reasons
 
 DEFAULT_CHECKS: tuple[ReplayCheck, ...] = (
     FailedStepCheck(),

@@ -27,7 +27,8 @@ from functools import lru_cache
 from typing import Any
 
 from governance.config import NextStateConfig
-from sluice.events import Message, Reward, StepEvent, ToolResult, compact_step_reasons
+from sluice.events import Message, Reward, StepEvent, ToolResult
+from sluice.step_refs import compact_step_reasons
 
 TOOL_ERROR, RETRY, CORRECTION = "tool_error", "retry", "correction"
 SOURCE_PREFIX = "harvest:"

@@ -18,17 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sluice.events import (
-    REFS_SCHEMA_VERSION,
-    StepEvent,
-    StepRef,
-    StepsRef,
-    Trajectory,
-    chain_digest,
-    encode,
-    encode_step_record,
-    step_digest,
-)
+from sluice.events import REFS_SCHEMA_VERSION, StepEvent, Trajectory, encode, encode_step_record
+from sluice.step_refs import StepRef, StepsRef, chain_digest, step_digest
 
 
 @dataclass(frozen=True)

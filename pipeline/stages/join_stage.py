@@ -7,7 +7,9 @@ tick topic and the erasure topic itself (``handle``). Per event: apply the pure 
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
 (``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
 carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
-empty) and records the emitted version in the state. The agent does not wait for the broker there: the
+empty) by reference (``on_topic``: the step records that topic does not hold yet, then the header, all on
+the trajectory's partition) and records the emitted version and the step records each topic holds in the
+state. The agent does not wait for the broker there: the
 state is held in the write-behind table, and every flush of it (before a commit, a revoke or a
 compaction) first waits in ``emissions_delivered`` until the broker has every emission sent so far. So
 the stored state never says a version was emitted before the broker has it: a crash in between re-emits
@@ -22,7 +24,7 @@ topics, so an erasure is ordered with the trajectory's records on this worker. F
 trajectory the stage
 deletes its join state, step bodies and placeholders, leaves a content-free marker
 (``pipeline.stages.erasure_guard``) and sends tombstones to the audited and train topics after anything
-it emitted before. A tenant/subject erasure without an id scans this partition's states for matches and
+it emitted before: one per step record key it sent, then the trajectory's own. A tenant/subject erasure without an id scans this partition's states for matches and
 remembers the criterion for records still in flight. Events of erased data never get here: the redact
 stage drops them in the same pass (``ErasureGuard.covers``), and erasures are records of this same
 agent, so none lands between that check and the join.
@@ -72,15 +74,8 @@ from pipeline.stages.storage import (
     store_step,
 )
 from pipeline.stages.ticks import JoinTick
-from sluice.events import (
-    ErasureEvent,
-    RewardEvent,
-    StepEvent,
-    TrajectoryEndEvent,
-    encode,
-    step_record_key,
-    trajectory_owner,
-)
+from sluice.events import ErasureEvent, RewardEvent, StepEvent, TrajectoryEndEvent, encode, trajectory_owner
+from sluice.step_refs import step_record_key
 
 log = logging.getLogger("sluice.stages.join")
 STAGE = "reward_join"

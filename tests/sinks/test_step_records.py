@@ -12,7 +12,8 @@ from sinks.batch import BatchTopics, PendingBatch
 from sinks.erasure import step_record_keys
 from sinks.flatten import SourceRecord
 from sinks.store import DuckDBStore
-from sluice.events import REFS_SCHEMA_VERSION, Trajectory, encode, step_record_key
+from sluice.events import REFS_SCHEMA_VERSION, Trajectory, encode
+from sluice.step_refs import step_record_key
 from testing.samples import make_trajectory
 
 TOPICS = BatchTopics(audited="a", deadletter="d")

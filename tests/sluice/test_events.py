@@ -17,7 +17,6 @@ from sluice.events import (
     Observation,
     RewardEvent,
     StepEvent,
-    compact_step_reasons,
     decode,
     encode,
     grade_at_least,
@@ -26,6 +25,7 @@ from sluice.events import (
     reconstruct_messages,
     trajectory_version_id,
 )
+from sluice.step_refs import compact_step_reasons
 
 
 def _step(i: int, new: list[Message], prefix: list[Message], reply: str) -> StepEvent:

@@ -30,15 +30,8 @@ from typing import Any
 import torch
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from sluice.events import (
-    STEP_KEY_SEP,
-    DeadLetter,
-    Trajectory,
-    TrajectoryStep,
-    decode,
-    encode,
-    key_trajectory_id,
-)
+from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode
+from sluice.step_refs import STEP_KEY_SEP, key_trajectory_id
 from sluice.trajectory_refs import StepCache, StepsMissing
 from trainers.exceptions import TaskError, TrainerError
 from trainers.samples import TrainingTask

@@ -15,16 +15,8 @@ from governance.reward_join import (
     plan_emission,
 )
 from governance.reward_join.transitions import mark_emitted
-from sluice.events import (
-    REFS_SCHEMA_VERSION,
-    Trajectory,
-    TrajectoryStep,
-    decode,
-    encode,
-    key_trajectory_id,
-    step_bytes_of,
-    step_record_key,
-)
+from sluice.events import REFS_SCHEMA_VERSION, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
+from sluice.step_refs import key_trajectory_id, step_record_key
 from sluice.trajectory_refs import StepCache, StepsMissing
 from tests.governance.event_builders import end, governance, reward_event, step
 
