@@ -14,10 +14,13 @@ model's. Three phases, one run:
    the target is ≤ 1.5×), and the bytes of the raw step event at turn 50 vs turn 1.
 3. Pending joins: P trajectories opened (one step, never ended) and the stage worker's RSS before/after:
    ``bytes_per_pending_trajectory``; join state lives in RocksDB on disk, so this is its RAM share.
+4. Late rewards (``bench.late_reward``): bytes written to the audited and train topics for one late reward
+   on a 50-step trajectory over a 1-step one, ``late_reward_bytes_turn50_vs_turn1`` (target <= 1.5).
 
     python -m bench.pipeline            # ~3-4 min on 2 cores
     python -m bench.pipeline --quick    # smaller, for a smoke run
     python -m bench.pipeline --set broker.stage_linger_ms=0   # one setting changed, for a paired run
+    python -m bench.pipeline --only late_reward              # phase 4 alone (~1 min)
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import yaml
 
 from app.config import load_config
 from app.up import http_ok
+from bench.late_reward import phase_late_reward
 from infra.broker import free_port, port_open
 from pipeline.demo.summary import rows
 from pipeline.supervisor import ServiceSpec, Supervisor, sluice_argv
@@ -314,6 +318,11 @@ def main() -> None:
         metavar="SECTION.KEY=VALUE",
         help="Override one setting of the benchmark's config (repeatable), e.g. broker.stage_linger_ms=0.",
     )
+    ap.add_argument(
+        "--only",
+        choices=["late_reward"],
+        help="Run one phase only once the services are up (late_reward: bytes per late reward, 1 vs 50 steps).",
+    )
     args = ap.parse_args()
     for item in args.set:
         if not re.fullmatch(r"[a-z_]+\.[a-z_]+=.*", item):
@@ -358,6 +367,12 @@ def main() -> None:
             sup.start(ServiceSpec("sink", sluice_argv("sink", config=path)))
             # the figures are the sustained rate, not start-up: the stage workers settle their group and
             # the sink its partitions before anything is timed, shown by a few trajectories end to end
+            if args.only == "late_reward":
+                late = phase_late_reward(cfg, Agents)
+                print(
+                    json.dumps({"bench": "pipeline", **late, "target_late_reward_bytes_turn50_vs_turn1": 1.5})
+                )
+                return
             warm = phase_throughput(cfg, sup, 8, steps, concurrency=8, prefix="tw")
             print(f"services up; warm-up: {warm['steps']} steps queryable; phase 1: throughput and latency",
                   file=sys.stderr)  # fmt: skip
@@ -371,12 +386,15 @@ def main() -> None:
             result.update(phase_growth(cfg, sup, agents_n=20, turns=turns))
             print("phase 3: memory per pending reward join", file=sys.stderr)
             result.update(phase_pending(cfg, sup, pending))
+            print("phase 4: bytes per late reward, 1 vs 50 steps", file=sys.stderr)
+            result.update(phase_late_reward(cfg, Agents))
         finally:
             sup.stop_all()
     result.update(
         target_steps_per_s=600,
         target_p99_latency_s=3.0,
         target_cost_growth_turn50_vs_turn1=1.5,
+        target_late_reward_bytes_turn50_vs_turn1=1.5,
     )
     print(json.dumps(result))
 

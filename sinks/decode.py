@@ -5,7 +5,8 @@ every table for a stored trajectory version, or the dead-letter row that says wh
 (invalid, another event type, a key that is not its trajectory id, unredacted steps). A record the
 mirror types accept takes the fast path (``sinks.received``: validated once, step bytes stored as
 received); anything else, and a record whose steps recorded credential headers (scrubbed, which changes
-their JSON), goes through the model. No state is read or written: the batch (``sinks.batch``) applies each outcome in order.
+their JSON), goes through the model. A step record of layout 2.0 (its key names the trajectory and the
+step) is one ``steps`` row, the step's JSON cut out of the record as received. No state is read or written: the batch (``sinks.batch``) applies each outcome in order.
 
     pytest tests/sinks/test_batch.py tests/sinks/test_received.py
 """
@@ -24,14 +25,16 @@ from sinks.flatten import (
     invalid_row,
     rows_of,
     scrub_headers,
+    step_record_rows,
     trajectory_rows,
     unredacted_steps,
 )
 from sinks.received import ReceivedTrajectory, receive_trajectory
 from sluice.errors import validation_summary
-from sluice.events import DeadLetter, Trajectory, decode
+from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
+from sluice.step_refs import STEP_KEY_SEP, step_record_key
 
-E = TypeVar("E", Trajectory, DeadLetter)
+E = TypeVar("E", Trajectory, TrajectoryStep, DeadLetter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ def _has_headers(steps: list[Any], sensitive: tuple[str, ...]) -> bool:
 
 def trajectory_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
     """What the audited record ``rec`` (a value, not a tombstone) adds to a batch."""
+    if rec.key is not None and STEP_KEY_SEP in rec.key:
+        return _step_outcome(rec, rules, now)
     received = receive_trajectory(rec.value or b"")
     if received is not None and not (
         rules.sensitive_headers and _has_headers(received.steps, rules.sensitive_headers)
@@ -131,3 +136,25 @@ def _model_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> 
         steps = [scrub_headers(s, rules.sensitive_headers) for s in event.steps]
         event = event.model_copy(update={"steps": steps})
     return Outcome(trajectory_rows(event, rec, now), stored=True)
+
+
+def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
+    """A step record (layout 2.0, keyed ``step_record_key``): its step stored as received, unless its
+    recorded headers had to be scrubbed."""
+    event = decode_as(rec, TrajectoryStep, "a trajectory step")
+    if isinstance(event, tuple):
+        return _refused(rec, *event, now)
+    if rec.key != step_record_key(event.trajectory_id, event.step.event_id):
+        reason = f"record key {rec.key!r} is not the step record key of its trajectory and step"
+        return _refused(rec, reason, "KeyMismatch", now)
+    if event.step.trajectory_id != event.trajectory_id:
+        return _refused(rec, "the step belongs to another trajectory", "KeyMismatch", now)
+    if rules.require_redacted and event.step.governance.redaction != "redacted":
+        return _unredacted(rec, [event.step.step_index], now)
+    step_json = step_bytes_of(rec.value or b"")
+    if rules.sensitive_headers and _has_headers([event.step], rules.sensitive_headers):
+        event = event.model_copy(update={"step": scrub_headers(event.step, rules.sensitive_headers)})
+        step_json = None
+    if step_json is None:
+        step_json = encode(event.step)
+    return Outcome(step_record_rows(event, step_json.decode(), now), stored=True)

@@ -3,7 +3,8 @@
 Order: (1) in one DuckDB transaction, delete every row of the matching trajectories from every table and
 version, remember their ids in ``erased_trajectories`` (late versions of them are then dropped on
 ingest) and write the audit entry to ``erasures``; (2) publish tombstones (key = trajectory id, value
-None) to the audited and train topics and ``ErasureEvent``s to the erasure topic, which the stages
+None; before it, one per step record key of a by-reference trajectory, on its partition) to the audited
+and train topics and ``ErasureEvent``s to the erasure topic, which the stages
 (join state, step bodies, placeholders), every proxy (linking state) and the trainer's feeder (through
 the train topic's tombstones) act on; (3) mark the audit entry completed and write the receipt
 (``sinks.erasure_receipt``): each place, what was removed, what the operator must still do. If
@@ -21,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import duckdb
@@ -36,7 +37,8 @@ from sinks.faults import CrashPlan
 from sinks.principal import Principal
 from sinks.settings import SinkSettings
 from sinks.store import delete_trajectories, rollback
-from sluice.events import new_id, scoped_trajectory_id, trajectory_owner
+from sluice.events import REFS_SCHEMA_VERSION, new_id, scoped_trajectory_id, trajectory_owner
+from sluice.step_refs import step_record_key
 
 log = logging.getLogger(__name__)
 
@@ -93,15 +95,38 @@ def _matching_ids(con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Prin
     return sorted(ids)
 
 
+def step_record_keys(con: duckdb.DuckDBPyConnection, ids: list[str]) -> list[tuple[str, int]]:
+    """The keys of the step records (layout 2.0) of these trajectories that the store holds, each with
+    the partition it was written to (its trajectory's: the default partitioner would put the step key
+    elsewhere, and its tombstone would compact nothing)."""
+    if not ids:
+        return []
+    con.register("_step_ids", pa.table({"trajectory_id": pa.array(ids, pa.string())}))
+    try:
+        rows = con.execute(
+            "SELECT DISTINCT s.trajectory_id, json_extract_string(s.record, '$.event_id'), v.p "
+            "FROM store.steps s JOIN (SELECT trajectory_id, max(record_partition) AS p "
+            "FROM store.trajectory_versions WHERE schema_version = ? "
+            "AND trajectory_id IN (SELECT trajectory_id FROM _step_ids) GROUP BY 1) v USING (trajectory_id) "
+            "WHERE v.p IS NOT NULL ORDER BY 1, 2",
+            [REFS_SCHEMA_VERSION],
+        ).fetchall()
+    finally:
+        con.unregister("_step_ids")
+    return [(step_record_key(tid, eid), p) for tid, eid, p in rows if eid]
+
+
 def erase_in_store(
     con: duckdb.DuckDBPyConnection, req: ErasureRequest, who: Principal
-) -> tuple[ErasureResult, list[str]]:
-    """Step (1): delete rows and write the audit entry, atomically."""
+) -> tuple[ErasureResult, list[str], list[tuple[str, int]]]:
+    """Step (1): delete rows and write the audit entry, atomically. Returns the audit entry, the erased
+    trajectory ids and the step record keys (with partitions) they had on the compacted topics."""
     now = datetime.now(UTC)
     erasure_id = new_id()
     con.execute("BEGIN TRANSACTION").fetchall()
     try:
         ids = _matching_ids(con, req, who)
+        step_keys = step_record_keys(con, ids)
         deleted = delete_trajectories(con, ids)
         con.register("_erased", pa.table({"trajectory_id": pa.array(ids, pa.string())}))
         try:
@@ -142,11 +167,16 @@ def erase_in_store(
     except BaseException:
         rollback(con)
         raise
-    return result, ids
+    return result, ids, step_keys
 
 
 def publish_erasure(
-    producer: Producer, cfg: SinkSettings, result: ErasureResult, ids: list[str], timeout_s: float
+    producer: Producer,
+    cfg: SinkSettings,
+    result: ErasureResult,
+    ids: list[str],
+    timeout_s: float,
+    step_keys: Sequence[tuple[str, int]] = (),
 ) -> int:
     """Step (2): tombstones on the compacted topics and events on the erasure topic. Returns tombstones."""
     errors: list[str] = []
@@ -164,6 +194,12 @@ def publish_erasure(
         "requested_at": result.requested_at,
     }
     tombstones = 0
+    for key, partition in step_keys:  # before the trajectory's own: its key is the last one written
+        for logical in ("trajectories_audited", "trajectories_train"):
+            producer.produce(
+                topics.name(logical), key=key, value=None, partition=partition, on_delivery=on_delivery
+            )
+            tombstones += 1
     for tid in ids:
         for logical in ("trajectories_audited", "trajectories_train"):
             producer.produce(topics.name(logical), key=tid, value=None, on_delivery=on_delivery)
@@ -207,7 +243,7 @@ def erase(
     """All three steps. Raises ``ErasureError`` (audit entry kept, status publish_failed) on broker failure,
     ``AccessDenied``/``NotFound`` (nothing done) for another tenant's data."""
     req = scoped_request(req, who)
-    result, ids = erase_in_store(con, req, who)
+    result, ids, step_keys = erase_in_store(con, req, who)
     log.info(
         "erasure %s: %s=%s, %d trajectories, %d rows deleted",
         result.erasure_id,
@@ -218,7 +254,9 @@ def erase(
     )
     (crash or CrashPlan(None)).reached("after_erase_db")
     try:
-        tombstones = publish_erasure(producer_factory(), cfg, result, ids, cfg.sink.producer_timeout_s)
+        tombstones = publish_erasure(
+            producer_factory(), cfg, result, ids, cfg.sink.producer_timeout_s, step_keys
+        )
     except Exception as err:
         failed = result.model_copy(update={"status": "publish_failed", "error": str(err)})
         mark(con, failed)

@@ -5,7 +5,9 @@ eligibility decision, the join stage's train decision as it came, and where it w
 one ``steps`` row per step (the columns queries filter on, the redaction counts and the step's full
 JSON, keyed by trajectory and step index) and one ``rewards`` row per reward, all built by ``rows_of``
 from the trajectory's attributes: the model (its JSON dumped), or the mirror types of
-``sinks.wire_mirror`` as ``sinks.received`` decodes them (its JSON stored as received). Credentials that slipped into a step's recorded
+``sinks.wire_mirror`` as ``sinks.received`` decodes them (its JSON stored as received). A version whose steps travel by reference (layout 2.0) gives its header row (step count and totals
+from its ``steps_ref``) and reward rows; each ``TrajectoryStep`` record gives one ``steps`` row
+(``step_record_rows``). Credentials that slipped into a step's recorded
 headers are scrubbed before anything is stored. A dead letter whose source is a raw topic keeps only
 the hash and size of its original bytes: raw traffic never reaches DuckDB.
 
@@ -23,7 +25,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sluice.events import DeadLetter, StepEvent, Trajectory, trajectory_version_id
+from sluice.events import DeadLetter, StepEvent, Trajectory, TrajectoryStep, trajectory_version_id
 from sluice.evolution import LedgerEntry
 
 Row = dict[str, Any]
@@ -86,7 +88,7 @@ def _step_row(t: Any, step: Any, record: str, now: datetime) -> Row:
         "trajectory_id": t.trajectory_id,
         "step_index": step.step_index,
         "tenant": t.tenant,
-        "session_id": step.session_id or t.session_id,
+        "session_id": step.session_id or getattr(t, "session_id", None),
         "since_version": t.version,
         "created_at": step.created_at,
         "request_model": gen_ai.request_model,
@@ -141,25 +143,26 @@ def rows_of(
     elig, replay, blockers = gov.eligibility, gov.replay, t.train_blockers
     tid, version, tenant = t.trajectory_id, t.version, t.tenant
     step_rows = [_step_row(t, s, j, now) for s, j in zip(steps, step_json, strict=True)]
-    rewards: dict[str, Row] = {}
-    for r in [*t.rewards, *(r for s in steps for r in s.rewards)]:
-        rewards.setdefault(
-            r.reward_id,
-            {
-                "reward_id": r.reward_id,
-                "trajectory_id": tid,
-                "tenant": tenant,
-                "name": r.name,
-                "kind": r.kind,
-                "value": r.value,
-                "critique": r.critique,
-                "source": r.source,
-                "step_index": r.step_index,
-                "created_at": r.created_at,
-                "first_version": version,
-                "ingested_at": now,
-            },
-        )
+    rewards = _reward_rows(t, [*t.rewards, *(r for s in steps for r in s.rewards)], now)
+    ref = getattr(t, "steps_ref", None)  # layout 2.0: the steps came as records of their own
+    if ref is not None:
+        totals: Row = {
+            "step_count": ref.count,
+            "input_tokens": ref.input_tokens,
+            "output_tokens": ref.output_tokens,
+            "cost_usd": ref.cost_usd,
+            "models": list(ref.models),
+            "model_versions": list(ref.model_versions),
+        }
+    else:
+        totals = {
+            "step_count": len(step_rows),
+            "input_tokens": _sum(s["input_tokens"] for s in step_rows) or 0,
+            "output_tokens": _sum(s["output_tokens"] for s in step_rows) or 0,
+            "cost_usd": _sum(s["cost_usd"] for s in step_rows),
+            "models": sorted({s["response_model"] or s["request_model"] for s in step_rows} - {None, ""}),
+            "model_versions": sorted({s["model_version"] for s in step_rows} - {None, ""}),
+        }
     retention = gov.retention_deadline or (elig.retention_deadline if elig is not None else None)
     header = {
         "event_id": trajectory_version_id(tid, version),
@@ -171,12 +174,7 @@ def rows_of(
         "rewarded": t.rewarded,
         "reward": t.reward,
         "reward_count": len(rewards),
-        "step_count": len(step_rows),
-        "input_tokens": _sum(s["input_tokens"] for s in step_rows) or 0,
-        "output_tokens": _sum(s["output_tokens"] for s in step_rows) or 0,
-        "cost_usd": _sum(s["cost_usd"] for s in step_rows),
-        "models": sorted({s["response_model"] or s["request_model"] for s in step_rows} - {None, ""}),
-        "model_versions": sorted({s["model_version"] for s in step_rows} - {None, ""}),
+        **totals,
         "first_step_at": t.first_step_at,
         "ended_at": t.ended_at,
         "emitted_at": t.emitted_at,
@@ -201,6 +199,39 @@ def rows_of(
         "trajectory_versions": [header],
         "steps": step_rows,
         "rewards": list(rewards.values()),
+    }
+
+
+def _reward_rows(t: Any, rewards: Iterable[Any], now: datetime) -> dict[str, Row]:
+    """One row per reward id (the first seen wins), first seen in version ``t.version``."""
+    rows: dict[str, Row] = {}
+    for r in rewards:
+        rows.setdefault(
+            r.reward_id,
+            {
+                "reward_id": r.reward_id,
+                "trajectory_id": t.trajectory_id,
+                "tenant": t.tenant,
+                "name": r.name,
+                "kind": r.kind,
+                "value": r.value,
+                "critique": r.critique,
+                "source": r.source,
+                "step_index": r.step_index,
+                "created_at": r.created_at,
+                "first_version": t.version,
+                "ingested_at": now,
+            },
+        )
+    return rows
+
+
+def step_record_rows(t: TrajectoryStep, step_json: str, now: datetime) -> dict[str, list[Row]]:
+    """Rows of a step record (layout 2.0): its ``steps`` row, keyed like every step, stored since the
+    version it came with, and the rows of the rewards it carries; ``step_json`` is the step's JSON."""
+    return {
+        "steps": [_step_row(t, t.step, step_json, now)],
+        "rewards": list(_reward_rows(t, t.step.rewards, now).values()),
     }
 
 

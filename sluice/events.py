@@ -8,6 +8,11 @@ Linear, not quadratic: agents re-send the whole history on every call, so a step
 carries only the messages that are new since the previous step of its trajectory plus the hash of the
 prefix they extend. ``reconstruct_messages`` rebuilds the full context from the steps.
 
+The same on the output topics: a trajectory version (``schema_version`` ``2.0``) is a header that references
+its steps (``StepsRef``), each step travelling once per topic as a ``TrajectoryStep`` record before the
+first header that needs it (``sluice.trajectory_refs`` reads them back); a version of the ``1.0`` layout
+carries its steps inline and is still read.
+
     sluice schema            # prints the JSON Schema of every event
 """
 
@@ -22,7 +27,12 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from sluice.step_refs import StepsRef, step_digest
+
 SCHEMA_VERSION = "1.0"
+REFS_SCHEMA_VERSION = "2.0"
+"""Layout of a ``Trajectory`` that references its steps (``steps_ref``) instead of carrying them; its steps
+travel once per topic as ``TrajectoryStep`` records. Readers take both layouts."""
 
 
 def utcnow() -> datetime:
@@ -364,6 +374,47 @@ def trajectory_version_id(trajectory_id: str, version: int) -> str:
     return f"{trajectory_id}:v{version}"
 
 
+def step_order(step: StepEvent) -> tuple[Any, ...]:
+    """The order of a trajectory's steps: step index, then event time, then event id."""
+    return (step.step_index, step.created_at, step.event_id)
+
+
+class TrajectoryStep(_Event):
+    """One assembled step of a trajectory (layout 2.0), sent once per topic before the first header that
+    references it (again only when its assembled content changed: a late step reward, a tool answer).
+    ``event_id`` is the step's event id; ``version`` the trajectory version it was sent with."""
+
+    schema_version: str = REFS_SCHEMA_VERSION
+    event_type: Literal["trajectory_step"] = "trajectory_step"
+    version: int = Field(ge=1)
+    digest: str
+    step: StepEvent
+
+
+def encode_step_record(
+    trajectory_id: str, tenant: str, version: int, step_event_id: str, body: bytes
+) -> bytes:
+    """A ``TrajectoryStep`` record around a step's bytes, which are spliced in as they are (never encoded
+    again): the record's own fields first, ``step`` last (``step_bytes_of`` cuts it back out)."""
+    head = {
+        "schema_version": REFS_SCHEMA_VERSION,
+        "event_id": step_event_id,
+        "trajectory_id": trajectory_id,
+        "tenant": tenant,
+        "created_at": utcnow().isoformat().replace("+00:00", "Z"),
+        "event_type": "trajectory_step",
+        "version": version,
+        "digest": step_digest(body),
+    }
+    return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"step":' + body + b"}"
+
+
+def step_bytes_of(value: bytes) -> bytes | None:
+    """The step's bytes of a record ``encode_step_record`` wrote (None: not such a record)."""
+    at = value.find(b',"step":')
+    return value[at + 8 : -1] if at >= 0 and value.endswith(b"}") else None
+
+
 class Trajectory(_Event):
     """An assembled, governed trajectory. ``version`` grows when late rewards arrive; never edited in place.
 
@@ -388,6 +439,15 @@ class Trajectory(_Event):
         description="Why this version may not be trained on, as the join stage decided ([]: it may, and "
         "went to the train topic); None: undecided (a record from before the stage carried its decision).",
     )
+    steps_ref: StepsRef | None = Field(
+        None,
+        description="Layout 2.0: the steps by reference (they travel as TrajectoryStep records before this "
+        "header, on its topic and partition); None: layout 1.0, the steps are inline in ``steps``.",
+    )
+
+    @property
+    def by_reference(self) -> bool:
+        return self.steps_ref is not None
 
 
 class DeadLetter(_Model):
@@ -511,7 +571,7 @@ class ErasureEvent(_Model):
 
 
 AnyEvent = Annotated[
-    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter | ErasureEvent,
+    StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | TrajectoryStep | DeadLetter | ErasureEvent,
     Field(discriminator="event_type"),
 ]
 _ANY = TypeAdapter(AnyEvent)
@@ -525,7 +585,7 @@ def encode(event: BaseModel) -> bytes:
 
 def decode(
     data: bytes | str,
-) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | DeadLetter | ErasureEvent:
+) -> StepEvent | TrajectoryEndEvent | RewardEvent | Trajectory | TrajectoryStep | DeadLetter | ErasureEvent:
     """Parse any event by its ``event_type``; raises ``pydantic.ValidationError`` on bad input."""
     return _ANY.validate_json(data)
 

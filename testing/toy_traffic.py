@@ -1,4 +1,5 @@
-"""Traffic of a toy task, as the pipeline would deliver it: ``Trajectory`` records on the train topic.
+"""Traffic of a toy task, as the pipeline would deliver it: ``Trajectory`` records on the train topic
+(``produce``: steps inline, the layout before 2.0; ``produce_by_reference``: as the join stage sends now).
 
 For tests, demos and the benchmark: each trajectory is one chat call of ``sluice-tiny`` on a prompt the task
 makes, with a logged completion (correct with probability ``logged_correct``, else a wrong answer) and its
@@ -14,6 +15,7 @@ import random
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig
+from governance.reward_join import on_topic
 from sluice.events import (
     Action,
     Choice,
@@ -25,6 +27,7 @@ from sluice.events import (
     Trajectory,
     encode,
 )
+from sluice.step_refs import step_record_key
 from trainers.config import TaskConfig
 from trainers.tasks.base import Task
 from trainers.tasks.registry import build_task
@@ -79,6 +82,26 @@ def produce(cfg: SluiceConfig, records: list[Trajectory | bytes], keys: list[str
     for i, rec in enumerate(records):
         key = keys[i] if keys else (rec.trajectory_id if isinstance(rec, Trajectory) else f"raw-{i}")
         producer.produce(topic, key=key, value=rec if isinstance(rec, bytes) else encode(rec))
+        producer.poll(0)
+    if producer.flush(30) != 0:
+        raise RuntimeError("could not deliver every record to the train topic")
+
+
+def produce_by_reference(cfg: SluiceConfig, versions: list[Trajectory], partition: int = 0) -> None:
+    """Publish versions on the train topic as the join stage does (layout 2.0): each version's new step
+    records (own keys), then its header, all on ``partition``."""
+    producer = Producer(cfg.broker.producer_config())
+    topic = cfg.topics.name("trajectories_train")
+    stored = {s.event_id: (s, encode(s)) for v in versions for s in v.steps}
+    sent: dict[str, dict[str, str]] = {}
+    for v in versions:
+        out = on_topic(v, stored, sent.get(v.trajectory_id, {}))
+        sent[v.trajectory_id] = out.sent
+        for event_id, body in out.step_records:
+            producer.produce(
+                topic, key=step_record_key(v.trajectory_id, event_id), value=body, partition=partition
+            )
+        producer.produce(topic, key=v.trajectory_id, value=encode(out.header), partition=partition)
         producer.poll(0)
     if producer.flush(30) != 0:
         raise RuntimeError("could not deliver every record to the train topic")

@@ -32,6 +32,7 @@ from governance.replay.sampling_check import SamplingCheck
 from governance.replay.side_effect_check import SideEffectCheck
 from governance.replay.tool_check import ToolCheck
 from sluice.events import GRADE_RANK, ReplayGrade, ReplayGradeName, Trajectory
+from sluice.step_refs import compact_step_reasons
 
 DEFAULT_CHECKS: tuple[ReplayCheck, ...] = (
     FailedStepCheck(),
@@ -53,10 +54,11 @@ def replay_findings(
 def grade_replayability(
     trajectory: Trajectory, cfg: ReplayConfig, checks: Sequence[ReplayCheck] = DEFAULT_CHECKS
 ) -> ReplayGrade:
-    """The grade and every reason that lowered it (``["reproducible"]`` when nothing did)."""
+    """The grade and every reason that lowered it (``["reproducible"]`` when nothing did), the steps a
+    reason names merged into ranges (``compact_step_reasons``)."""
     found = replay_findings(trajectory, cfg, checks)
     grade: ReplayGradeName = min(
         (f.ceiling for f in found), key=GRADE_RANK.__getitem__, default="deterministic"
     )
-    reasons = [f.reason for f in found] or ["reproducible"]
+    reasons = compact_step_reasons([f.reason for f in found]) or ["reproducible"]
     return ReplayGrade(grade=grade, reasons=reasons)

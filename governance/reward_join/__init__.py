@@ -17,6 +17,7 @@ from governance.reward_join.emission import (
 )
 from governance.reward_join.governed import Emission, build_emission
 from governance.reward_join.state import JoinState
+from governance.reward_join.step_refs import TopicEmission, on_topic
 from governance.reward_join.transitions import (
     Transition,
     apply_end,
@@ -30,6 +31,7 @@ __all__ = [
     "Emission",
     "EmissionPlan",
     "JoinState",
+    "TopicEmission",
     "Transition",
     "apply_end",
     "apply_reward",
@@ -41,6 +43,7 @@ __all__ = [
     "is_orphaned",
     "mark_emitted",
     "next_due_at",
+    "on_topic",
     "plan_emission",
     "reopen_unstored",
     "trajectory_reward",

@@ -28,6 +28,7 @@ from typing import Any
 
 from governance.config import NextStateConfig
 from sluice.events import Message, Reward, StepEvent, ToolResult
+from sluice.step_refs import compact_step_reasons
 
 TOOL_ERROR, RETRY, CORRECTION = "tool_error", "retry", "correction"
 SOURCE_PREFIX = "harvest:"
@@ -136,7 +137,7 @@ def harvest_next_state(steps: list[StepEvent], cfg: NextStateConfig) -> list[Rew
 
 
 def harvested_reasons(rewards: list[Reward]) -> list[str]:
-    """``harvested:<signal>@<step>`` for each next-state reward, as eligibility reasons name them."""
-    return sorted(
-        {f"harvested:{r.name}@{r.step_index}" for r in rewards if r.source.startswith(SOURCE_PREFIX)}
-    )
+    """``harvested:<signal>@<steps>`` per signal, as eligibility reasons name them (steps as ranges)."""
+    found = {(r.name, r.step_index) for r in rewards if r.source.startswith(SOURCE_PREFIX)}
+    ordered = sorted(found, key=lambda p: (p[0], -1 if p[1] is None else p[1]))
+    return compact_step_reasons([f"harvested:{name}@{index}" for name, index in ordered])

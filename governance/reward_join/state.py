@@ -55,6 +55,10 @@ class JoinState(BaseModel):
         None, description="Retention deadline of the last emission: the state never outlives it."
     )
     dirty: bool = Field(False, description="Changed since the last emission (or never emitted).")
+    sent_steps: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="Per output topic (audited, train): step event id -> digest of the step record it holds.",
+    )
     erased_until: float | None = Field(
         None, description="Set on an erased trajectory's marker: every event of it is dropped until then."
     )

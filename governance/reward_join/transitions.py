@@ -217,4 +217,7 @@ def reopen_unstored(state: JoinState, stored_version: int) -> JoinState | None:
     number, so the store's history has no gap at the top and no version twice."""
     if state.erased or state.emitted_version == 0 or stored_version >= state.emitted_version:
         return None
-    return state.model_copy(update={"emitted_version": state.emitted_version - 1, "dirty": True})
+    # the step records were lost with the version: they are sent again with it
+    return state.model_copy(
+        update={"emitted_version": state.emitted_version - 1, "dirty": True, "sent_steps": {}}
+    )

@@ -5,7 +5,8 @@ turns each trajectory version into spans (``spans.py``) and sends them with the 
 OTLP/HTTP exporter. Offsets are committed only after the receiver accepted the batch; while it is
 unreachable the exporter retries with backoff and consumes nothing more. Spans already sent by this
 process are not sent again when a later version of the trajectory re-lists its steps (and receivers
-deduplicate by span id when a restart does).
+deduplicate by span id when a restart does). A version whose steps travel by reference gets them from
+the step records read before it (``sluice.trajectory_refs.StepCache``).
 
     sluice otel-export --config infra/sluice.yaml
 """
@@ -28,8 +29,9 @@ from pydantic import ValidationError
 from pipeline.otel_export.config import OtelExportConfig
 from pipeline.otel_export.spans import trajectory_spans
 from sluice.broker_config import BrokerConfig
-from sluice.events import Trajectory
+from sluice.events import Trajectory, TrajectoryStep, decode
 from sluice.topics_config import TopicsConfig
+from sluice.trajectory_refs import StepCache, StepsMissing
 
 log = logging.getLogger("sluice.otel_export")
 SENT_MEMORY = 100_000  # span ids remembered (about 1.6 MB)
@@ -87,6 +89,15 @@ class TrajectorySpanExporter:
         self.exporter.shutdown()
 
 
+def _inline(steps: StepCache, version: Trajectory) -> Trajectory:
+    """The version with its steps; without them (read from after their records) its own spans only."""
+    try:
+        return steps.resolve(version)
+    except StepsMissing as err:
+        log.warning("exporting %s without its steps: %s", version.event_id, err)
+        return version
+
+
 def run_export(
     cfg: OtelExportConfig, broker: BrokerConfig, topics: TopicsConfig, stop: threading.Event
 ) -> None:
@@ -98,6 +109,7 @@ def run_export(
     )
     consumer.subscribe([topics.name("trajectories_audited")])
     exporter = TrajectorySpanExporter(cfg)
+    steps = StepCache()
     log.info("sluice otel-export ready: %s -> %s", topics.name("trajectories_audited"), cfg.endpoint)
     try:
         while not stop.is_set():
@@ -111,9 +123,16 @@ def run_export(
                         log.warning("consume error: %s", m.error())
                     continue
                 try:
-                    trajectories.append(Trajectory.model_validate_json(m.value()))
+                    event = decode(m.value() or b"")
                 except ValidationError as err:  # the sink dead-letters these; here they are skipped
                     log.warning("skipping a record that is not a trajectory (offset %s): %s", m.offset(), err)
+                    continue
+                if isinstance(event, TrajectoryStep):
+                    steps.add(event)  # before the version that references it, on the same partition
+                elif isinstance(event, Trajectory):
+                    trajectories.append(_inline(steps, event))
+                else:
+                    log.warning("skipping a %s record (offset %s)", event.event_type, m.offset())
             if not exporter.send(exporter.spans_for(trajectories), stop):
                 break  # stopped while the receiver was down: nothing committed, sent again next start
             consumer.commit(asynchronous=False)

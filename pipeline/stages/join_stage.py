@@ -7,7 +7,9 @@ tick topic and the erasure topic itself (``handle``). Per event: apply the pure 
 emission, store the state, re-schedule it in the due index. An emission builds the governed trajectory
 (``build_emission``: eligibility at ``now``, replay grade, and the train decision ``train_blockers``
 carried on the record), sends it to the audited topic (and to the train topic when ``train_blockers`` is
-empty) and records the emitted version in the state. The agent does not wait for the broker there: the
+empty) by reference (``on_topic``: the step records that topic does not hold yet, then the header, all on
+the trajectory's partition) and records the emitted version and the step records each topic holds in the
+state. The agent does not wait for the broker there: the
 state is held in the write-behind table, and every flush of it (before a commit, a revoke or a
 compaction) first waits in ``emissions_delivered`` until the broker has every emission sent so far. So
 the stored state never says a version was emitted before the broker has it: a crash in between re-emits
@@ -22,7 +24,7 @@ topics, so an erasure is ordered with the trajectory's records on this worker. F
 trajectory the stage
 deletes its join state, step bodies and placeholders, leaves a content-free marker
 (``pipeline.stages.erasure_guard``) and sends tombstones to the audited and train topics after anything
-it emitted before. A tenant/subject erasure without an id scans this partition's states for matches and
+it emitted before: one per step record key it sent, then the trajectory's own. A tenant/subject erasure without an id scans this partition's states for matches and
 remembers the criterion for records still in flight. Events of erased data never get here: the redact
 stage drops them in the same pass (``ErasureGuard.covers``), and erasures are records of this same
 agent, so none lands between that check and the join.
@@ -47,6 +49,7 @@ from governance.reward_join import (
     is_orphaned,
     mark_emitted,
     next_due_at,
+    on_topic,
     plan_emission,
 )
 from pipeline.stages.codec import check_key, decode_event
@@ -63,7 +66,7 @@ from pipeline.stages.storage import (
     decode_state,
     delete_keys,
     load_state,
-    load_steps,
+    load_step_bodies,
     peek_due,
     placeholder_key,
     save_state,
@@ -71,14 +74,8 @@ from pipeline.stages.storage import (
     store_step,
 )
 from pipeline.stages.ticks import JoinTick
-from sluice.events import (
-    ErasureEvent,
-    RewardEvent,
-    StepEvent,
-    TrajectoryEndEvent,
-    encode,
-    trajectory_owner,
-)
+from sluice.events import ErasureEvent, RewardEvent, StepEvent, TrajectoryEndEvent, encode, trajectory_owner
+from sluice.step_refs import step_record_key
 
 log = logging.getLogger("sluice.stages.join")
 STAGE = "reward_join"
@@ -219,14 +216,24 @@ class JoinStage:
                 ):
                     targets.append((state.trajectory_id, state.tenant))
         for tid, owner in targets:
+            state = load_state(self.states, tid)
+            step_keys = [
+                step_record_key(tid, e).encode()
+                for e in sorted({e for sent in (state.sent_steps if state else {}).values() for e in sent})
+            ]
             self._purge(tid, owner, partition)
             marker = JoinState.erased_marker(tid, owner, now, self.cfg.rewards.keep_erased_s)
             self._save(marker, partition)
             key = tid.encode()
             # after anything this partition emitted for it: the compacted topics end on a tombstone
             await self.emissions_delivered()
+            # every key written for it: its step records' and then its own
             await deliver_all(
-                [(self.audited_topic, key, None, partition), (self.train_topic, key, None, partition)]
+                [
+                    (topic, k, None, partition)
+                    for topic in (self.audited_topic, self.train_topic)
+                    for k in [*step_keys, key]
+                ]
             )
             self.counters.inc("erased")
         if targets and self.compact is not None:
@@ -249,19 +256,31 @@ class JoinStage:
         plan = plan_emission(state, self.cfg.rewards, now)
         if plan is None:
             return state
-        steps, missing = load_steps(self.steps, state.trajectory_id, state.stored_step_ids)
+        tid = state.trajectory_id
+        stored, missing = load_step_bodies(self.steps, tid, state.stored_step_ids)
         if missing:
-            log.error("trajectory %s: %d stored step bodies missing", state.trajectory_id, len(missing))
+            log.error("trajectory %s: %d stored step bodies missing", tid, len(missing))
+        steps = [stored[e][0] for e in state.stored_step_ids if e in stored]
         emission = build_emission(
             state, steps, plan, self.cfg.rewards, self.cfg.eligibility, self.cfg.replay, now
         )
-        key = state.trajectory_id.encode()
-        body = encode(emission.trajectory)
-        # the state saying so is stored only once the broker has it (``emissions_delivered``): a crash
-        # re-emits the version, never skips it
-        records = [(self.audited_topic, key, body, partition)]
+        topics = [("audited", self.audited_topic)]
         if emission.to_train:
-            records.append((self.train_topic, key, body, partition))
+            topics.append(("train", self.train_topic))
+        records: list[tuple[Any, bytes, bytes | None, int]] = []
+        sent = dict(state.sent_steps)
+        for role, topic in topics:
+            # steps first, then the header, all on the trajectory's partition: a reader of the topic has
+            # every step a header references before the header
+            out = on_topic(emission.trajectory, stored, sent.get(role, {}))
+            records += [(topic, step_record_key(tid, e).encode(), None, partition) for e in out.withdrawn]
+            records += [
+                (topic, step_record_key(tid, e).encode(), body, partition) for e, body in out.step_records
+            ]
+            records.append((topic, tid.encode(), encode(out.header), partition))
+            sent[role] = out.sent
+        # the state saying so is stored only once the broker has it (``emissions_delivered``): a crash
+        # re-emits the version and its step records (same ids), never skips them
         self._unacked.extend(await send_all(records))
         self.counters.inc("emitted")
         self.counters.inc("to_train" if emission.to_train else "audit_only")
@@ -269,9 +288,9 @@ class JoinStage:
         assert decision is not None
         done = mark_emitted(state, plan.version, decision, now)
         if done.purge_steps:
-            delete_keys(self.steps, [step_key(state.trajectory_id, e) for e in state.stored_step_ids])
+            delete_keys(self.steps, [step_key(tid, e) for e in state.stored_step_ids])
             self.counters.inc("dropped_content")
-        return done.state
+        return done.state.model_copy(update={"sent_steps": sent})
 
     async def _dead_letter_orphan(self, state: JoinState) -> None:
         reason = (

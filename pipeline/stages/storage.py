@@ -126,6 +126,23 @@ def load_steps(table: Table, trajectory_id: str, event_ids: list[str]) -> tuple[
     return steps, missing
 
 
+def load_step_bodies(
+    table: Table, trajectory_id: str, event_ids: list[str]
+) -> tuple[dict[str, tuple[StepEvent, bytes]], list[str]]:
+    """The stored steps with their bytes as received, by event id, and the ids whose body is missing."""
+    found: dict[str, tuple[StepEvent, bytes]] = {}
+    missing: list[str] = []
+    for event_id in event_ids:
+        key = step_key(trajectory_id, event_id)
+        body = table.get(key)
+        if body is None:
+            missing.append(event_id)
+            continue
+        held = table.held(key) if isinstance(table, WriteBehindTable) else None
+        found[event_id] = (held if isinstance(held, StepEvent) else _decode_step(body), body)
+    return found, missing
+
+
 def delete_keys(table: Table, keys: list[bytes]) -> None:
     for key in keys:
         if key in table:

@@ -25,6 +25,7 @@ from sluice.events import (
     reconstruct_messages,
     trajectory_version_id,
 )
+from sluice.step_refs import compact_step_reasons
 
 
 def _step(i: int, new: list[Message], prefix: list[Message], reply: str) -> StepEvent:
@@ -131,3 +132,18 @@ def test_dead_letter_builder() -> None:
     bare = DeadLetter.of("proxy", "unrecordable", key="acme~t")
     assert (bare.key, bare.original_b64, bare.error_type, bare.source_topic) == ("acme~t", "", "", "")
     assert (bare.source_partition, bare.source_offset) == (None, None)
+
+
+def test_step_reasons_merge_into_ranges_so_a_header_stays_flat() -> None:
+    reasons = [f"sampling_stochastic:{i}" for i in range(50)] + [
+        "side_effect:search@2",
+        "side_effect:search@5",
+    ]
+    reasons += ["side_effect:search@6", "model_unknown:7", "content_dropped"]
+    assert compact_step_reasons(reasons) == [
+        "sampling_stochastic:0-49",
+        "side_effect:search@2,5-6",
+        "model_unknown:7",
+        "content_dropped",
+    ]
+    assert compact_step_reasons(["sampling_stochastic:0"]) == ["sampling_stochastic:0"]

@@ -247,6 +247,13 @@ def test_erasure_reaches_every_copy_and_nothing_comes_back(config: tuple[Path, P
                     assert _leaks(value, erased) == [], (topic, p, o, value[:300])
         tail = {t: [r for r in _records(cfg, t) if r[2] == erased[0].encode()][-1] for t in (cfg.topics.name("trajectories_audited"), cfg.topics.name("trajectories_train"))}  # fmt: skip
         assert all(r[3] is None for r in tail.values()), "the compacted topics end on a tombstone"
+        # every key written for an erased trajectory (its step records' too) ends on a tombstone
+        for topic in (cfg.topics.name("trajectories_audited"), cfg.topics.name("trajectories_train")):
+            last: dict[bytes, bytes | None] = {}
+            for _, _, key, value in _records(cfg, topic):
+                if key is not None and key.split(b"#")[0] in {t.encode() for t in erased}:
+                    last[key] = value
+            assert last and all(v is None for v in last.values()), (topic, [k for k, v in last.items() if v])
 
     # after the stack stopped: the stages' RocksDB files, the spool and linking files, logs, the export
     import rocksdict

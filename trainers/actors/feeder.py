@@ -10,6 +10,14 @@
   refuses any later record of that id (a bounded set of erased ids); it is never dead-lettered.
 - A record that is not a Trajectory goes to the dead-letter topic with the reason; a Trajectory that cannot
   become a task (no prompt, unknown model, prompt too long) is counted and skipped with a logged reason.
+- Steps by reference (layout 2.0): a version's header names its steps, and their records come before it on
+  the same partition, once per step. The feeder reads them from the topic into a step cache
+  (``sluice.trajectory_refs.StepCache``, bounded by trajectories), never from the store: the train topic is
+  what the join stage let through for training, so the trainer needs neither the sink up nor a credential
+  that could read audit-only content. On start it warms the cache by reading step records (nothing else)
+  up to ``STEP_WARMUP_RECORDS`` before each partition's resume offset, so a late version of a trajectory
+  whose steps came before the restart still resolves. A version whose steps are not all held (evicted,
+  or older than the warm-up) is never trained partially: it is skipped under the reason ``steps_missing``.
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from typing import Any
 import torch
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from sluice.events import DeadLetter, Trajectory, decode, encode
+from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode
+from sluice.step_refs import STEP_KEY_SEP, key_trajectory_id
+from sluice.trajectory_refs import StepCache, StepsMissing
 from trainers.exceptions import TaskError, TrainerError
 from trainers.samples import TrainingTask
 from trainers.settings import TrainerSettings
@@ -33,6 +43,8 @@ log = logging.getLogger("sluice.trainer.feeder")
 STAGE = "trainer-feeder"
 TAKEN_LIMIT = 200_000  # (id -> version) entries remembered across checkpoints
 ERASED_LIMIT = 200_000  # erased trajectory ids remembered by this feeder
+STEP_CACHE_TRAJECTORIES = 5_000  # trajectories whose step records the feeder holds (least recent evicted)
+STEP_WARMUP_RECORDS = 200_000  # records read back per partition at start, for their step records only
 
 
 class TaskFeeder:
@@ -58,6 +70,8 @@ class TaskFeeder:
         self.skip_reasons: Counter[str] = Counter()
         self.consumer = Consumer(cfg.broker.consumer_config(cfg.trainer.consumer_group))
         self.producer: Producer | None = None
+        self.steps = StepCache(STEP_CACHE_TRAJECTORIES)
+        self.resume_at: dict[int, int] = {}
         self.next_offsets = self._assign(start_offsets or {})
 
     def _assign(self, start: dict[int, int]) -> dict[int, int]:
@@ -70,8 +84,13 @@ class TaskFeeder:
         offsets: dict[int, int] = {}
         for tp in committed:
             offsets[tp.partition] = start.get(tp.partition, tp.offset if tp.offset >= 0 else 0)
-        self.consumer.assign([TopicPartition(self.topic, p, o) for p, o in offsets.items()])
-        log.info("feeder reading %s from offsets %s", self.topic, offsets)
+        read_from: dict[int, int] = {}
+        for p, o in offsets.items():
+            low, _ = self.consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)
+            read_from[p] = min(o, max(low, o - STEP_WARMUP_RECORDS, 0))
+        self.resume_at = dict(offsets)
+        self.consumer.assign([TopicPartition(self.topic, p, o) for p, o in read_from.items()])
+        log.info("feeder reading %s from offsets %s (step records from %s)", self.topic, offsets, read_from)
         return offsets
 
     # ----------------------------------------------------------------------------- consuming
@@ -107,24 +126,49 @@ class TaskFeeder:
             if msg.error().code() != KafkaError._PARTITION_EOF:
                 log.warning("consume error: %s", msg.error())
             return
+        key = msg.key().decode(errors="replace") if msg.key() else ""
+        if msg.offset() < self.resume_at.get(msg.partition(), 0):
+            self._warm(key, msg.value())
+            return
         self.next_offsets[msg.partition()] = msg.offset() + 1
         self.counts["records"] += 1
         if msg.value() is None:
-            self._erase(msg.key().decode(errors="replace") if msg.key() else "")
+            if STEP_KEY_SEP in key:  # a step record withdrawn (content dropped): its trajectory's cache goes
+                self.steps.drop(key_trajectory_id(key))
+            else:
+                self._erase(key)
             return
         try:
             event = decode(msg.value())
         except ValueError as err:
             self._dead_letter(msg, f"not a valid event: {str(err).splitlines()[0]}", type(err).__name__)
             return
+        if isinstance(event, TrajectoryStep):
+            self.counts["step_records"] += 1
+            if event.trajectory_id not in self.erased:
+                self.steps.add(event)
+            return
         if not isinstance(event, Trajectory):
             self._dead_letter(msg, f"expected a trajectory, got {event.event_type}", "WrongEventType")
             return
         self._offer(event, msg.partition(), msg.offset())
 
+    def _warm(self, key: str, value: bytes | None) -> None:
+        """A record before the resume offset, read back at start: only its step records are kept."""
+        if value is None:
+            self.steps.drop(key_trajectory_id(key))
+        elif STEP_KEY_SEP in key:
+            try:
+                event = decode(value)
+            except ValueError:
+                return  # dead-lettered when it was first read
+            if isinstance(event, TrajectoryStep):
+                self.steps.add(event)
+
     def _erase(self, tid: str) -> None:
         """A tombstone: the trajectory was erased. Drop its waiting task; refuse it from now on."""
         self.counts["tombstones"] += 1
+        self.steps.drop(tid)
         if self.pending.pop(tid, None) is not None:
             self.counts["erased_pending"] += 1
         self.erased[tid] = None
@@ -142,6 +186,13 @@ class TaskFeeder:
         waiting = self.pending.get(tid)
         if version <= self.taken.get(tid, 0) or (waiting is not None and waiting.version >= version):
             self.counts["duplicates"] += 1
+            return
+        try:
+            traj = self.steps.resolve(traj)
+        except StepsMissing as err:  # never a partial trajectory
+            self.counts["skipped"] += 1
+            self.skip_reasons["steps_missing"] += 1
+            log.warning("skipped trajectory %s v%d: %s", tid, version, err)
             return
         try:
             task = self._build(traj)

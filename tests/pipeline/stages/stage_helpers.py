@@ -17,7 +17,8 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from pydantic import BaseModel
 
 from app.config import SluiceConfig
-from sluice.events import encode
+from sluice.events import Trajectory, TrajectoryStep, decode, encode
+from sluice.trajectory_refs import StepCache
 
 REPO = Path(__file__).resolve().parents[3]
 READY = "sluice stages ready"
@@ -153,3 +154,17 @@ class TopicTail:
 
     def close(self) -> None:
         self._c.close()
+
+
+def versions_inline(values: list[bytes]) -> list[Trajectory]:
+    """The trajectory versions among a topic's values, in order, with their steps inline (each step
+    record precedes the first header that references it)."""
+    cache, out = StepCache(), []
+    for value in values:
+        event = decode(value)
+        if isinstance(event, TrajectoryStep):
+            cache.add(event)
+            continue
+        assert isinstance(event, Trajectory)
+        out.append(cache.resolve(event))
+    return out

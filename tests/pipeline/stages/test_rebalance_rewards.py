@@ -24,11 +24,18 @@ import pytest
 from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.events import StepEvent, Trajectory, decode, utcnow
+from sluice.events import StepEvent, decode, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, reward_event
 from tests.governance.event_builders import step as _step
-from tests.pipeline.stages.stage_helpers import StageWorker, TopicTail, producer, send, write_config
+from tests.pipeline.stages.stage_helpers import (
+    StageWorker,
+    TopicTail,
+    producer,
+    send,
+    versions_inline,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -69,9 +76,7 @@ def feed(cfg: SluiceConfig, prefix: str, stop: threading.Event, sent: list[str])
 def whole(values: list[bytes]) -> set[str]:
     """Trajectories of which some version holds every step and its reward."""
     out = set()
-    for v in values:
-        t = decode(v)
-        assert isinstance(t, Trajectory)
+    for t in versions_inline(values):
         if [s.step_index for s in t.steps] == list(range(STEPS)) and [r.reward_id for r in t.rewards] == [
             f"{t.trajectory_id}-r"
         ]:

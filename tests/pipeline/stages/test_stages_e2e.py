@@ -20,11 +20,25 @@ from app.status import scrape
 from infra.broker import LocalBroker, free_port
 from pipeline.stages.names import changelog_topics
 from pipeline.topics import create_topics
-from sluice.events import DeadLetter, StepEvent, Trajectory, decode, utcnow
+from sluice.events import (
+    REFS_SCHEMA_VERSION,
+    DeadLetter,
+    StepEvent,
+    Trajectory,
+    decode,
+    utcnow,
+)
 from tests.conftest import make_config
 from tests.governance.event_builders import end, governance, reward_event
 from tests.governance.event_builders import step as _step
-from tests.pipeline.stages.stage_helpers import StageWorker, TopicTail, producer, send, write_config
+from tests.pipeline.stages.stage_helpers import (
+    StageWorker,
+    TopicTail,
+    producer,
+    send,
+    versions_inline,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -61,9 +75,9 @@ class Run:
 
 
 def trajectories(values: list[bytes]) -> list[Trajectory]:
-    out = [decode(v) for v in values]
-    assert all(isinstance(t, Trajectory) for t in out)
-    return out  # type: ignore[return-value]
+    out = versions_inline(values)
+    assert all(t.schema_version == REFS_SCHEMA_VERSION for t in out)
+    return out
 
 
 def pii_steps(tid: str) -> list[StepEvent]:
@@ -211,6 +225,10 @@ def test_late_reward_makes_version_2(run: Run) -> None:
     assert (v[2].rewarded, v[2].reward) == (True, 0.75)
     assert [s.event_id for s in v[1].steps] == [s.event_id for s in v[2].steps]
     assert set(run.versions("late", "train")) == {2}
+    # each step travels once per topic: version 2 sent its header only on the audited topic
+    audited = run.raw_outputs[run.cfg.topics.name("trajectories_audited")]
+    step_records = [r for r in audited if b'"trajectory_step"' in r and b'"trajectory_id":"late"' in r]
+    assert len(step_records) == 2 and v[2].steps_ref.added == [] and v[2].steps_ref.count == 2
 
 
 def test_never_rewarded_is_emitted_unrewarded_after_wait(run: Run) -> None:

@@ -14,11 +14,18 @@ import pytest
 
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
-from sluice.events import StepEvent, Trajectory, decode, utcnow
+from sluice.events import StepEvent, Trajectory, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, reward_event
 from tests.governance.event_builders import step as _step
-from tests.pipeline.stages.stage_helpers import StageWorker, TopicTail, producer, send, write_config
+from tests.pipeline.stages.stage_helpers import (
+    StageWorker,
+    TopicTail,
+    producer,
+    send,
+    versions_inline,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +52,7 @@ def produce_trajectories(cfg, tids: list[str], pause_s: float = 0.0) -> None:
 
 def latest(values: list[bytes]) -> dict[str, Trajectory]:
     out: dict[str, Trajectory] = {}
-    for v in values:
-        t = decode(v)
-        assert isinstance(t, Trajectory)
+    for t in versions_inline(values):
         if t.trajectory_id not in out or t.version > out[t.trajectory_id].version:
             out[t.trajectory_id] = t
     return out
@@ -64,9 +69,8 @@ def assert_versions_only_add(values: list[bytes], want: set[str]) -> None:
     can hold a reward back past ``wait_s``: then v1 is unrewarded and v2 rewarded). Never a version
     that repeats or loses what an earlier one had."""
     versions: dict[str, dict[int, Trajectory]] = {}
-    for v in values:
-        t = decode(v)
-        assert isinstance(t, Trajectory) and t.event_id == f"{t.trajectory_id}:v{t.version}"
+    for t in versions_inline(values):
+        assert t.event_id == f"{t.trajectory_id}:v{t.version}"
         versions.setdefault(t.trajectory_id, {})[t.version] = t
     assert set(versions) == want
     for tid, by_version in versions.items():

@@ -17,11 +17,18 @@ import pytest
 from infra.broker import LocalBroker
 from pipeline.stages.names import changelog_topics
 from pipeline.topics import create_topics
-from sluice.events import StepEvent, Trajectory, decode, utcnow
+from sluice.events import StepEvent, Trajectory, utcnow
 from tests.conftest import make_config
 from tests.governance.event_builders import end, reward_event
 from tests.governance.event_builders import step as _step
-from tests.pipeline.stages.stage_helpers import StageWorker, TopicTail, producer, send, write_config
+from tests.pipeline.stages.stage_helpers import (
+    StageWorker,
+    TopicTail,
+    producer,
+    send,
+    versions_inline,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +40,7 @@ def step(*args: Any, **kwargs: Any) -> StepEvent:
 
 
 def versions(values: list[bytes], tid: str) -> dict[int, Trajectory]:
-    out: dict[int, Trajectory] = {}
-    for v in values:
-        t = decode(v)
-        if isinstance(t, Trajectory) and t.trajectory_id == tid:
-            out[t.version] = t
-    return out
+    return {t.version: t for t in versions_inline(values) if t.trajectory_id == tid}
 
 
 def test_held_writes_survive_a_crash_and_reach_the_changelog_once(broker: LocalBroker, tmp_path: Any) -> None:

@@ -7,8 +7,9 @@ import json
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig
+from governance.reward_join import on_topic
 from sluice.events import DeadLetter, Reward, RewardEvent, Trajectory, decode, encode
-from testing.toy_traffic import make_trajectories, produce
+from testing.toy_traffic import make_trajectories, produce, produce_by_reference
 from tests.kafka_helpers import read_topic
 from trainers.actors.feeder import TaskFeeder
 from trainers.config import TaskConfig
@@ -89,3 +90,32 @@ def test_a_tombstone_drops_the_pending_task_and_refuses_later_versions(config: S
     assert [t.trajectory_id for t in tasks] == [t2.trajectory_id]
     assert stats["tombstones"] == 1 and stats["erased_pending"] == 1 and stats["erased_refused"] == 1
     assert stats.get("dead_letters", 0) == 0  # a tombstone is not an error
+
+
+def test_versions_by_reference_resolve_from_the_topic_and_across_a_restart(config: SluiceConfig) -> None:
+    t1, t2, t3 = make_trajectories(3, TaskConfig(kind="reverse_digits"), seed=9)
+    produce_by_reference(config, [t1, t2])
+    f = feeder(config)
+    tasks, stats = f.take(10, timeout_s=10)
+    assert sorted(t.key for t in tasks) == sorted([f"{t1.trajectory_id}:v1", f"{t2.trajectory_id}:v1"])
+    assert stats["step_records"] == 2 and not stats["skip_reasons"]
+    offsets, taken = f.checkpoint([])
+    f.close()
+    # after the restart, a late reward's version carries its header only: the steps read before the
+    # resume offset are read back into the step cache, so it still trains whole
+    produce_by_reference(config, [t1, version(t1, 2, 1.0)])
+    resumed = feeder(config, start_offsets=offsets, taken=taken)
+    again, stats = resumed.take(10, timeout_s=10)
+    resumed.close()
+    assert [t.key for t in again] == [f"{t1.trajectory_id}:v2"]
+    assert stats["duplicates"] == 1 and not stats["skip_reasons"]
+
+
+def test_a_version_whose_steps_are_not_held_is_skipped_never_partial(config: SluiceConfig) -> None:
+    (t1,) = make_trajectories(1, TaskConfig(kind="reverse_digits"), seed=11)
+    header = on_topic(t1, {}, {}).header  # what the join sends after the step record
+    produce(config, [header])  # read without its step record (evicted, or older than the read-back)
+    f = feeder(config)
+    tasks, stats = f.take(10, timeout_s=5)
+    f.close()
+    assert tasks == [] and stats["skip_reasons"] == {"steps_missing": 1}
