@@ -45,6 +45,7 @@ from bench.data.agent_trajectories import build_trajectories
 from bench.proxy import cpu_seconds
 from infra.broker import LocalBroker
 from sluice.events import Consent, Governance, Reward, RewardEvent, StepMetadata, TrajectoryEndEvent, encode
+from sluice.step_refs import STEP_KEY_SEP
 
 TARGETS = {"stages_events_per_s_min": 150.0, "ratio_vs_passthrough_min": 0.7}
 REPO = Path(__file__).resolve().parent.parent
@@ -113,14 +114,15 @@ class OutputCounter:
             self.c.poll(0.1)
 
     def wait_for(self, expect: int, timeout_s: float) -> float:
-        """Time (perf_counter) at which the ``expect``-th record was read."""
+        """Time (perf_counter) at which the ``expect``-th record was read (a trajectory's step records,
+        keyed ``step_record_key``, are not counted: a version is its header)."""
         n, deadline = 0, time.monotonic() + timeout_s
         try:
             while n < expect:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{self.topic}: {n}/{expect} records after {timeout_s}s")
                 msg = self.c.poll(0.05)
-                if msg is not None and not msg.error():
+                if msg is not None and not msg.error() and STEP_KEY_SEP.encode() not in (msg.key() or b""):
                     n += 1
             return time.perf_counter()
         finally:
