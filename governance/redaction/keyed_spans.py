@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from governance.redaction.key_context import code_or_placeholder, names_anything
+import re2
+
+from governance.redaction.key_context import code_or_placeholder, key_stems, names_anything
 from governance.redaction.sql_cells import sql_cells
 
 
@@ -58,6 +60,37 @@ _PAIR_SHAPES: tuple[tuple[re.Pattern[str], frozenset[int]], ...] = tuple(
 )
 
 
+# A pair shape's key is a run of letters, digits, "_", "." and "-" right before its "=" or ":" (after an
+# optional quote, backslash and blanks); on ASCII text its words are the run's letters and digits split at
+# those separators and at case changes, so a key that names anything holds a stem of ``key_stems`` with
+# separators allowed between its letters. A pair shape's match lies within one line, so only the lines
+# holding such a run can yield a span: the others are not scanned (one RE2 pass finds the runs).
+_KEY_SEP = r"[_.\-]*"
+_NAMING_KEY = re2.compile(
+    "(?i)(?:"
+    + "|".join(sorted(_KEY_SEP.join(re.escape(c) for c in stem) for stem in key_stems() if stem.isascii()))
+    + r")[A-Za-z0-9_.\-]*\\?[\"']?[ \t]*[:=]"
+)
+
+
+def _naming_lines(text: str, lines: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The lines of ``lines`` that may hold a key naming anything before its "=" or ":" (all of them on
+    text that is not ASCII, where case folding and word characters are wider)."""
+    if not lines or not text.isascii():
+        return lines
+    hits = [m.start() for m in _NAMING_KEY.finditer(text)]
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    for line in lines:
+        while i < len(hits) and hits[i] < line[0]:
+            i += 1
+        if i == len(hits):
+            break
+        if hits[i] <= line[1]:
+            out.append(line)
+    return out
+
+
 def _line_marks(text: str) -> list[tuple[int, int, int]]:
     """(start, end, bits) of each line of ``text`` holding "=" or ":", in order."""
     out: list[tuple[int, int, int]] = []
@@ -97,7 +130,7 @@ def keyed_spans(text: str) -> list[KeyedSpan]:
     if not any(c in text for c in ("=", ":", ",", ";", "\t", "|", "</")):
         return []
     spans: dict[tuple[int, int], str] = {}
-    lines = _line_marks(text)
+    lines = _naming_lines(text, _line_marks(text))
     for rx, allowed in _PAIR_SHAPES:
         for m in _matches_in_lines(rx, text, lines, allowed):
             key = m.group("k")

@@ -83,6 +83,9 @@ def key_shaped(value: str) -> bool:
 
 # The start of each run of 20+ characters a key-shaped value is written with (each run found once).
 _TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9_\-+/=.~]{20}")
+# Whether there is any such run at all: one RE2 pass (a DFA in C++) where Python's ``re`` tries the class at
+# every position; every value of every pattern (vendor formats included) is such a run.
+_ANY_TOKEN_RUN = re2.compile(r"[A-Za-z0-9_\-+/=.~]{20}")
 # What a line must hold for each pattern below: a vendor prefix as written; the lower-cased letters of
 # one of the pattern's words (``api key``, ``auth token``, ``passwd`` hold ``key``, ``token``, ``passw``).
 _VENDOR_PREFIXES = (
@@ -160,6 +163,11 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
         (any case; a line with other letters keeps every pattern, as case folding there is wider)."""
         if len(text) < 20:
             return False
+        try:  # most texts hold no run of 20 token characters: nothing for any pattern to report
+            if _ANY_TOKEN_RUN.search(text) is None:
+                return False
+        except UnicodeEncodeError:  # a lone surrogate: the runs are looked for below
+            pass
         low = lowered(text)
         try:  # one RE2 pass, not a substring search per word
             if self._trigger_words.search(low) is None:
