@@ -67,21 +67,29 @@ _PAIR_SHAPES: tuple[tuple[re.Pattern[str], frozenset[int]], ...] = tuple(
 # holding such a run can yield a span: the others are not scanned (one RE2 pass finds the runs).
 _KEY_SEP = r"[_.\-]*"
 _NAMING_KEY = re2.compile(
-    "(?i)(?:"
-    + "|".join(sorted(_KEY_SEP.join(re.escape(c) for c in stem) for stem in key_stems() if stem.isascii()))
-    + r")[A-Za-z0-9_.\-]*\\?[\"']?[ \t]*[:=]"
-)
+    (
+        "(?i)(?:"
+        + "|".join(
+            sorted(_KEY_SEP.join(re.escape(c) for c in stem) for stem in key_stems() if stem.isascii())
+        )
+        + r")[A-Za-z0-9_.\-]*\\?[\"']?[ \t]*[:=]"
+    ).encode()
+)  # on the ASCII bytes of a text: no position conversions
 
 
-def _naming_lines(text: str, lines: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """The lines of ``lines`` that may hold a key naming anything before its "=" or ":" (all of them on
-    text that is not ASCII, where case folding and word characters are wider)."""
-    if not lines or not text.isascii():
-        return lines
-    hits = [m.start() for m in _NAMING_KEY.finditer(text)]
+def _pair_lines(text: str) -> list[tuple[int, int, int]]:
+    """The lines the pair shapes are scanned on: those holding "=" or ":" and, on ASCII text, a key that
+    may name anything before it (on other text case folding and word characters are wider: all of them)."""
+    if "=" not in text and ":" not in text:
+        return []
+    if not text.isascii():
+        return _line_marks(text)
+    hits = [m.start() for m in _NAMING_KEY.finditer(text.encode("ascii"))]
+    if not hits:
+        return []
     out: list[tuple[int, int, int]] = []
     i = 0
-    for line in lines:
+    for line in _line_marks(text):
         while i < len(hits) and hits[i] < line[0]:
             i += 1
         if i == len(hits):
@@ -130,7 +138,7 @@ def keyed_spans(text: str) -> list[KeyedSpan]:
     if not any(c in text for c in ("=", ":", ",", ";", "\t", "|", "</")):
         return []
     spans: dict[tuple[int, int], str] = {}
-    lines = _naming_lines(text, _line_marks(text))
+    lines = _pair_lines(text)
     for rx, allowed in _PAIR_SHAPES:
         for m in _matches_in_lines(rx, text, lines, allowed):
             key = m.group("k")

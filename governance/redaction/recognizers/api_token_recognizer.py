@@ -129,6 +129,8 @@ _PATTERN_NEEDS = (
     ("bearer", "basic", "token"),
     ("key", "token", "secret", "passw", "credential", "bearer", "rotate", "clave", "chiave", "senha", "jeton"),
 )  # fmt: skip
+# each of those tests as one alternation of literals (a search in C, not a substring test per word)
+_NEEDS_FOUND = tuple(re.compile("|".join(re.escape(w) for w in needs)) for needs in _PATTERN_NEEDS)
 
 
 class ApiTokenRecognizer(SluicePatternRecognizer):
@@ -185,11 +187,11 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
             end = len(text) if end < 0 else end
             line = text[start:end]
             words = line.lower() if line.isascii() else None
-            for (_, rx), needs in zip(self._compiled, _PATTERN_NEEDS, strict=True):
+            for (_, rx), needs, found in zip(self._compiled, _PATTERN_NEEDS, _NEEDS_FOUND, strict=True):
                 if needs is _VENDOR_PREFIXES:
-                    if not any(p in line for p in needs):
+                    if found.search(line) is None:
                         continue
-                elif words is not None and not any(w in words for w in needs):
+                elif words is not None and found.search(words) is None:
                     continue
                 if any(key_shaped(text[m.start("v") : m.end("v")]) for m in rx.finditer(text, start, end)):
                     return True
