@@ -212,3 +212,16 @@ def names_kind(key: str) -> frozenset[str]:
 
 def names_anything(key: str) -> bool:
     return bool(names_secret(key)) or bool(names_kind(key))
+
+
+def key_stems() -> frozenset[str]:
+    """Letter strings one of which every key that ``names_anything`` holds once its separators are taken out
+    (``DB_PASSWORD`` -> ``dbpassword`` holds ``password``, ``mot_de_passe`` holds ``motdepasse``): each word
+    of the vocabulary, each joined name, each two-word secret name joined, each glued ending. A text none
+    of them occurs in (separators allowed between letters) has no key that names anything."""
+    stems = {*SECRET_WORDS, *GLUED_SECRET_ENDINGS, *WEAK_SECRET_WORDS, "name"}
+    stems.update(a + b for a, b in SECRET_PAIRS)
+    for vocab in KIND_WORDS.values():
+        stems.update(vocab)
+    stems.update(PERSON_KEYS)
+    return frozenset(s.replace("_", "") for s in stems)

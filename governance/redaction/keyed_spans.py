@@ -3,6 +3,12 @@ Python/JS dict literals, HTTP headers, ``key=value`` query and command-line argu
 and Markdown table cells under their header and SQL ``INSERT`` values under their columns. Only pairs whose
 key names a secret or a PII kind (``governance.redaction.key_context``) are kept, so each value can be
 analysed with its key as context, as JSON values are.
+
+The pair shapes are regexes Python's ``re`` tries at every position of a line; they run only on the lines
+where one RE2 pass over the text found a key that may name something (a word of the vocabulary, its
+letters perhaps split by ``_ . -``) right before an ``=`` or ``:``, so code and logs full of ``x: y`` that
+name nothing cost one scan (``tests/governance/redaction/test_fast_path.py`` checks the spans against the
+whole-text scans on every evaluation text).
 """
 
 from __future__ import annotations
@@ -13,7 +19,9 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from governance.redaction.key_context import code_or_placeholder, names_anything
+import re2
+
+from governance.redaction.key_context import code_or_placeholder, key_stems, names_anything
 from governance.redaction.sql_cells import sql_cells
 
 
@@ -58,6 +66,45 @@ _PAIR_SHAPES: tuple[tuple[re.Pattern[str], frozenset[int]], ...] = tuple(
 )
 
 
+# A pair shape's key is a run of letters, digits, "_", "." and "-" right before its "=" or ":" (after an
+# optional quote, backslash and blanks); on ASCII text its words are the run's letters and digits split at
+# those separators and at case changes, so a key that names anything holds a stem of ``key_stems`` with
+# separators allowed between its letters. A pair shape's match lies within one line, so only the lines
+# holding such a run can yield a span: the others are not scanned (one RE2 pass finds the runs).
+_KEY_SEP = r"[_.\-]*"
+_NAMING_KEY = re2.compile(
+    (
+        "(?i)(?:"
+        + "|".join(
+            sorted(_KEY_SEP.join(re.escape(c) for c in stem) for stem in key_stems() if stem.isascii())
+        )
+        + r")[A-Za-z0-9_.\-]*\\?[\"']?[ \t]*[:=]"
+    ).encode()
+)  # on the ASCII bytes of a text: no position conversions
+
+
+def _pair_lines(text: str) -> list[tuple[int, int, int]]:
+    """The lines the pair shapes are scanned on: those holding "=" or ":" and, on ASCII text, a key that
+    may name anything before it (on other text case folding and word characters are wider: all of them)."""
+    if "=" not in text and ":" not in text:
+        return []
+    if not text.isascii():
+        return _line_marks(text)
+    hits = [m.start() for m in _NAMING_KEY.finditer(text.encode("ascii"))]
+    if not hits:
+        return []
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    for line in _line_marks(text):
+        while i < len(hits) and hits[i] < line[0]:
+            i += 1
+        if i == len(hits):
+            break
+        if hits[i] <= line[1]:
+            out.append(line)
+    return out
+
+
 def _line_marks(text: str) -> list[tuple[int, int, int]]:
     """(start, end, bits) of each line of ``text`` holding "=" or ":", in order."""
     out: list[tuple[int, int, int]] = []
@@ -97,7 +144,7 @@ def keyed_spans(text: str) -> list[KeyedSpan]:
     if not any(c in text for c in ("=", ":", ",", ";", "\t", "|", "</")):
         return []
     spans: dict[tuple[int, int], str] = {}
-    lines = _line_marks(text)
+    lines = _pair_lines(text)
     for rx, allowed in _PAIR_SHAPES:
         for m in _matches_in_lines(rx, text, lines, allowed):
             key = m.group("k")

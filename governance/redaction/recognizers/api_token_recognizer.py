@@ -83,6 +83,9 @@ def key_shaped(value: str) -> bool:
 
 # The start of each run of 20+ characters a key-shaped value is written with (each run found once).
 _TOKEN_RUN = re.compile(r"(?<![A-Za-z0-9_\-+/=.~])[A-Za-z0-9_\-+/=.~]{20}")
+# Whether there is any such run at all: one RE2 pass (a DFA in C++) where Python's ``re`` tries the class at
+# every position; every value of every pattern (vendor formats included) is such a run.
+_ANY_TOKEN_RUN = re2.compile(r"[A-Za-z0-9_\-+/=.~]{20}")
 # What a line must hold for each pattern below: a vendor prefix as written; the lower-cased letters of
 # one of the pattern's words (``api key``, ``auth token``, ``passwd`` hold ``key``, ``token``, ``passw``).
 _VENDOR_PREFIXES = (
@@ -126,6 +129,8 @@ _PATTERN_NEEDS = (
     ("bearer", "basic", "token"),
     ("key", "token", "secret", "passw", "credential", "bearer", "rotate", "clave", "chiave", "senha", "jeton"),
 )  # fmt: skip
+# each of those tests as one alternation of literals (a search in C, not a substring test per word)
+_NEEDS_FOUND = tuple(re.compile("|".join(re.escape(w) for w in needs)) for needs in _PATTERN_NEEDS)
 
 
 class ApiTokenRecognizer(SluicePatternRecognizer):
@@ -160,6 +165,11 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
         (any case; a line with other letters keeps every pattern, as case folding there is wider)."""
         if len(text) < 20:
             return False
+        try:  # most texts hold no run of 20 token characters: nothing for any pattern to report
+            if _ANY_TOKEN_RUN.search(text) is None:
+                return False
+        except UnicodeEncodeError:  # a lone surrogate: the runs are looked for below
+            pass
         low = lowered(text)
         try:  # one RE2 pass, not a substring search per word
             if self._trigger_words.search(low) is None:
@@ -177,11 +187,11 @@ class ApiTokenRecognizer(SluicePatternRecognizer):
             end = len(text) if end < 0 else end
             line = text[start:end]
             words = line.lower() if line.isascii() else None
-            for (_, rx), needs in zip(self._compiled, _PATTERN_NEEDS, strict=True):
+            for (_, rx), needs, found in zip(self._compiled, _PATTERN_NEEDS, _NEEDS_FOUND, strict=True):
                 if needs is _VENDOR_PREFIXES:
-                    if not any(p in line for p in needs):
+                    if found.search(line) is None:
                         continue
-                elif words is not None and not any(w in words for w in needs):
+                elif words is not None and found.search(words) is None:
                     continue
                 if any(key_shaped(text[m.start("v") : m.end("v")]) for m in rx.finditer(text, start, end)):
                     return True
