@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.record import record_run
-from pipeline.proxy.auth import Caller
-from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
-from pipeline.proxy.link_chain_cache import LinkChainCache
-from pipeline.proxy.linking import HistoryLinker
-from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.linking.history_linker import HistoryLinker
+from pipeline.proxy.linking.link_chain_cache import LinkChainCache
+from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
+from pipeline.proxy.recording.recorder import StepRecorder, Topics
+from pipeline.proxy.surfaces.auth import Caller
+from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.trajectories.seen import SeenTrajectories
 
 _BACKEND = BackendConfig(name="echo", base_url="http://127.0.0.1:1/v1")

@@ -16,12 +16,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.anthropic_messages.translate import to_chat
-from pipeline.proxy.context import call_context
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.http_io import read_json
-from pipeline.proxy.protocol_base import OpenModel, validate_request
-from pipeline.proxy.responses import json_response
-from pipeline.proxy.upstream import read_error
+from pipeline.proxy.forwarding.upstream import read_error
+from pipeline.proxy.surfaces.context import call_context
+from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
+from pipeline.proxy.surfaces.responses import json_response
 
 
 class CountTokensRequest(OpenModel):

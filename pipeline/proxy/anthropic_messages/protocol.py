@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, TokenLimit
+from pipeline.proxy.surfaces.request import OpenModel, TokenLimit
 
 
 class MessagesRequest(OpenModel):

@@ -10,9 +10,9 @@ from starlette.responses import Response
 from pipeline.proxy.anthropic_messages.protocol import MessagesRequest
 from pipeline.proxy.anthropic_messages.stream import AnthropicStreamWriter
 from pipeline.proxy.anthropic_messages.translate import to_anthropic, to_chat
-from pipeline.proxy.context import CallContext
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.translating_serving import TranslatingSurface, serve_translated
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serve_translated
 
 
 class MessagesExchange:

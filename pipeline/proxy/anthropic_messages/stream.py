@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.proxy.anthropic_messages.translate import message_id, stop_reason
-from pipeline.proxy.chat_stream_assembler import tool_call_id
-from pipeline.proxy.sse import encode_event
+from pipeline.proxy.forwarding.chat_stream_assembler import tool_call_id
+from pipeline.proxy.surfaces.sse import encode_event
 
 
 class AnthropicStreamWriter:

@@ -14,7 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.proxy.request_fields import bad_request, joined_text, object_field, object_part, string_field
+from pipeline.proxy.surfaces.request_fields import (
+    bad_request,
+    joined_text,
+    object_field,
+    object_part,
+    string_field,
+)
 
 STOP_REASONS = {
     "stop": "end_turn",

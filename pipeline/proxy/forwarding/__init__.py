@@ -1,1 +1,2 @@
-"""Calls to the rest of an OpenAI-compatible API, forwarded to a backend and not recorded."""
+"""Forwarding: what goes to a backend and comes back (pooled upstreams, the recorded model call, and the
+unrecorded pass-through of the rest of the API)."""

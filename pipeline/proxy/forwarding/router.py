@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from pipeline.proxy.forwarding.serving import forward_unrecorded
+from pipeline.proxy.forwarding.unrecorded import forward_unrecorded
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 

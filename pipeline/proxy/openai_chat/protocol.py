@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, Seed, TokenCount
+from pipeline.proxy.surfaces.request import OpenModel, Seed, TokenCount
 
 
 class ChatCompletionRequest(OpenModel):

@@ -7,12 +7,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.chat_call import open_chat_call
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
+from pipeline.proxy.forwarding.chat_call import open_chat_call
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
-from pipeline.proxy.openai_serving import serve_openai_step
-from pipeline.proxy.recorded_call import RecordedCall
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
 
 def _open(

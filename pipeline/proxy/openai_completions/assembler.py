@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.proxy.step_event import completion_logprobs
-from pipeline.proxy.stream_assembly import ChoiceTail, StreamAssembly
+from pipeline.proxy.forwarding.stream_assembly import ChoiceTail, StreamAssembly
+from pipeline.proxy.recording.step import completion_logprobs
 
 
 @dataclass(slots=True)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.proxy.backend_call import BackendCall
-from pipeline.proxy.call_outcome import RawChoice
+from pipeline.proxy.forwarding.backend_call import BackendCall
+from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
-from pipeline.proxy.step_event import completion_logprobs
-from pipeline.proxy.token_strip import TokenStrip
+from pipeline.proxy.recording.call_outcome import RawChoice
+from pipeline.proxy.recording.step import completion_logprobs
 from sluice.events import Message
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, Seed, TokenCount
+from pipeline.proxy.surfaces.request import OpenModel, Seed, TokenCount
 
 
 class CompletionRequest(OpenModel):

@@ -9,11 +9,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
 from pipeline.proxy.openai_completions.call import CompletionCall, prompt_text
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
-from pipeline.proxy.openai_serving import serve_openai_step
-from pipeline.proxy.recorded_call import RecordedCall
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
 
 def _open(

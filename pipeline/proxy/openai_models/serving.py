@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import call_context
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.openai_models.anthropic_shape import anthropic_card, anthropic_page, wants_anthropic
-from pipeline.proxy.responses import json_response
+from pipeline.proxy.surfaces.context import call_context
+from pipeline.proxy.surfaces.responses import json_response
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.context import CallContext
 from pipeline.proxy.openai_responses.protocol import ResponsesRequest
 from pipeline.proxy.openai_responses.stream import ResponsesStreamWriter
 from pipeline.proxy.openai_responses.translate import (
@@ -25,8 +24,9 @@ from pipeline.proxy.openai_responses.translate import (
     to_chat,
     to_response,
 )
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.translating_serving import TranslatingSurface, serve_translated
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serve_translated
 from sluice.events import new_id
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.proxy.chat_stream_assembler import ChatStreamAssembler, tool_call_id
+from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler, tool_call_id
 from pipeline.proxy.openai_responses.translate import call_item, message_item, response_id, to_response
-from pipeline.proxy.sse import encode_event
+from pipeline.proxy.surfaces.sse import encode_event
 
 
 class ResponsesStreamWriter:

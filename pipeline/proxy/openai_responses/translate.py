@@ -14,7 +14,13 @@ import time
 from typing import Any
 
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.request_fields import bad_request, joined_text, object_field, object_part, string_field
+from pipeline.proxy.surfaces.request_fields import (
+    bad_request,
+    joined_text,
+    object_field,
+    object_part,
+    string_field,
+)
 
 TOOL_CHOICE_MODES = ("none", "auto", "required")
 TEXT_FORMATS = ("text", "json_object", "json_schema")

@@ -20,10 +20,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.auth import presented_key
-from pipeline.proxy.context import resolve_trajectory_id
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.responses import json_response
+from pipeline.proxy.surfaces.auth import presented_key
+from pipeline.proxy.surfaces.context import resolve_trajectory_id
+from pipeline.proxy.surfaces.responses import json_response
 from pipeline.proxy.trajectories.landed import StoreUnavailable, landed, landed_ids
 from pipeline.proxy.trajectories.seen import SeenTrajectory
 

@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-from pipeline.proxy.canonical import event_message, harness_fingerprint, link_chain, link_extend, link_key
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.linking.canonical import (
+    event_message,
+    harness_fingerprint,
+    link_chain,
+    link_extend,
+    link_key,
+)
 from sluice.events import message_hash
 
 

@@ -9,18 +9,18 @@ from typing import Any
 
 import pytest
 
-from pipeline.proxy.auth import Caller
-from pipeline.proxy.call_outcome import CallOutcome, RawChoice
-from pipeline.proxy.canonical import event_message, link_chain, link_extend
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.link_chain_cache import LinkChainCache
-from pipeline.proxy.linking import HistoryLinker, StepPlan
-from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.linking.canonical import event_message, link_chain, link_extend
+from pipeline.proxy.linking.history_linker import HistoryLinker, StepPlan
+from pipeline.proxy.linking.link_chain_cache import LinkChainCache
+from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
+from pipeline.proxy.recording.recorder import StepRecorder, Topics
+from pipeline.proxy.surfaces.auth import Caller
+from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.trajectories.seen import SeenTrajectories
 from sluice.events import ErasureEvent
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.proxy.canonical import event_message, link_chain, link_extend
-from pipeline.proxy.linking import HistoryLinker
+from pipeline.proxy.linking.canonical import event_message, link_chain, link_extend
+from pipeline.proxy.linking.history_linker import HistoryLinker
 from sluice.events import Action, Choice, Observation, StepEvent, message_hash, reconstruct_messages
 
 

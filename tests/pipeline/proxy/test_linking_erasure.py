@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pipeline.proxy.canonical import link_chain
-from pipeline.proxy.linking import HistoryLinker
+from pipeline.proxy.linking.canonical import link_chain
+from pipeline.proxy.linking.history_linker import HistoryLinker
 from sluice.events import ErasureEvent
 
 KEY = bytes(range(32))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from pipeline.proxy.overlay_listener import OverlayListener
-from pipeline.proxy.overlay_routing import choose_overlay, share_point
+from pipeline.proxy.control.overlay_listener import OverlayListener
+from pipeline.proxy.control.overlay_routing import choose_overlay, share_point
 from sluice.broker_config import BrokerConfig
 from sluice.evolution import MemoryEntry, Overlay, OverlayAssignment
 

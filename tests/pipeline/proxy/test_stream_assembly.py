@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from pipeline.proxy.chat_stream_assembler import ChatStreamAssembler
+from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler
 from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
-from pipeline.proxy.sse import SseSplitter, event_data
+from pipeline.proxy.surfaces.sse import SseSplitter, event_data
 
 
 def test_splitter_handles_any_chunking_and_crlf() -> None:

@@ -22,15 +22,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from governance.evolve.overlay_apply import apply_to_chat, restore_chunk, restore_completion
-from pipeline.proxy.backend_call import BackendCall
-from pipeline.proxy.call_outcome import RawChoice
-from pipeline.proxy.chat_stream_assembler import ChatStreamAssembler, tool_call_id
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
-from pipeline.proxy.overlay_routing import choose_overlay
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.step_event import chat_logprobs
-from pipeline.proxy.token_strip import TokenStrip
+from pipeline.proxy.control.overlay_routing import choose_overlay
+from pipeline.proxy.forwarding.backend_call import BackendCall
+from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler, tool_call_id
+from pipeline.proxy.forwarding.token_strip import TokenStrip
+from pipeline.proxy.recording.call_outcome import RawChoice
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.recording.step import chat_logprobs
+from pipeline.proxy.surfaces.context import CallContext
 from sluice.evolution import Overlay
 
 if TYPE_CHECKING:

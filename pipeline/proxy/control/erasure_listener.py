@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.proxy.topic_tail import TopicTail
+from pipeline.proxy.control.topic_tail import TopicTail
 from sluice.broker_config import BrokerConfig
 from sluice.events import ErasureEvent
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import aiohttp
 
-from pipeline.proxy.backend_call import BackendCall, Batch
-from pipeline.proxy.recorder import StepRecorder
-from pipeline.proxy.step_event import OpenStep
+from pipeline.proxy.forwarding.backend_call import BackendCall, Batch
+from pipeline.proxy.recording.recorder import StepRecorder
+from pipeline.proxy.recording.step import OpenStep
 from sluice.events import POLICY_VERSION_HEADER
 
 

@@ -1,7 +1,7 @@
 """Each trajectory's last token sequence, as keyed digests, to find the next step's token prefix (pure).
 
 For every trajectory the cache keeps the prompt + choice-0 completion ids of its latest step as a chain of
-8-byte keyed digests, one per ``TOKEN_BLOCK`` tokens, plus one over the whole sequence (``token_chain``):
+8-byte keyed digests, one per ``TOKEN_BLOCK`` tokens, plus one over the whole sequence (``TokenChain``):
 never the ids themselves. The usual append-only case is exact; after retokenisation drift the prefix is
 rounded down to a block boundary (at most ``TOKEN_BLOCK - 1`` tokens more in the step, never a wrong
 prefix). Memory is bounded twice: a sequence over ``max_tokens`` is not kept, and the tokens covered by all
@@ -11,12 +11,40 @@ step carries its full prompt).
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.proxy.token_chain import DIGEST_BYTES, TOKEN_BLOCK, TokenChain
+TOKEN_BLOCK = 16  # tokens per digest
+DIGEST_BYTES = 8
+
+
+class TokenChain:
+    """Keyed digests of a token-id sequence: one per ``TOKEN_BLOCK`` tokens (chained), one for it all."""
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def _h(self, seed: bytes, data: bytes) -> bytes:
+        return hashlib.blake2b(seed + data, digest_size=DIGEST_BYTES, key=self.key).digest()
+
+    def blocks(self, ids: array) -> bytes:
+        raw = ids.tobytes()
+        step = TOKEN_BLOCK * ids.itemsize
+        out, h = bytearray(), b""
+        for i in range(0, len(raw) - step + 1, step):
+            h = self._h(h, raw[i : i + step])
+            out += h
+        return bytes(out)
+
+    def tail(self, chain: bytes, ids: array) -> bytes:
+        """Digest of the whole of ``ids`` given its block chain (the last block digest + the rest)."""
+        full = len(ids) // TOKEN_BLOCK
+        last = chain[(full - 1) * DIGEST_BYTES : full * DIGEST_BYTES] if full else b""
+        return self._h(b"tail" + last, ids[full * TOKEN_BLOCK :].tobytes())
+
 
 Key = tuple[str, str]  # (tenant, trajectory id)
 

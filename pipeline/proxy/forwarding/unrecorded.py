@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import call_context
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.http_io import read_body
+from pipeline.proxy.surfaces.context import call_context
+from pipeline.proxy.surfaces.request import read_body
 from sluice.json_limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded
 
 if TYPE_CHECKING:

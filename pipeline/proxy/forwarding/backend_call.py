@@ -16,13 +16,13 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.metrics import ProxyMetrics
-from pipeline.proxy.sse import SseSplitter, encode_data, event_data
-from pipeline.proxy.token_strip import TokenStrip
-from pipeline.proxy.upstream import Upstreams, read_error
+from pipeline.proxy.forwarding.token_strip import TokenStrip
+from pipeline.proxy.forwarding.upstream import Upstreams, read_error
+from pipeline.proxy.ops.metrics import ProxyMetrics
+from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
+from pipeline.proxy.surfaces.sse import SseSplitter, encode_data, event_data
 from sluice.events import CONVERSATION_HEADER, POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
 
 Batch = list[tuple[bytes, dict[str, Any]]]

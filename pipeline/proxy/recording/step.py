@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.proxy.call_outcome import CallOutcome, RawChoice
-from pipeline.proxy.canonical import event_message
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
-from pipeline.proxy.linking import StepPlan
+from pipeline.proxy.linking.canonical import event_message
+from pipeline.proxy.linking.history_linker import StepPlan
+from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
+from pipeline.proxy.surfaces.context import CallContext
 from sluice.events import (
     Action,
     ActionResult,

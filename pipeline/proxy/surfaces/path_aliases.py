@@ -10,7 +10,7 @@ Clients reach the same API under several paths; each is served, not refused:
 - one trailing slash (``/v1/chat/completions/``).
 
 Each applies after an optional ``/t/{trajectory_id}`` prefix. A path that matches none is routed as sent.
-The Azure SDK's ``api-key`` header is a key like ``x-api-key`` (``pipeline.proxy.auth``).
+The Azure SDK's ``api-key`` header is a key like ``x-api-key`` (``pipeline.proxy.surfaces.auth``).
 """
 
 from __future__ import annotations

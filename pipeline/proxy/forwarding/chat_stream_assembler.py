@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.proxy.stream_assembly import ChoiceTail, StreamAssembly
+from pipeline.proxy.forwarding.stream_assembly import ChoiceTail, StreamAssembly
 
 
 def tool_call_id(response_id: str | None, choice: int, call: int) -> str:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
 
-from pipeline.proxy.auth import Caller
+from pipeline.proxy.config import ProxyConfig
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.linking import LinkedBy
+from pipeline.proxy.linking.history_linker import LinkedBy
+from pipeline.proxy.surfaces.auth import Caller
 from sluice.events import (
     LOCAL_ID_PATTERN,
     TASK_ID_HEADER,
@@ -96,3 +98,23 @@ def call_context(request: Request) -> CallContext:
         t0=t0,
         task_id=task[:256] or None,
     )
+
+
+ALWAYS_SENSITIVE = frozenset(
+    {"authorization", "x-api-key", "api-key", "cookie", "set-cookie", "proxy-authorization"}
+)
+
+
+class HeaderRecorder:
+    def __init__(self, config: ProxyConfig) -> None:
+        sensitive = ALWAYS_SENSITIVE | {h.lower() for h in config.sensitive_headers}
+        self.allowed = tuple(h.lower() for h in config.header_allowlist if h.lower() not in sensitive)
+        self.sensitive = sensitive
+
+    def record(self, headers: Mapping[str, str]) -> dict[str, str]:
+        out = {}
+        for name in self.allowed:
+            value = headers.get(name)
+            if value is not None:
+                out[name] = value[:512]
+        return out

@@ -17,14 +17,13 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.chat_call import open_chat_call
-from pipeline.proxy.context import CallContext, call_context
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.http_io import read_json
-from pipeline.proxy.protocol_base import OpenModel, validate_request
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.recorder import metadata_task_id, step_headers
-from pipeline.proxy.responses import SseResponse, json_response
+from pipeline.proxy.forwarding.chat_call import open_chat_call
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.recording.recorder import metadata_task_id, step_headers
+from pipeline.proxy.surfaces.context import CallContext, call_context
+from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
+from pipeline.proxy.surfaces.responses import SseResponse, json_response
 
 
 class StreamWriter(Protocol):

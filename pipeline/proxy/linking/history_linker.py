@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pipeline.proxy.token_prefix_cache import TokenPrefixCache
+from pipeline.proxy.linking.token_prefix_cache import TokenPrefixCache
 from sluice.events import ErasureEvent, Message, message_hash, new_id, scoped_trajectory_id
 
 ERASED_LIMIT = 1_000_000  # erased trajectory ids remembered (16 bytes each)

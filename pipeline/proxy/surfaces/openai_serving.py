@@ -7,21 +7,21 @@ stripped) or relay the SSE stream chunk by chunk.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext, call_context
-from pipeline.proxy.http_io import read_json
-from pipeline.proxy.protocol_base import OpenModel, validate_request
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.recorder import step_headers
-from pipeline.proxy.responses import SseResponse, json_response
-from pipeline.proxy.stream_relay import relay_openai_stream
+from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.recording.recorder import step_headers
+from pipeline.proxy.surfaces.context import CallContext, call_context
+from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
+from pipeline.proxy.surfaces.responses import SseResponse, json_response
+from pipeline.proxy.surfaces.sse import DONE, encode_data
 
 # (state, call context, typed request, request body, raw body bytes, backend) -> the recorded call
 OpenCall = Callable[[Any, CallContext, Any, dict[str, Any], bytes | None, BackendConfig], RecordedCall]
@@ -43,3 +43,25 @@ async def serve_openai_step(
         return json_response(body, headers={**headers, **rc.served_headers()})
     upstream = await rc.open_stream()
     return SseResponse(relay_openai_stream(rc, upstream), headers={**headers, **rc.served_headers()})
+
+
+async def relay_openai_stream(rc: RecordedCall, upstream: Any) -> AsyncIterator[bytes]:
+    """Raw bytes of each chunk, re-encoded only when something the recording asked for was stripped."""
+    keep_chunk = rc.call.keep_chunk
+    async with contextlib.aclosing(rc.batches(upstream)) as batches:
+        async for batch in batches:
+            out = []
+            for raw, chunk in batch:
+                keep = keep_chunk(chunk)
+                if keep is None:
+                    out.append(raw)
+                elif keep:
+                    out.append(encode_data(chunk))
+            if out:
+                yield b"".join(out)
+    if rc.error is None:
+        yield DONE
+    else:  # a broken stream ends on an error event, not [DONE]: the OpenAI SDKs raise it as an APIError
+        yield encode_data(
+            {"error": {"message": rc.error, "type": "upstream_error", "param": None, "code": None}}
+        )

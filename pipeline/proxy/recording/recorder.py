@@ -29,17 +29,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pipeline.proxy.call_outcome import CallOutcome
-from pipeline.proxy.canonical import event_message, fingerprint, harness_fingerprint, link_extend
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.link_chain_cache import LinkChainCache
-from pipeline.proxy.linking import HistoryLinker
-from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.linking.canonical import event_message, fingerprint, harness_fingerprint, link_extend
+from pipeline.proxy.linking.history_linker import HistoryLinker
+from pipeline.proxy.linking.link_chain_cache import LinkChainCache
+from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.step_event import OpenStep, build_step_event
+from pipeline.proxy.recording.call_outcome import CallOutcome
+from pipeline.proxy.recording.step import OpenStep, build_step_event
+from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.trajectories.seen import SeenTrajectories
 from sluice.errors import validation_summary
 from sluice.events import (

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from pipeline.proxy.canonical import extend_chain
+from pipeline.proxy.linking.canonical import extend_chain
 
 _PACK = msgspec.msgpack.Encoder().encode
 _UNPACKABLE = (TypeError, ValueError, OverflowError, msgspec.EncodeError)

@@ -1,0 +1,2 @@
+"""Control: what the proxy reads back from the broker (erasures, overlay and policy assignments) and
+how a request is routed by it."""
