@@ -29,8 +29,8 @@ from pipeline.proxy.linking.link_chain_cache import LinkChainCache
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.recording.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.step import RawChoice
 from pipeline.proxy.surfaces.auth import Caller
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.trajectories.seen import SeenTrajectories
@@ -72,14 +72,13 @@ def _run(turns: int, cache: LinkChainCache, spool: Path) -> float:
         history.append(head)
         request = {"model": "m", "messages": list(history), "tools": [{"type": "function", "name": "shell"}]}
         ctx = CallContext(_CALLER, None, "header", None, {}, datetime.now(UTC), time.perf_counter())
-        outcome = CallOutcome(
-            200, None, 1.0, choices=[RawChoice(0, dict(reply), "tool_calls")], usage={"prompt_tokens": 9}
-        )
+        choices, answer = [RawChoice(0, dict(reply), "tool_calls")], {"usage": {"prompt_tokens": 9}}
         c0 = time.process_time()
         step = recorder.begin(
             ctx, request, backend=_BACKEND, operation="chat", provider="openai", messages=request["messages"]
         )
-        recorder.finish(step, outcome)
+        step.end(200, None, 1.0, answer, choices)
+        recorder.finish(step)
         cpu += time.process_time() - c0
         history += [reply, result]
     return cpu / turns

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from pipeline.proxy.anthropic_messages.protocol import MessagesRequest
 from pipeline.proxy.anthropic_messages.stream import AnthropicStreamWriter
 from pipeline.proxy.anthropic_messages.translate import to_anthropic, to_chat
-from pipeline.proxy.recording.recorded_call import RecordedCall
+from pipeline.proxy.forwarding.chat_call import ChatCall
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serve_translated
 
@@ -22,10 +22,10 @@ class MessagesExchange:
     def chat(self) -> dict[str, Any]:
         return to_chat(self.body)
 
-    def response(self, rc: RecordedCall, answer: dict[str, Any]) -> dict[str, Any]:
+    def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]:
         return to_anthropic(answer, self.model)
 
-    def writer(self, rc: RecordedCall) -> AnthropicStreamWriter:
+    def writer(self, call: ChatCall) -> AnthropicStreamWriter:
         return AnthropicStreamWriter(self.model)
 
 

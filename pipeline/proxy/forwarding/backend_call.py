@@ -1,10 +1,16 @@
-"""The plumbing of one backend call: post, stream, fail, end in a ``CallOutcome`` (surface-neutral).
+"""Forwarding: ``BackendCall`` sends one recorded model call to its backend and ends its step once.
+
+A surface opens the step (``StepRecorder.begin``) and builds the call with it; the call posts the
+upstream request, answers or streams, and every path ends in ``_end``, exactly once: success, upstream
+error, unreachable backend, broken stream or a client that went away. ``_end`` writes what the backend
+answered into the step (``Step.end``) and hands it to ``StepRecorder.finish``, which queues it for the
+durability middleware to publish: the call never publishes.
 
 Subclasses (``ChatCall``, ``CompletionCall``) say which upstream path, what to add to the request for
-recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), what token ids to ask for
-(``token_strip``), how to assemble a stream and how to read choices from an answer (``read_choices``). Every path ends in
-``finish``, exactly once: success, upstream error, unreachable backend, broken stream or a client that
-went away. ``finish`` only sets ``outcome``; the caller hands it to the recorder (``recorded_call``).
+recording (``body_changes``), what to strip from the answer (``strip_response``/``keep_chunk``), which
+token ids to ask for (``token_strip``), how to assemble a stream and how to read choices from an answer
+(``read_choices``). The upstream body is the agent's bytes as received when nothing needs adding, and is
+serialised once otherwise.
 """
 
 from __future__ import annotations
@@ -16,12 +22,12 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.forwarding.upstream import Upstreams, read_error
 from pipeline.proxy.ops.metrics import ProxyMetrics
-from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
+from pipeline.proxy.recording.recorder import StepRecorder
+from pipeline.proxy.recording.step import RawChoice, Step
 from pipeline.proxy.surfaces.sse import SseSplitter, encode_data, event_data
 from sluice.events import CONVERSATION_HEADER, POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
 
@@ -48,24 +54,21 @@ class BackendCall:
         self,
         upstreams: Upstreams,
         metrics: ProxyMetrics,
-        backend: BackendConfig,
+        recorder: StepRecorder,
+        step: Step,
         request: dict[str, Any],
         raw: bytes | None,
-        t0: float,
     ) -> None:
-        self.upstreams, self.metrics, self.backend = upstreams, metrics, backend
-        self.request, self.raw, self.t0 = request, raw, t0  # t0: perf_counter when the request arrived
+        self.upstreams, self.metrics, self.recorder = upstreams, metrics, recorder
+        self.step = step  # what gets recorded: the call writes what the backend answered into it
+        self.backend = step.backend
+        self.request, self.raw = request, raw  # what the backend is asked: the body and its bytes as received
         self.tokens = self.token_strip()
-        self.stream = bool(request.get("stream"))
         self.asked_usage = bool((request.get("stream_options") or {}).get("include_usage"))
-        self.outcome: CallOutcome | None = None  # set once, by ``finish``
-        self.policy_versions: list[str] = []
-        self.policy_header: str | None = None
         self.policy_request: str | None = None  # the model policy version this call's arm asks for
         self.conversation: str | None = (
             None  # the trajectory, named to a token-id backend (its token history)
         )
-        self.ttft_ms: float | None = None
 
     # ------------------------------------------------------------------ hooks
 
@@ -75,7 +78,7 @@ class BackendCall:
 
     def body_changes(self) -> dict[str, Any]:
         changes: dict[str, Any] = {}
-        if self.stream and not self.asked_usage:
+        if self.step.stream and not self.asked_usage:
             changes["stream_options"] = {**(self.request.get("stream_options") or {}), "include_usage": True}
         return {**changes, **self.tokens.body_changes()}
 
@@ -114,11 +117,11 @@ class BackendCall:
             if self.conversation:
                 headers[CONVERSATION_HEADER] = self.conversation
             resp = await self.upstreams.post(self.backend, self.path, self.upstream_body(), headers or None)
-            self.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
+            self.step.policy_header = resp.headers.get(POLICY_VERSION_HEADER) or None
             return resp
         except ApiError as err:
             self.metrics.upstream_errors.labels(self.backend.name, "unreachable").inc()
-            self.finish(None, err.status, err.message)
+            self._end(None, err.status, err.message)
             raise
 
     async def _fail(self, resp: aiohttp.ClientResponse) -> ApiError:
@@ -130,12 +133,12 @@ class BackendCall:
             resp.release()
         err = read_error(resp.status, data, self.backend.name)
         self.metrics.upstream_errors.labels(self.backend.name, str(resp.status)).inc()
-        self.finish(None, resp.status, err.message)
+        self._end(None, resp.status, err.message)
         return err
 
     # ------------------------------------------------------------------ non-streaming
 
-    async def call(self) -> tuple[dict[str, Any], bytes | None]:
+    async def answer(self) -> tuple[dict[str, Any], bytes | None]:
         """The backend's answer for the agent, and its raw bytes when they can be passed on unchanged."""
         resp = await self._post()
         if resp.status >= 400:
@@ -143,7 +146,7 @@ class BackendCall:
         try:
             data = await resp.read()
         except (aiohttp.ClientError, TimeoutError) as err:
-            self.finish(None, 502, f"backend response broke: {type(err).__name__}")
+            self._end(None, 502, f"backend response broke: {type(err).__name__}")
             raise ApiError(
                 502, f"backend {self.backend.name!r} broke off its answer", type="upstream_error"
             ) from None
@@ -154,13 +157,13 @@ class BackendCall:
             if not isinstance(parsed, dict):
                 raise ValueError("not an object")
         except ValueError:
-            self.finish(None, 502, "backend answered invalid JSON")
+            self._end(None, 502, "backend answered invalid JSON")
             raise ApiError(
                 502, f"backend {self.backend.name!r} answered invalid JSON", type="upstream_error"
             ) from None
         self._note_extension(parsed)
         changed = self.prepare_response(parsed)
-        self.finish(parsed, resp.status, None)
+        self._end(parsed, resp.status, None)
         changed = self.strip_response(parsed) or changed
         return parsed, None if changed else data
 
@@ -178,7 +181,7 @@ class BackendCall:
         if "text/event-stream" not in ctype:
             resp.release()
             msg = f"backend {self.backend.name!r} did not stream (content-type {ctype!r})"
-            self.finish(None, 502, msg)
+            self._end(None, 502, msg)
             raise ApiError(502, msg, type="upstream_error")
         return resp
 
@@ -188,8 +191,9 @@ class BackendCall:
             return False  # the usage-only final chunk only the recording asked for
         return True if self.strip_chunk(chunk) else None
 
-    async def chunk_batches(self, resp: aiohttp.ClientResponse) -> AsyncIterator[Batch]:
-        """Parsed chunks as they arrive, one batch per network read; finishes the step at the end."""
+    async def batches(self, resp: aiohttp.ClientResponse) -> AsyncIterator[Batch]:
+        """Parsed chunks as they arrive, one batch per network read; the step ends when the stream ends or
+        is closed."""
         asm = self.new_assembler()
         splitter = SseSplitter()
         error: str | None = None
@@ -230,43 +234,40 @@ class BackendCall:
             self._finish_stream(asm, error)
         finally:
             resp.release()
-            if self.outcome is None:
+            if not self.step.ended:
                 self._finish_stream(asm, "client went away before the stream ended")
 
     def _finish_stream(self, asm: StreamAssembler, error: str | None) -> None:
         if asm.first_token_at is not None:
-            self.ttft_ms = (asm.first_token_at - self.t0) * 1000
-            self.metrics.ttft.observe(asm.first_token_at - self.t0)
-        self.finish(asm.result() if asm.has_data else None, 200, error)
+            t0 = self.step.ctx.t0
+            self.step.ttft_ms = (asm.first_token_at - t0) * 1000
+            self.metrics.ttft.observe(asm.first_token_at - t0)
+        self._end(asm.result() if asm.has_data else None, 200, error)
 
-    # ------------------------------------------------------------------ the outcome
+    # ------------------------------------------------------------------ the ending
+
+    @property
+    def error(self) -> str | None:
+        """The error the call ended with (None while it runs or when it succeeded)."""
+        return self.step.error
 
     def _note_extension(self, body: dict[str, Any]) -> None:
         """The policy versions a Sluice model server names in its ``sluice`` extension field."""
         ext = body.get(POLICY_EXTENSION_FIELD)
         if not isinstance(ext, dict):
             return
+        seen = self.step.policy_versions
         versions = ext.get("policy_versions")
         for v in versions if isinstance(versions, list) else [ext.get("policy_version")]:
-            if isinstance(v, str) and v and v not in self.policy_versions:
-                self.policy_versions.append(v[:128])
+            if isinstance(v, str) and v and v not in seen:
+                seen.append(v[:128])
 
-    def finish(self, resp: dict[str, Any] | None, status: int | None, error: str | None) -> None:
-        """End the call once: its ``outcome``, with the choices read from the (assembled) answer."""
-        if self.outcome is not None:
+    def _end(self, resp: dict[str, Any] | None, status: int | None, error: str | None) -> None:
+        """End the step once, with the choices read from the (assembled) answer, and hand it to the
+        recorder."""
+        step = self.step
+        if step.ended:
             return
-        out = CallOutcome(
-            status=status,
-            error=error,
-            latency_ms=(time.perf_counter() - self.t0) * 1000,
-            ttft_ms=self.ttft_ms,
-            policy_versions=self.policy_versions,
-            policy_header=self.policy_header,
-        )
-        if resp is not None:
-            out.response_id, out.response_model = resp.get("id"), resp.get("model")
-            out.system_fingerprint = resp.get("system_fingerprint")
-            usage = resp.get("usage")
-            out.usage = usage if isinstance(usage, dict) else None
-            out.choices, out.prompt_token_ids = self.read_choices(resp)
-        self.outcome = out
+        choices, ids = self.read_choices(resp) if resp is not None else ([], None)
+        if step.end(status, error, (time.perf_counter() - step.ctx.t0) * 1000, resp, choices, ids):
+            self.recorder.finish(step)

@@ -1,11 +1,11 @@
-"""One chat-completions call to a backend (shared by every chat-like surface).
+"""Forwarding: ``ChatCall``, one recorded chat-completions call to a backend (every chat-like surface).
 
 OpenAI chat, Anthropic messages and OpenAI responses all become a chat-completions request upstream
 (backends speak OpenAI chat only). ``ChatCall`` adds what recording needs to the upstream request (token
 ids and logprobs when the backend returns them, ``stream_options.include_usage`` when streaming) and
 strips those additions from what the agent receives, so the agent sees a normal response. The plumbing
-(post, stream, finish) is ``backend_call.BackendCall``; the step it records is opened and finished by
-``recorder.StepRecorder`` (see ``recorded_call``).
+(post, stream, end the step) is ``backend_call.BackendCall``; the step it records is opened by
+``StepRecorder.begin`` (``open_chat_call``) and recorded by ``StepRecorder.finish``.
 
 When a control-plane assignment covers the request's scope (``overlay_routing``), the arm's overlay is
 applied to what the backend receives (``apply_to_chat``: every chat-like surface reaches the backend as
@@ -27,9 +27,7 @@ from pipeline.proxy.control.overlay_routing import choose_overlay
 from pipeline.proxy.forwarding.backend_call import BackendCall
 from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler, tool_call_id
 from pipeline.proxy.forwarding.token_strip import TokenStrip
-from pipeline.proxy.recording.call_outcome import RawChoice
-from pipeline.proxy.recording.recorded_call import RecordedCall
-from pipeline.proxy.recording.step import chat_logprobs
+from pipeline.proxy.recording.step import RawChoice, chat_logprobs
 from pipeline.proxy.surfaces.context import CallContext
 from sluice.evolution import Overlay
 
@@ -103,7 +101,7 @@ def open_chat_call(
     operation: str,
     provider: str,
     task_id: str | None = None,
-) -> RecordedCall:
+) -> ChatCall:
     """Open the chat step (its trajectory, index and delta), choose its overlay, and build its call."""
     recorder = state.recorder
     step = recorder.begin(
@@ -121,9 +119,9 @@ def open_chat_call(
         overlay = choice.overlay
     if overlay is not None and not overlay.is_empty():
         chat, raw = apply_to_chat(chat, overlay), None  # the step keeps what the agent sent
-    call = ChatCall(state.upstreams, state.metrics, backend, chat, raw, ctx.t0)
+    call = ChatCall(state.upstreams, state.metrics, recorder, step, chat, raw)
     call.overlay = overlay
     call.policy_request = choice.policy_version if choice is not None else None
     if backend.return_token_ids:  # a policy server keeps this conversation's token ids under it
         call.conversation = step.plan.trajectory_id
-    return RecordedCall(recorder, step, call)
+    return call

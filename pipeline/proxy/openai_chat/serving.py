@@ -8,9 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.forwarding.chat_call import open_chat_call
+from pipeline.proxy.forwarding.chat_call import ChatCall, open_chat_call
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
-from pipeline.proxy.recording.recorded_call import RecordedCall
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
@@ -22,7 +21,7 @@ def _open(
     body: dict[str, Any],
     raw: bytes | None,
     backend: BackendConfig,
-) -> RecordedCall:
+) -> ChatCall:
     return open_chat_call(
         state, ctx, body, raw, backend, messages=req.messages, operation="chat", provider="openai"
     )

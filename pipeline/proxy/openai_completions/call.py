@@ -13,8 +13,7 @@ from typing import Any
 from pipeline.proxy.forwarding.backend_call import BackendCall
 from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
-from pipeline.proxy.recording.call_outcome import RawChoice
-from pipeline.proxy.recording.step import completion_logprobs
+from pipeline.proxy.recording.step import RawChoice, completion_logprobs
 from sluice.events import Message
 
 

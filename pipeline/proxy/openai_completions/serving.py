@@ -11,7 +11,6 @@ from starlette.responses import Response
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.openai_completions.call import CompletionCall, prompt_text
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
-from pipeline.proxy.recording.recorded_call import RecordedCall
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
@@ -23,7 +22,7 @@ def _open(
     body: dict[str, Any],
     raw: bytes | None,
     backend: BackendConfig,
-) -> RecordedCall:
+) -> CompletionCall:
     step = state.recorder.begin(
         ctx,
         body,
@@ -32,8 +31,7 @@ def _open(
         provider="openai",
         prompt_text=prompt_text(req.prompt),
     )
-    call = CompletionCall(state.upstreams, state.metrics, backend, body, raw, ctx.t0)
-    return RecordedCall(state.recorder, step, call)
+    return CompletionCall(state.upstreams, state.metrics, state.recorder, step, body, raw)
 
 
 async def create_completion(request: Request) -> Response:

@@ -15,6 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pipeline.proxy.forwarding.chat_call import ChatCall
 from pipeline.proxy.openai_responses.protocol import ResponsesRequest
 from pipeline.proxy.openai_responses.stream import ResponsesStreamWriter
 from pipeline.proxy.openai_responses.translate import (
@@ -24,7 +25,6 @@ from pipeline.proxy.openai_responses.translate import (
     to_chat,
     to_response,
 )
-from pipeline.proxy.recording.recorded_call import RecordedCall
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serve_translated
 from sluice.events import new_id
@@ -51,23 +51,23 @@ class ResponsesExchange:
         self.rid = "resp_" + new_id()
         return chat
 
-    def response(self, rc: RecordedCall, answer: dict[str, Any]) -> dict[str, Any]:
-        stored = self.keep and self._keep(rc, reply_message(answer))
+    def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]:
+        stored = self.keep and self._keep(call, reply_message(answer))
         return to_response(answer, self.body, rid=self.rid, stored=stored)
 
-    def writer(self, rc: RecordedCall) -> _KeepingWriter:
-        return _KeepingWriter(self, rc, ResponsesStreamWriter(self.body, self.rid, stored=self.keep))
+    def writer(self, call: ChatCall) -> _KeepingWriter:
+        return _KeepingWriter(self, call, ResponsesStreamWriter(self.body, self.rid, stored=self.keep))
 
-    def _keep(self, rc: RecordedCall, reply: dict[str, Any] | None) -> bool:
+    def _keep(self, call: ChatCall, reply: dict[str, Any] | None) -> bool:
         """Remember a completed response for continuations: its input items and its reply."""
-        if rc.error is not None or reply is None:
+        if call.error is not None or reply is None:
             return False
         return self.state.response_chains.put(
             self.ctx.caller.tenant,
             self.rid,
             self.parent,
             [*item_messages(self.body), reply],
-            rc.step.plan.trajectory_id,
+            call.step.trajectory_id,
             self.ctx.caller.subject_ids,
             time.monotonic(),
         )
@@ -76,15 +76,15 @@ class ResponsesExchange:
 class _KeepingWriter:
     """The responses stream writer, keeping the response for continuations before its final event."""
 
-    def __init__(self, exchange: ResponsesExchange, rc: RecordedCall, writer: ResponsesStreamWriter) -> None:
-        self.exchange, self.rc, self.writer = exchange, rc, writer
+    def __init__(self, exchange: ResponsesExchange, call: ChatCall, writer: ResponsesStreamWriter) -> None:
+        self.exchange, self.call, self.writer = exchange, call, writer
 
     def feed(self, chunk: dict[str, Any]) -> list[bytes]:
         return self.writer.feed(chunk)
 
     def end(self, error: str | None) -> list[bytes]:
         if self.exchange.keep:  # before the final event: a continuation sent right after it must find it
-            self.writer.stored = self.exchange._keep(self.rc, self.writer.reply())
+            self.writer.stored = self.exchange._keep(self.call, self.writer.reply())
         return self.writer.end(error)
 
 

@@ -1,11 +1,11 @@
-"""The step lifecycle: ``begin`` places a call in its trajectory, ``finish`` records and publishes it.
+"""Recording: ``StepRecorder`` places each call in its trajectory (``begin``) and records it (``finish``).
 
 One ``StepRecorder`` lives on the proxy state and is the only code that drives the history linker and
 the only publisher of what agents record (steps, ends, rewards); the rest of the proxy asks it
-(``extendable``, ``is_erased``, ``end``, ``forget``, ``snapshot``/``restore``). ``begin``
-links the call to its trajectory, assigns its step index and computes the observation delta, returning
-the ``OpenStep``; the surface then runs the backend call, which returns a ``CallOutcome`` and never
-publishes; ``finish`` remembers the history for linking (and the token prefix) and hands the step to the
+(``extendable``, ``is_erased``, ``end``, ``forget``, ``snapshot``/``restore``). ``begin`` links the call
+to its trajectory, assigns its step index and computes the observation delta, returning the ``Step``;
+the backend call (``forwarding.backend_call``) ends the step with what the backend answered and hands it
+to ``finish``, which remembers the history for linking (and the token prefix) and hands the step to the
 publisher before the agent's response completes, never losing one silently.
 
 Inside a request (``collect_steps``, set by the proxy's durability middleware) ``finish`` only queues
@@ -37,8 +37,7 @@ from pipeline.proxy.linking.link_chain_cache import LinkChainCache
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recording.call_outcome import CallOutcome
-from pipeline.proxy.recording.step import OpenStep, build_step_event
+from pipeline.proxy.recording.step import Step, build_step_event
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.trajectories.seen import SeenTrajectories
 from sluice.errors import validation_summary
@@ -53,7 +52,7 @@ from sluice.events import (
 
 log = logging.getLogger(__name__)
 
-_collected: contextvars.ContextVar[list[OpenStep] | None] = contextvars.ContextVar(
+_collected: contextvars.ContextVar[list[Step] | None] = contextvars.ContextVar(
     "sluice_collected_steps", default=None
 )
 
@@ -80,21 +79,13 @@ def metadata_task_id(request: dict[str, Any]) -> str | None:
     return str(value)[:256] if value not in (None, "") else None
 
 
-def collect_steps(steps: list[OpenStep]) -> contextvars.Token[list[OpenStep] | None]:
+def collect_steps(steps: list[Step]) -> contextvars.Token[list[Step] | None]:
     """Steps finished in this request's context go to ``steps`` until ``publish_collected``."""
     return _collected.set(steps)
 
 
-def end_collecting(token: contextvars.Token[list[OpenStep] | None]) -> None:
+def end_collecting(token: contextvars.Token[list[Step] | None]) -> None:
     _collected.reset(token)
-
-
-def step_headers(step: OpenStep) -> dict[str, str]:
-    """Response headers that tell the agent where its call landed (for the rewards/feedback API)."""
-    return {
-        "x-sluice-trajectory-id": step.plan.trajectory_id,
-        "x-sluice-step-index": str(step.plan.step_index),
-    }
 
 
 class StepRecorder:
@@ -136,7 +127,7 @@ class StepRecorder:
         messages: list[Any] | None = None,
         prompt_text: str | None = None,
         task_id: str | None = None,
-    ) -> OpenStep:
+    ) -> Step:
         """Place the call in its trajectory and open its step.
 
         With ``messages`` (chat-like surfaces) the call is linked by its history and the step's
@@ -159,7 +150,7 @@ class StepRecorder:
         )
         if found is not None:
             self._chains.remember(tenant, plan.trajectory_id, found.chain, found.packed)
-        step = OpenStep(
+        step = Step(
             ctx=ctx,
             plan=plan,
             backend=backend,
@@ -187,18 +178,15 @@ class StepRecorder:
 
     # ------------------------------------------------------------------ finish
 
-    def finish(self, step: OpenStep, outcome: CallOutcome) -> None:
-        """Remember the history the step adds, then publish it before the response goes on (or soon,
-        outside a request)."""
-        if step.outcome is not None:
-            return
-        step.outcome = outcome
+    def finish(self, step: Step) -> None:
+        """Remember the history the ended step adds, then publish it before the response goes on (or
+        soon, outside a request)."""
         if step.chain is not None:
-            self._link(step, outcome)
-        ids = outcome.prompt_token_ids
+            self._link(step)
+        ids = step.prompt_token_ids
         if ids is not None:
             try:
-                first = outcome.choices[0].token_ids if outcome.choices else None
+                first = step.choices[0].token_ids if step.choices else None
                 step.prompt_prefix_len = self._linker.token_prefix(step.plan, ids, first)
             except (TypeError, OverflowError):
                 step.prompt_prefix_len = 0
@@ -211,28 +199,28 @@ class StepRecorder:
         except RuntimeError:  # no loop (unit use): now
             self._after_response(step)
 
-    def _link(self, step: OpenStep, outcome: CallOutcome) -> None:
+    def _link(self, step: Step) -> None:
         """The history after a chat step (one link per choice) for linking and the next step's delta."""
         chain = step.chain
         assert chain is not None
         links: list[bytes] = []
         reply = None
         try:
-            messages = [{"role": "assistant", **c.message} for c in outcome.choices]  # type: ignore[dict-item]
+            messages = [{"role": "assistant", **c.message} for c in step.choices]  # type: ignore[dict-item]
             if messages:
                 reply = event_message(messages[0], "choices[0].message")
-                outcome.choices[0].message = reply
+                step.choices[0].message = reply
             links = [link_extend(chain[-1], m) for m in messages]
         except (ApiError, TypeError):
             reply, links = None, []  # the event build will dead-letter it with the reason
         self._linker.complete(step.plan, chain, step.delta, links, reply, time.monotonic())
 
-    def publish_collected(self, steps: list[OpenStep]) -> None:
+    def publish_collected(self, steps: list[Step]) -> None:
         """Build and publish the collected steps, in the order they finished."""
         while steps:
             self._after_response(steps.pop(0))
 
-    def _after_response(self, step: OpenStep) -> None:
+    def _after_response(self, step: Step) -> None:
         plan = step.plan
         self.seen.step(plan.tenant, plan.trajectory_id, plan.step_index)
         self._linker.settle(plan)  # exact prefix hashes, so the linker keeps no message text
@@ -244,7 +232,7 @@ class StepRecorder:
         if self.publishing:
             self._publish(step)
 
-    def _publish(self, step: OpenStep) -> None:
+    def _publish(self, step: Step) -> None:
         key = step.plan.trajectory_id
         try:
             data = encode(build_step_event(step))

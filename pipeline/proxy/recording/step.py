@@ -1,8 +1,12 @@
-"""The one shape of a step on the request path, and how it becomes a ``StepEvent`` (pure: no I/O, no clock).
+"""Recording: the ``Step`` one model call records, and how it becomes a ``StepEvent`` (pure: no I/O, no clock).
 
-``OpenStep`` is what ``StepRecorder.begin`` returns, filled with cheap references; at ``finish`` it gets
-the call's ``CallOutcome`` and ``build_step_event`` does the pydantic work, off the agent's critical path
-(see ``recorder.py``).
+A step is the one owner of what gets recorded about a call. ``StepRecorder.begin`` opens it with where
+the call sits and what the agent asked (cheap references); the backend call ends it exactly once
+(``end``) with what the backend answered, whatever the ending (an answer, an upstream error, an
+unreachable backend, a broken stream, a client that went away); ``StepRecorder.finish`` links it and
+hands it on, and ``build_step_event`` does the pydantic work off the agent's critical path (see
+``recorder``). Choices are read from the answer before anything the recording asked for is stripped
+from it, so token ids and logprobs reach the event even when the agent did not ask for them.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from typing import Any
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.linking.history_linker import StepPlan
-from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.surfaces.context import CallContext
 from sluice.events import (
+    POLICY_VERSION_HEADER,
     Action,
     ActionResult,
     Choice,
@@ -43,16 +47,25 @@ _SAMPLING_EXTRA = (
 
 
 @dataclass(slots=True)
-class OpenStep:
-    """A step from ``StepRecorder.begin`` to ``finish``: where it sits and what the agent sent, then its
-    outcome and token prefix once the call ended."""
+class RawChoice:
+    index: int
+    message: dict[str, Any] | Message  # an OpenAI chat message, or already the event Message
+    finish_reason: str | None
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+
+@dataclass(slots=True)
+class Step:
+    """One call's step: where it sits and what was asked (``begin``), then what the backend answered
+    (``end``) and its token prefix (``StepRecorder.finish``)."""
 
     ctx: CallContext
     plan: StepPlan
     backend: BackendConfig
     operation: str  # chat | text_completion | responses | messages
     provider: str  # the API surface the agent spoke: openai | anthropic
-    request: dict[str, Any]  # the (translated) upstream request, for model and sampling
+    request: dict[str, Any]  # the (translated) request as the agent asked it, for model and sampling
     stream: bool = False
     chain: list[bytes] | None = (
         None  # link hashes of the messages (``canonical.link_chain``); None: no history
@@ -65,9 +78,21 @@ class OpenStep:
     task_id: str | None = None
     overlay_id: str | None = None  # the control-plane overlay applied to what the backend received
     overlay_arm: str | None = None  # control | candidate, when an assignment covered the request
-    # set by ``StepRecorder.finish``
-    outcome: CallOutcome | None = None
-    prompt_prefix_len: int = 0
+    # what the backend answered: the policy versions as they are named, the rest once, by ``end``
+    policy_versions: list[str] = field(default_factory=list)  # from the extension field, in order of use
+    policy_header: str | None = None  # the version header (used when there is no extension field)
+    ended: bool = False
+    status: int | None = None
+    error: str | None = None
+    latency_ms: float = 0.0
+    ttft_ms: float | None = None
+    response_id: str | None = None
+    response_model: str | None = None
+    system_fingerprint: str | None = None
+    usage: dict[str, Any] | None = None
+    choices: list[RawChoice] = field(default_factory=list)  # sorted by index
+    prompt_token_ids: list[int] | None = None
+    prompt_prefix_len: int = 0  # set by ``StepRecorder.finish``
 
     @property
     def trajectory_id(self) -> str:
@@ -76,6 +101,44 @@ class OpenStep:
     @property
     def step_index(self) -> int:
         return self.plan.step_index
+
+    def end(
+        self,
+        status: int | None,
+        error: str | None,
+        latency_ms: float,
+        answer: dict[str, Any] | None = None,
+        choices: list[RawChoice] | None = None,
+        prompt_token_ids: list[int] | None = None,
+    ) -> bool:
+        """Record how the call ended (the answer's head and usage, its choices); False if it already had."""
+        if self.ended:
+            return False
+        self.ended = True
+        self.status, self.error, self.latency_ms = status, error, latency_ms
+        if answer is not None:
+            self.response_id, self.response_model = answer.get("id"), answer.get("model")
+            self.system_fingerprint = answer.get("system_fingerprint")
+            usage = answer.get("usage")
+            self.usage = usage if isinstance(usage, dict) else None
+        self.choices = choices or []
+        self.prompt_token_ids = prompt_token_ids
+        return True
+
+    def served_versions(self) -> list[str]:
+        return self.policy_versions or ([self.policy_header[:128]] if self.policy_header else [])
+
+    def headers(self) -> dict[str, str]:
+        """Response headers that tell the agent where its call landed (for the rewards/feedback API) and,
+        once the answer or the stream's headers are in, which model policy version answered."""
+        out = {
+            "x-sluice-trajectory-id": self.plan.trajectory_id,
+            "x-sluice-step-index": str(self.plan.step_index),
+        }
+        versions = self.served_versions()
+        if versions:
+            out[POLICY_VERSION_HEADER] = ",".join(versions)
+        return out
 
 
 def chat_logprobs(lp: Any) -> list[float] | None:
@@ -119,14 +182,14 @@ def _choice(raw: RawChoice) -> Choice:
     )
 
 
-def build_step_event(rec: OpenStep) -> StepEvent:
-    """The event of a finished step (``rec.outcome`` set)."""
-    ctx, plan, out = rec.ctx, rec.plan, rec.outcome
-    if out is None:
-        raise ValueError("the step has not finished")
-    choices = [_choice(c) for c in out.choices]
-    usage = out.usage or {}
-    prompt_ids = out.prompt_token_ids
+def build_step_event(rec: Step) -> StepEvent:
+    """The event of an ended step."""
+    ctx, plan = rec.ctx, rec.plan
+    if not rec.ended:
+        raise ValueError("the step has not ended")
+    choices = [_choice(c) for c in rec.choices]
+    usage = rec.usage or {}
+    prompt_ids = rec.prompt_token_ids
     action = Action(
         choices=choices,
         prompt_token_ids=prompt_ids[rec.prompt_prefix_len :] if prompt_ids is not None else None,
@@ -136,15 +199,15 @@ def build_step_event(rec: OpenStep) -> StepEvent:
         operation_name=rec.operation,  # type: ignore[arg-type]
         provider_name=rec.provider,
         request_model=str(rec.request.get("model", "")),
-        response_model=out.response_model,
-        response_id=out.response_id,
+        response_model=rec.response_model,
+        response_id=rec.response_id,
         finish_reasons=[c.finish_reason for c in choices if c.finish_reason],
         usage_input_tokens=usage.get("prompt_tokens", usage.get("input_tokens")),
         usage_output_tokens=usage.get("completion_tokens", usage.get("output_tokens")),
         conversation_id=ctx.session_id,
     )
     caller = ctx.caller
-    versions = out.served_versions()
+    versions = rec.served_versions()
     return StepEvent(
         trajectory_id=plan.trajectory_id,
         tenant=plan.tenant,
@@ -159,12 +222,12 @@ def build_step_event(rec: OpenStep) -> StepEvent:
             prompt_text=rec.prompt_text,
         ),
         action=action,
-        action_result=ActionResult(error=out.error, status_code=out.status),
+        action_result=ActionResult(error=rec.error, status_code=rec.status),
         metadata=StepMetadata(
             gen_ai=gen_ai,
             sampling=sampling_params(rec.request),
             backend=rec.backend.name,
-            backend_fingerprint=out.system_fingerprint,
+            backend_fingerprint=rec.system_fingerprint,
             model_version=versions[-1] if versions else rec.backend.model_version,
             policy_versions=versions,
             task_id=rec.task_id,
@@ -172,8 +235,8 @@ def build_step_event(rec: OpenStep) -> StepEvent:
             overlay_arm=rec.overlay_arm,  # type: ignore[arg-type]
             harness_fingerprint=rec.harness_fp,
             stream=rec.stream,
-            latency_ms=out.latency_ms,
-            time_to_first_token_ms=out.ttft_ms,
+            latency_ms=rec.latency_ms,
+            time_to_first_token_ms=rec.ttft_ms,
             started_at=ctx.started_at,
             request_headers=ctx.headers,
         ),

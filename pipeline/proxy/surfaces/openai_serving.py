@@ -1,8 +1,12 @@
-"""The one serving path of the OpenAI-shaped surfaces that relay the backend's own answer.
+"""Surfaces: the one serving path of the OpenAI surfaces that relay the backend's own answer.
 
 ``/v1/chat/completions`` and ``/v1/completions`` differ only in their request model and how they open
 their step: validate, open the recorded call, answer JSON (the backend's bytes when nothing was
-stripped) or relay the SSE stream chunk by chunk.
+stripped) or relay the SSE stream as it arrives (one write per network read).
+
+A backend stream that breaks before its end ends the agent's stream with an OpenAI-format error event
+(``data: {"error": {...}}``), which the OpenAI SDKs raise, instead of ``[DONE]``: a stream that merely
+stops reads as a complete answer to them.
 """
 
 from __future__ import annotations
@@ -16,15 +20,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.recording.recorded_call import RecordedCall
-from pipeline.proxy.recording.recorder import step_headers
+from pipeline.proxy.forwarding.backend_call import BackendCall
 from pipeline.proxy.surfaces.context import CallContext, call_context
 from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
 from pipeline.proxy.surfaces.responses import SseResponse, json_response
 from pipeline.proxy.surfaces.sse import DONE, encode_data
 
 # (state, call context, typed request, request body, raw body bytes, backend) -> the recorded call
-OpenCall = Callable[[Any, CallContext, Any, dict[str, Any], bytes | None, BackendConfig], RecordedCall]
+OpenCall = Callable[[Any, CallContext, Any, dict[str, Any], bytes | None, BackendConfig], BackendCall]
 
 
 async def serve_openai_step(
@@ -35,20 +38,19 @@ async def serve_openai_step(
     raw, body = await read_json(request, state.config.proxy.max_body_bytes)
     req: Any = validate_request(request_model, body, surface, state.metrics)
     backend = state.backend_for(req.model)
-    rc = open_call(state, ctx, req, body, raw, backend)
-    headers = step_headers(rc.step)
-    if not rc.stream:
-        answer, same = await rc.answer()
+    call = open_call(state, ctx, req, body, raw, backend)
+    if not call.step.stream:
+        answer, same = await call.answer()
         body = same if same is not None else json.dumps(answer).encode()
-        return json_response(body, headers={**headers, **rc.served_headers()})
-    upstream = await rc.open_stream()
-    return SseResponse(relay_openai_stream(rc, upstream), headers={**headers, **rc.served_headers()})
+        return json_response(body, headers=call.step.headers())
+    upstream = await call.open_stream()
+    return SseResponse(relay_openai_stream(call, upstream), headers=call.step.headers())
 
 
-async def relay_openai_stream(rc: RecordedCall, upstream: Any) -> AsyncIterator[bytes]:
+async def relay_openai_stream(call: BackendCall, upstream: Any) -> AsyncIterator[bytes]:
     """Raw bytes of each chunk, re-encoded only when something the recording asked for was stripped."""
-    keep_chunk = rc.call.keep_chunk
-    async with contextlib.aclosing(rc.batches(upstream)) as batches:
+    keep_chunk = call.keep_chunk
+    async with contextlib.aclosing(call.batches(upstream)) as batches:
         async for batch in batches:
             out = []
             for raw, chunk in batch:
@@ -59,9 +61,9 @@ async def relay_openai_stream(rc: RecordedCall, upstream: Any) -> AsyncIterator[
                     out.append(encode_data(chunk))
             if out:
                 yield b"".join(out)
-    if rc.error is None:
+    if call.error is None:
         yield DONE
     else:  # a broken stream ends on an error event, not [DONE]: the OpenAI SDKs raise it as an APIError
         yield encode_data(
-            {"error": {"message": rc.error, "type": "upstream_error", "param": None, "code": None}}
+            {"error": {"message": call.error, "type": "upstream_error", "param": None, "code": None}}
         )

@@ -1,4 +1,4 @@
-"""The one serving path of the surfaces that translate to chat upstream (Anthropic messages, OpenAI responses).
+"""Surfaces: the one serving path of the surfaces translated to chat (Anthropic messages, OpenAI responses).
 
 Validate the request, let the surface's ``Exchange`` translate it to a chat-completions request, record
 the call through ``ChatCall``, then translate the answer back: one JSON object, or the surface's SSE
@@ -18,9 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.forwarding.chat_call import open_chat_call
-from pipeline.proxy.recording.recorded_call import RecordedCall
-from pipeline.proxy.recording.recorder import metadata_task_id, step_headers
+from pipeline.proxy.forwarding.chat_call import ChatCall, open_chat_call
+from pipeline.proxy.recording.recorder import metadata_task_id
 from pipeline.proxy.surfaces.context import CallContext, call_context
 from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
 from pipeline.proxy.surfaces.responses import SseResponse, json_response
@@ -37,9 +36,9 @@ class Exchange(Protocol):
 
     def chat(self) -> dict[str, Any]: ...
 
-    def response(self, rc: RecordedCall, answer: dict[str, Any]) -> dict[str, Any]: ...
+    def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]: ...
 
-    def writer(self, rc: RecordedCall) -> StreamWriter: ...
+    def writer(self, call: ChatCall) -> StreamWriter: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +66,7 @@ async def serve_translated(request: Request, surface: TranslatingSurface) -> Res
     backend = state.backend_for(req.model)  # type: ignore[attr-defined]
     exchange = surface.exchange(state, ctx, body, req)
     chat = exchange.chat()
-    rc = open_chat_call(
+    call = open_chat_call(
         state,
         ctx,
         chat,
@@ -78,17 +77,16 @@ async def serve_translated(request: Request, surface: TranslatingSurface) -> Res
         provider=surface.provider,
         task_id=metadata_task_id(body),
     )
-    headers = step_headers(rc.step)
-    if not rc.stream:
-        answer, _ = await rc.answer()
-        body = json.dumps(exchange.response(rc, answer)).encode()
-        return json_response(body, headers={**headers, **rc.served_headers()})
-    upstream = await rc.open_stream()
-    return SseResponse(_stream(rc, upstream, exchange.writer(rc)), headers={**headers, **rc.served_headers()})
+    if not call.step.stream:
+        answer, _ = await call.answer()
+        body = json.dumps(exchange.response(call, answer)).encode()
+        return json_response(body, headers=call.step.headers())
+    upstream = await call.open_stream()
+    return SseResponse(_stream(call, upstream, exchange.writer(call)), headers=call.step.headers())
 
 
-async def _stream(rc: RecordedCall, upstream: Any, writer: StreamWriter) -> AsyncIterator[bytes]:
-    async with contextlib.aclosing(rc.batches(upstream)) as batches:
+async def _stream(call: ChatCall, upstream: Any, writer: StreamWriter) -> AsyncIterator[bytes]:
+    async with contextlib.aclosing(call.batches(upstream)) as batches:
         async for batch in batches:
             out: list[bytes] = []
             for _, chunk in batch:
@@ -96,4 +94,4 @@ async def _stream(rc: RecordedCall, upstream: Any, writer: StreamWriter) -> Asyn
                     out += writer.feed(chunk)
             if out:
                 yield b"".join(out)
-    yield b"".join(writer.end(rc.error))
+    yield b"".join(writer.end(call.error))

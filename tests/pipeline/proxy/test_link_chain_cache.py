@@ -17,8 +17,8 @@ from pipeline.proxy.linking.link_chain_cache import LinkChainCache
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recording.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.recording.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.step import RawChoice
 from pipeline.proxy.surfaces.auth import Caller
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.trajectories.seen import SeenTrajectories
@@ -229,8 +229,8 @@ def test_the_step_recorder_hashes_only_new_messages_and_forgets_on_erasure(tmp_p
         step = recorder.begin(
             ctx, {"model": "m"}, backend=backend, operation="chat", provider="openai", messages=msgs
         )
-        outcome = CallOutcome(200, None, 1.0, choices=[RawChoice(0, dict(full[3 * turn + 2]), "tool_calls")])
-        recorder.finish(step, outcome)
+        step.end(200, None, 1.0, choices=[RawChoice(0, dict(full[3 * turn + 2]), "tool_calls")])
+        recorder.finish(step)
         steps.append(step.plan)
     assert {p.trajectory_id for p in steps} == {steps[0].trajectory_id}
     assert [p.step_index for p in steps] == list(range(20))
