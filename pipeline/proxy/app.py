@@ -1,4 +1,4 @@
-"""The proxy's ASGI app: ``create_app(config)`` wires the surfaces, shared state, errors and metrics.
+"""Proxy app: ``create_app(config)`` wires the surfaces, shared state, errors and durability middleware.
 
     sluice proxy --config infra/sluice.yaml       # serve it (see cli.py)
 

@@ -1,4 +1,4 @@
-"""Shared state of one proxy app (``app.state.sluice``): built once from config, started by the lifespan."""
+"""Proxy state: the shared state of one app (``app.state.sluice``), built once, started by the lifespan."""
 
 from __future__ import annotations
 

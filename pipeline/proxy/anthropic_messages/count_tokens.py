@@ -1,4 +1,4 @@
-"""Anthropic ``POST /v1/messages/count_tokens``: the backend's own tokenizer counts the request.
+"""Anthropic messages: ``POST /v1/messages/count_tokens``, counted by the backend's own tokenizer.
 
 The request is translated to chat as ``/v1/messages`` translates it, and the backend serving its model
 counts the prompt it would read from that chat (vLLM's ``POST /tokenize`` at the server root, which

@@ -1,4 +1,4 @@
-"""Request model of Anthropic ``POST /v1/messages`` (fields in API-reference order).
+"""Anthropic messages: the request models of ``/v1/messages`` and its token count (API order).
 
 Content blocks stay dicts: ``translate.py`` checks each block it translates and names the bad one.
 """

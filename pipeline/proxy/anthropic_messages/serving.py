@@ -1,4 +1,4 @@
-"""Serving Anthropic ``/v1/messages``: translate to chat, record through ``ChatCall``, translate back."""
+"""Anthropic messages: serve ``/v1/messages`` (translate to chat, record through ``ChatCall``, back)."""
 
 from __future__ import annotations
 

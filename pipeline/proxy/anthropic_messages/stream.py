@@ -1,4 +1,4 @@
-"""Translate a streamed chat completion into Anthropic's message stream, chunk by chunk (pure).
+"""Anthropic messages: a streamed chat completion as Anthropic's message stream, chunk by chunk (pure).
 
 ``message_start``, then per block ``content_block_start`` / ``content_block_delta`` (``text_delta`` or
 ``input_json_delta``) / ``content_block_stop``, then ``message_delta`` (stop reason, usage) and

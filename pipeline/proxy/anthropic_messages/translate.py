@@ -1,4 +1,4 @@
-"""Anthropic messages <-> OpenAI chat completions (pure).
+"""Anthropic messages: Anthropic messages <-> OpenAI chat completions (pure).
 
 Request: ``system`` becomes a system message; ``tool_result`` blocks become ``role=tool`` messages (placed
 before the rest of that user turn, right after the assistant's tool calls, as chat requires); ``tool_use``

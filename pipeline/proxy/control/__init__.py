@@ -1,2 +1,1 @@
-"""Control: what the proxy reads back from the broker (erasures, overlay and policy assignments) and
-how a request is routed by it."""
+"""Control: what the proxy reads back from the broker (erasures, assignments) and routes requests by."""

@@ -1,4 +1,4 @@
-"""How a proxy learns of erasures: it reads the erasure topic, so every proxy purges its own linking state.
+"""Control: read the erasure topic, so every proxy purges its own linking state.
 
 A daemon thread consumes ``topics.name('erasure')`` (every partition, no consumer group: each proxy reads
 all of it) from the offsets saved with the link state, or from the beginning on first start. Each

@@ -1,4 +1,4 @@
-"""How a proxy learns which overlays to apply: it reads the overlays topic into a map of assignments.
+"""Control: read the overlays topic into the latest assignment per scope.
 
 A daemon thread consumes ``topics.name('overlays')`` (every partition, from the beginning, no consumer
 group: every proxy reads all of it, and the compacted topic holds the latest assignment per scope) and

@@ -1,4 +1,4 @@
-"""Which overlay a request gets: the assignment of its scope, and the arm its trajectory falls in (pure).
+"""Control: which overlay and policy version a request gets, and the arm its trajectory falls in (pure).
 
 The scope is the tenant and the task the agent names (``x-sluice-task-id`` or ``metadata.sluice_task_id``):
 the assignment of ``tenant/task`` applies when there is one, else the tenant's ``tenant/*``, else none.

@@ -1,4 +1,4 @@
-"""A daemon thread that tails every partition of one topic, with no consumer group.
+"""Control: a daemon thread that tails every partition of one topic, with no consumer group.
 
 Each proxy reads all of such a topic itself (erasures, overlay assignments), from offsets it saved or
 from the beginning, so no group is joined and nothing is committed. While the broker is down the thread

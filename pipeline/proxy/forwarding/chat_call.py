@@ -1,4 +1,4 @@
-"""Forwarding: ``ChatCall``, one recorded chat-completions call to a backend (every chat-like surface).
+"""Forwarding: ``ChatCall``, one recorded chat-completions call (every chat-like surface), overlay applied.
 
 OpenAI chat, Anthropic messages and OpenAI responses all become a chat-completions request upstream
 (backends speak OpenAI chat only). ``ChatCall`` adds what recording needs to the upstream request (token

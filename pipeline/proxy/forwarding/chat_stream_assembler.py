@@ -1,4 +1,4 @@
-"""Rebuild a ``chat.completion`` from the chunks of a streamed one (pure).
+"""Forwarding: rebuild a ``chat.completion`` from the chunks of a streamed one (pure).
 
 Content, reasoning and refusal deltas are concatenated per choice; tool-call deltas are merged by their
 ``index`` (id/type/name from the first delta that has them, ``arguments`` concatenated); logprobs and

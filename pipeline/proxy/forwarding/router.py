@@ -1,4 +1,4 @@
-"""Routes of the forwarding surface: every other path below ``/v1`` (mounted after the model surfaces)."""
+"""Forwarding: the route of every other path below ``/v1`` (mounted after the model surfaces)."""
 
 from __future__ import annotations
 

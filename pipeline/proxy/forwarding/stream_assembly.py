@@ -1,5 +1,6 @@
-"""What every stream assembler keeps, whatever the surface: the response head, the choices by index, the
-usage, when the first token came, and per choice its finish reason, logprobs and (vLLM) token ids."""
+"""Forwarding: what every stream assembler keeps (head, choices by index, usage, first token time).
+
+Per choice it keeps the finish reason, logprobs and (vLLM) token ids, whatever the surface."""
 
 from __future__ import annotations
 

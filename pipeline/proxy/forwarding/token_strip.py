@@ -1,4 +1,4 @@
-"""Token ids and logprobs for the recording: asked of the backend, taken back out of what the agent gets.
+"""Forwarding: token ids and logprobs asked of the backend for the recording, stripped from the answer.
 
 When a backend returns token ids (``BackendConfig.return_token_ids``) the recording asks for them and for
 sampled-token logprobs even when the agent did not, and strips from the answer (and from each streamed

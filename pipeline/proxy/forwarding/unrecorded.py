@@ -1,4 +1,4 @@
-"""Forward, unrecorded, the calls an agent makes to the rest of an OpenAI-compatible API.
+"""Forwarding: pass the rest of an OpenAI-compatible API to a backend, unrecorded.
 
 An agent that points its client's ``base_url`` at Sluice sends every call of that client here, not only
 the model calls Sluice records: embeddings for its retrieval, moderations, audio, files, a backend's own

@@ -1,4 +1,4 @@
-"""Calls to the OpenAI-compatible backends: one pooled aiohttp session per backend, its own credential.
+"""Forwarding: the backends' pooled aiohttp sessions, each with its own credential.
 
 The agent's credentials never travel upstream; the backend's key comes from config or its env var.
 Connection failures and timeouts become ``ApiError`` 502/504 with the backend named (never its key).

@@ -1,4 +1,4 @@
-"""Canonical forms of chat messages: what the proxy records, and the keys it links histories by.
+"""Linking: canonical forms of chat messages (what is recorded, and the keys histories link by).
 
 Two hashes, on purpose:
 - the *link key* of a message is lenient (text parts joined, empty content = none, tool-call arguments

@@ -1,4 +1,4 @@
-"""Which trajectory a call belongs to, and which part of its messages is new (pure, no I/O).
+"""Linking: ``HistoryLinker`` finds a call's trajectory and the part of its messages that is new (pure).
 
 A trajectory is named explicitly (header, ``/t/{id}`` URL prefix, or the response a Responses API call
 continues with ``previous_response_id``) or found by its history: after each step the proxy remembers,

@@ -1,4 +1,4 @@
-"""Link chains of chat histories, link-hashing only the messages that are new since the last step.
+"""Linking: link chains of chat histories, hashing only the messages new since the last step.
 
 ``canonical.link_chain`` is a rolling digest: ``chain[k] = blake2b(chain[k-1] + link_key(message k))``.
 Computing it from scratch costs one lenient normalisation + JSON encode + digest per message (most of a

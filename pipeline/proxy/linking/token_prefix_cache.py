@@ -1,4 +1,4 @@
-"""Each trajectory's last token sequence, as keyed digests, to find the next step's token prefix (pure).
+"""Linking: each trajectory's last token sequence as keyed digests, for the next step's token prefix.
 
 For every trajectory the cache keeps the prompt + choice-0 completion ids of its latest step as a chain of
 8-byte keyed digests, one per ``TOKEN_BLOCK`` tokens, plus one over the whole sequence (``TokenChain``):

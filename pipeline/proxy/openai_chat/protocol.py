@@ -1,4 +1,4 @@
-"""Request model of OpenAI ``POST /v1/chat/completions``.
+"""OpenAI chat: the request model of ``POST /v1/chat/completions``.
 
 Fields in the order of the OpenAI API reference; extensions (vLLM sampling knobs, token ids) fenced
 below. Unknown fields are kept and passed to the backend as they are. ``messages`` stay plain dicts here:

@@ -1,4 +1,4 @@
-"""Serving ``/v1/chat/completions``: the shared OpenAI serving path with the chat request model and ``ChatCall``."""
+"""OpenAI chat: serve ``/v1/chat/completions`` through the OpenAI serving path and ``ChatCall``."""
 
 from __future__ import annotations
 

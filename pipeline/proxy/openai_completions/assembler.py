@@ -1,4 +1,4 @@
-"""Rebuild a ``text_completion`` from the chunks of a streamed one (pure).
+"""OpenAI completions: rebuild a ``text_completion`` from the chunks of a streamed one (pure).
 
 Text is concatenated per choice index; logprobs and vLLM ``token_ids`` are extended; ``prompt_token_ids``
 come from the first chunk of a choice that carries them and ``usage`` from the final chunk.

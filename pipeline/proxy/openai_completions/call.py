@@ -1,4 +1,4 @@
-"""One text-completions call to a backend: ``Observation.prompt_text``, one choice per sample.
+"""OpenAI completions: ``CompletionCall``, one recorded text-completions call to a backend.
 
 There are no messages to link by, so a completion joins a trajectory only when it is named (header or
 ``/t/{id}``); otherwise each call starts a new one. vLLM returns token ids per choice here

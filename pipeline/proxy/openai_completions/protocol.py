@@ -1,4 +1,4 @@
-"""Request model of OpenAI ``POST /v1/completions`` (fields in API-reference order, extensions fenced)."""
+"""OpenAI completions: the request model of ``POST /v1/completions`` (API order, extensions fenced)."""
 
 from __future__ import annotations
 

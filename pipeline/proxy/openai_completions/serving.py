@@ -1,5 +1,4 @@
-"""Serving ``/v1/completions``: the shared OpenAI serving path with the completion request model and
-``CompletionCall``."""
+"""OpenAI completions: serve ``/v1/completions`` through the OpenAI serving path and ``CompletionCall``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""List models: ask every backend (concurrently) and keep the names this proxy would route to it; one
-model's card is the one the list holds for it.
+"""OpenAI models: ask every backend (concurrently) and keep the names this proxy routes to it.
+
+One model's card is the one the list holds for it.
 
 A backend that does not answer contributes its configured exact (non-glob) model names instead, so the
 list is useful even while a backend is down. Needs a valid key like every model endpoint. A call from

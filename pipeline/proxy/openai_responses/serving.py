@@ -1,4 +1,4 @@
-"""Serving OpenAI ``/v1/responses``: translate to chat, record through ``ChatCall``, translate back.
+"""OpenAI responses: serve ``/v1/responses`` (translate to chat, record through ``ChatCall``, back).
 
 ``previous_response_id`` is answered from the tenant's response chains (``chains``): the conversation up
 to that response goes to the backend in front of the new input, and the step joins the trajectory of the

@@ -1,4 +1,4 @@
-"""Translate a streamed chat completion into the Responses API event stream (choice 0).
+"""OpenAI responses: a streamed chat completion as the Responses API event stream (choice 0).
 
 ``response.created`` / ``response.in_progress``; text as one ``message`` output item
 (``output_item.added``, ``content_part.added``, ``output_text.delta``..., ``output_text.done``,

@@ -1,4 +1,4 @@
-"""OpenAI responses <-> chat completions (pure).
+"""OpenAI responses: responses <-> chat completions (pure).
 
 Input items become chat messages: ``message`` items keep their role (text parts joined; images as
 ``image_url``), consecutive ``function_call`` items become the ``tool_calls`` of one assistant message,

@@ -1,4 +1,4 @@
-"""Prometheus metrics of one proxy app (own registry, so several apps can live in one process).
+"""Ops: the Prometheus metrics of one proxy app (own registry, so several apps fit in one process).
 
 Exposed at ``GET /metrics``: requests by route and status, request latency, time to first token, upstream
 errors, publish lag, events in flight / in memory / in the spool, delivery failures.

@@ -1,4 +1,4 @@
-"""Recording: the ``Step`` one model call records, and how it becomes a ``StepEvent`` (pure: no I/O, no clock).
+"""Recording: the ``Step`` one model call records, and how it becomes a ``StepEvent`` (pure).
 
 A step is the one owner of what gets recorded about a call. ``StepRecorder.begin`` opens it with where
 the call sits and what the agent asked (cheap references); the backend call ends it exactly once

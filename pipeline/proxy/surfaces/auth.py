@@ -1,4 +1,4 @@
-"""Who is calling: the tenant from the API key, and the governance the key (and headers) allow.
+"""Surfaces: who is calling (the tenant from the API key) and the governance the key allows.
 
 The key arrives as ``Authorization: Bearer KEY`` (OpenAI SDK, and the Anthropic SDK with
 ``anthropic-version``), ``x-api-key: KEY`` (older Anthropic clients, CLI harnesses) or ``api-key: KEY``

@@ -1,4 +1,4 @@
-"""The per-call context every surface needs: caller, trajectory hint, session, recorded headers, clock.
+"""Surfaces: the per-call context (caller, trajectory hint, session, recorded headers, clock).
 
 Trajectory ids are scoped by tenant (``sluice.events.scoped_trajectory_id``): an id the agent names,
 bare (``run-7``) or scoped (``acme~run-7``), resolves to its own tenant's id space. An id scoped by

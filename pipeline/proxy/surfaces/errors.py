@@ -1,4 +1,4 @@
-"""The one error response of the proxy, in the format of the API surface that was called.
+"""Surfaces: the one error response, in the format of the API surface that was called.
 
 OpenAI surfaces: ``{"error": {"message", "type", "param", "code"}}``; an upstream's own OpenAI-format
 error body is passed through unchanged with its status. Anthropic (``/v1/messages``):

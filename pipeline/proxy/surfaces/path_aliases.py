@@ -1,4 +1,4 @@
-"""Other spellings of the proxy's paths, rewritten to the canonical ``/v1/…`` before routing.
+"""Surfaces: other spellings of the proxy's paths, rewritten to the canonical ``/v1/...`` before routing.
 
 Clients reach the same API under several paths; each is served, not refused:
 

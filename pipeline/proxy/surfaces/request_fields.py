@@ -1,6 +1,7 @@
-"""Typed reads of the parts of a request body the protocol models keep as plain dicts (messages, content
-blocks, input items, tools): a part of the wrong type is a 400 that names it, never a crash or a silent
-rewrite (``str(...)`` of an object, a dropped field).
+"""Surfaces: typed reads of the request parts protocol models keep as dicts (a wrong type is a 400).
+
+The parts are messages, content blocks, input items and tools: a part of the wrong type is a 400 that
+names it, never a crash or a silent rewrite (``str(...)`` of an object, a dropped field).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Response helpers shared by the routers: JSON bytes as they are, and a lean pass-through SSE response.
+"""Surfaces: the JSON response and a lean pass-through SSE response.
 
 ``SseResponse`` writes each item of an async iterator as soon as it is produced (no buffering) and always
 closes the iterator, also when the client goes away, so the step it records is finished either way.

@@ -1,4 +1,4 @@
-"""Server-sent events on the wire: split an upstream byte stream into events, write events (pure)."""
+"""Surfaces: server-sent events on the wire (split an upstream byte stream, write events; pure)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Surfaces: the one serving path of the surfaces translated to chat (Anthropic messages, OpenAI responses).
+"""Surfaces: the one serving path of the surfaces translated to chat (Anthropic messages, responses).
 
 Validate the request, let the surface's ``Exchange`` translate it to a chat-completions request, record
 the call through ``ChatCall``, then translate the answer back: one JSON object, or the surface's SSE

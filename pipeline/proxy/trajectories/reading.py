@@ -1,4 +1,4 @@
-"""Reading the trajectory API: ``GET /v1/trajectories/{id}`` and ``GET /v1/trajectories``.
+"""Trajectory API: ``GET /v1/trajectories/{id}`` and ``GET /v1/trajectories``.
 
 A trajectory is ``pending`` from its first step through this proxy until the sink stores a version of it,
 then ``landed``. What is pending comes from the proxy's own record (``seen.py``); what landed, its

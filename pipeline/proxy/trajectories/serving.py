@@ -1,4 +1,4 @@
-"""Serving the trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
+"""Trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
 
 Rewards may arrive before, during or long after the trajectory: with ``proxy.rewards_before_steps`` (the
 default) nothing here checks that it exists (the reward-join stage does); with it off, a reward or
