@@ -29,3 +29,13 @@ class MessagesRequest(OpenModel):
     tools: list[dict[str, Any]] | None = None
     top_k: int | None = Field(None, ge=0)
     top_p: float | None = Field(None, ge=0, le=1)
+
+
+class CountTokensRequest(OpenModel):
+    model: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    mcp_servers: list[dict[str, Any]] | None = None
+    system: str | list[dict[str, Any]] | None = None
+    thinking: dict[str, Any] | None = None
+    tool_choice: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None

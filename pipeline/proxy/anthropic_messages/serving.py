@@ -16,11 +16,11 @@ from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serv
 
 
 class MessagesExchange:
-    def __init__(self, state: Any, ctx: CallContext, body: dict[str, Any], req: MessagesRequest) -> None:
-        self.body, self.model = body, req.model
+    def __init__(self, state: Any, ctx: CallContext, req: MessagesRequest) -> None:
+        self.req, self.model = req, req.model
 
     def chat(self) -> dict[str, Any]:
-        return to_chat(self.body)
+        return to_chat(self.req)
 
     def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]:
         return to_anthropic(answer, self.model)

@@ -27,7 +27,7 @@ from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.forwarding.upstream import Upstreams, read_error
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.recording.recorder import StepRecorder
-from pipeline.proxy.recording.step import RawChoice, Step
+from pipeline.proxy.recording.step import RawChoice, Step, UpstreamRequest
 from pipeline.proxy.surfaces.sse import SseSplitter, encode_data, event_data
 from sluice.events import CONVERSATION_HEADER, POLICY_EXTENSION_FIELD, POLICY_VERSION_HEADER
 
@@ -56,15 +56,14 @@ class BackendCall:
         metrics: ProxyMetrics,
         recorder: StepRecorder,
         step: Step,
-        request: dict[str, Any],
-        raw: bytes | None,
+        request: UpstreamRequest,
     ) -> None:
         self.upstreams, self.metrics, self.recorder = upstreams, metrics, recorder
         self.step = step  # what gets recorded: the call writes what the backend answered into it
         self.backend = step.backend
-        self.request, self.raw = request, raw  # what the backend is asked: the body and its bytes as received
+        self.request = request  # what the backend is asked (the agent's typed request, or its translation)
         self.tokens = self.token_strip()
-        self.asked_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        self.asked_usage = bool((request.stream_options or {}).get("include_usage"))
         self.policy_request: str | None = None  # the model policy version this call's arm asks for
         self.conversation: str | None = (
             None  # the trajectory, named to a token-id backend (its token history)
@@ -79,7 +78,7 @@ class BackendCall:
     def body_changes(self) -> dict[str, Any]:
         changes: dict[str, Any] = {}
         if self.step.stream and not self.asked_usage:
-            changes["stream_options"] = {**(self.request.get("stream_options") or {}), "include_usage": True}
+            changes["stream_options"] = {**(self.request.stream_options or {}), "include_usage": True}
         return {**changes, **self.tokens.body_changes()}
 
     def strip_response(self, resp: dict[str, Any]) -> bool:
@@ -106,10 +105,8 @@ class BackendCall:
     # ------------------------------------------------------------------ request
 
     def upstream_body(self) -> bytes:
-        changes = self.body_changes()
-        if not changes and self.raw is not None:
-            return self.raw
-        return json.dumps({**self.request, **changes}, ensure_ascii=False).encode()
+        """The agent's bytes as received when the recording adds nothing, else serialised once."""
+        return self.request.upstream_body(self.body_changes())
 
     async def _post(self) -> aiohttp.ClientResponse:
         try:

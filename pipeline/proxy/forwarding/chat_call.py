@@ -27,6 +27,7 @@ from pipeline.proxy.control.overlay_routing import choose_overlay
 from pipeline.proxy.forwarding.backend_call import BackendCall
 from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler, tool_call_id
 from pipeline.proxy.forwarding.token_strip import TokenStrip
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.recording.step import RawChoice, chat_logprobs
 from pipeline.proxy.surfaces.context import CallContext
 from sluice.evolution import Overlay
@@ -56,8 +57,8 @@ class ChatCall(BackendCall):
         chat, backend = self.request, self.backend
         return TokenStrip(
             want_tokens=backend.return_token_ids,
-            asked_ids=bool(chat.get("return_token_ids")),
-            asked_logprobs=bool(chat.get("logprobs")),
+            asked_ids=bool(chat.return_token_ids),
+            asked_logprobs=bool(chat.logprobs),
             logprobs_value=True,
             top_fields=("prompt_token_ids",),
             choice_fields=("token_ids",),
@@ -93,20 +94,16 @@ class ChatCall(BackendCall):
 def open_chat_call(
     state: ProxyState,
     ctx: CallContext,
-    chat: dict[str, Any],
-    raw: bytes | None,
+    chat: ChatCompletionRequest,
     backend: BackendConfig,
     *,
-    messages: list[Any],
     operation: str,
     provider: str,
     task_id: str | None = None,
 ) -> ChatCall:
     """Open the chat step (its trajectory, index and delta), choose its overlay, and build its call."""
     recorder = state.recorder
-    step = recorder.begin(
-        ctx, chat, backend=backend, operation=operation, provider=provider, messages=messages, task_id=task_id
-    )
+    step = recorder.begin(ctx, chat, backend=backend, operation=operation, provider=provider, task_id=task_id)
     overlay: Overlay | None = None
     overlays = state.overlays
     choice = (
@@ -118,8 +115,11 @@ def open_chat_call(
         step.overlay_id, step.overlay_arm = choice.overlay_id, choice.arm
         overlay = choice.overlay
     if overlay is not None and not overlay.is_empty():
-        chat, raw = apply_to_chat(chat, overlay), None  # the step keeps what the agent sent
-    call = ChatCall(state.upstreams, state.metrics, recorder, step, chat, raw)
+        # the step keeps what the agent sent; the backend gets the overlaid request, serialised once
+        chat = ChatCompletionRequest.model_construct(
+            **apply_to_chat(chat.model_dump(exclude_unset=True), overlay)
+        )
+    call = ChatCall(state.upstreams, state.metrics, recorder, step, chat)
     call.overlay = overlay
     call.policy_request = choice.policy_version if choice is not None else None
     if backend.return_token_ids:  # a policy server keeps this conversation's token ids under it

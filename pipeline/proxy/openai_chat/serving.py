@@ -14,17 +14,8 @@ from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
 
-def _open(
-    state: Any,
-    ctx: CallContext,
-    req: ChatCompletionRequest,
-    body: dict[str, Any],
-    raw: bytes | None,
-    backend: BackendConfig,
-) -> ChatCall:
-    return open_chat_call(
-        state, ctx, body, raw, backend, messages=req.messages, operation="chat", provider="openai"
-    )
+def _open(state: Any, ctx: CallContext, req: ChatCompletionRequest, backend: BackendConfig) -> ChatCall:
+    return open_chat_call(state, ctx, req, backend, operation="chat", provider="openai")
 
 
 async def create_chat_completion(request: Request) -> Response:

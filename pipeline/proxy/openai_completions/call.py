@@ -32,8 +32,8 @@ class CompletionCall(BackendCall):
         request = self.request
         return TokenStrip(
             want_tokens=self.backend.return_token_ids,
-            asked_ids=bool(request.get("return_token_ids")),
-            asked_logprobs=request.get("logprobs") is not None,
+            asked_ids=bool(request.return_token_ids),
+            asked_logprobs=request.logprobs is not None,
             logprobs_value=0,
             top_fields=(),
             choice_fields=("token_ids", "prompt_token_ids"),

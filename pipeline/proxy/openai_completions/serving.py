@@ -14,23 +14,16 @@ from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
 
-def _open(
-    state: Any,
-    ctx: CallContext,
-    req: CompletionRequest,
-    body: dict[str, Any],
-    raw: bytes | None,
-    backend: BackendConfig,
-) -> CompletionCall:
+def _open(state: Any, ctx: CallContext, req: CompletionRequest, backend: BackendConfig) -> CompletionCall:
     step = state.recorder.begin(
         ctx,
-        body,
+        req,
         backend=backend,
         operation="text_completion",
         provider="openai",
         prompt_text=prompt_text(req.prompt),
     )
-    return CompletionCall(state.upstreams, state.metrics, state.recorder, step, body, raw)
+    return CompletionCall(state.upstreams, state.metrics, state.recorder, step, req)
 
 
 async def create_completion(request: Request) -> Response:

@@ -31,8 +31,8 @@ from sluice.events import new_id
 
 
 class ResponsesExchange:
-    def __init__(self, state: Any, ctx: CallContext, body: dict[str, Any], req: ResponsesRequest) -> None:
-        self.state, self.ctx, self.body, self.parent = state, ctx, body, req.previous_response_id
+    def __init__(self, state: Any, ctx: CallContext, req: ResponsesRequest) -> None:
+        self.state, self.ctx, self.req, self.parent = state, ctx, req, req.previous_response_id
         self.history: list[dict[str, Any]] | None = None
         if self.parent is not None:
             now = time.monotonic()
@@ -47,16 +47,16 @@ class ResponsesExchange:
         self.keep = req.store is not False and state.config.proxy.response_chains.max_responses > 0
 
     def chat(self) -> dict[str, Any]:
-        chat = to_chat(self.body, self.history)
+        chat = to_chat(self.req, self.history)
         self.rid = "resp_" + new_id()
         return chat
 
     def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]:
         stored = self.keep and self._keep(call, reply_message(answer))
-        return to_response(answer, self.body, rid=self.rid, stored=stored)
+        return to_response(answer, self.req, rid=self.rid, stored=stored)
 
     def writer(self, call: ChatCall) -> _KeepingWriter:
-        return _KeepingWriter(self, call, ResponsesStreamWriter(self.body, self.rid, stored=self.keep))
+        return _KeepingWriter(self, call, ResponsesStreamWriter(self.req, self.rid, stored=self.keep))
 
     def _keep(self, call: ChatCall, reply: dict[str, Any] | None) -> bool:
         """Remember a completed response for continuations: its input items and its reply."""
@@ -66,7 +66,7 @@ class ResponsesExchange:
             self.ctx.caller.tenant,
             self.rid,
             self.parent,
-            [*item_messages(self.body), reply],
+            [*item_messages(self.req), reply],
             call.step.trajectory_id,
             self.ctx.caller.subject_ids,
             time.monotonic(),

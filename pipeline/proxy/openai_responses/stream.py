@@ -12,13 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler, tool_call_id
+from pipeline.proxy.openai_responses.protocol import ResponsesRequest
 from pipeline.proxy.openai_responses.translate import call_item, message_item, response_id, to_response
 from pipeline.proxy.surfaces.sse import encode_event
 
 
 class ResponsesStreamWriter:
-    def __init__(self, body: dict[str, Any], rid: str | None = None, stored: bool = False) -> None:
-        self.body = body
+    def __init__(self, req: ResponsesRequest, rid: str | None = None, stored: bool = False) -> None:
+        self.req = req
         self.seq = 0
         self.rid = rid or ""
         self.stored = stored
@@ -36,7 +37,7 @@ class ResponsesStreamWriter:
 
     def _snapshot(self, status: str) -> dict[str, Any]:
         resp = {**self.asm.result(), "id": self.asm.head.get("id")}
-        return to_response(resp, self.body, status, self.rid or None, self.stored)
+        return to_response(resp, self.req, status, self.rid or None, self.stored)
 
     def _start(self, chat_id: Any) -> list[bytes]:
         self.started = True

@@ -34,11 +34,13 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.linking.canonical import event_message, fingerprint, harness_fingerprint, link_extend
 from pipeline.proxy.linking.history_linker import HistoryLinker
 from pipeline.proxy.linking.link_chain_cache import LinkChainCache
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recording.step import Step, build_step_event
+from pipeline.proxy.recording.step import Step, UpstreamRequest, build_step_event
 from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.request import OpenModel
 from pipeline.proxy.trajectories.seen import SeenTrajectories
 from sluice.errors import validation_summary
 from sluice.events import (
@@ -72,9 +74,9 @@ def _reason(err: Exception) -> str:
     return f"step event could not be built: {type(err).__name__}"
 
 
-def metadata_task_id(request: dict[str, Any]) -> str | None:
+def metadata_task_id(request: OpenModel) -> str | None:
     """The task id an agent names in the request body's ``metadata`` (when no header names one)."""
-    meta = request.get("metadata")
+    meta = getattr(request, "metadata", None)
     value = meta.get(TASK_ID_METADATA_KEY) if isinstance(meta, dict) else None
     return str(value)[:256] if value not in (None, "") else None
 
@@ -119,25 +121,25 @@ class StepRecorder:
     def begin(
         self,
         ctx: CallContext,
-        request: dict[str, Any],
+        request: UpstreamRequest,
         *,
         backend: BackendConfig,
         operation: str,
         provider: str,
-        messages: list[Any] | None = None,
         prompt_text: str | None = None,
         task_id: str | None = None,
     ) -> Step:
         """Place the call in its trajectory and open its step.
 
-        With ``messages`` (chat-like surfaces) the call is linked by its history and the step's
-        observation is the delta after the longest known boundary; without (text completions) it joins a
-        named trajectory or starts a new one.
+        A chat request is linked by its history and the step's observation is the delta after the
+        longest known boundary; a text completion (no messages) joins a named trajectory or starts a new
+        one.
         """
         tenant = ctx.caller.tenant
+        messages = request.messages if isinstance(request, ChatCompletionRequest) else None
         found = self._chains.chain(tenant, messages) if messages is not None else None
         chain = found.chain if found is not None else None
-        tools = request.get("tools") or None if messages is not None else None
+        tools = request.tools or None if isinstance(request, ChatCompletionRequest) else None
         tools_fp = fingerprint(tools) if tools else None
         plan = self._linker.begin(
             tenant,
@@ -157,7 +159,7 @@ class StepRecorder:
             operation=operation,
             provider=provider,
             request=request,
-            stream=bool(request.get("stream")),
+            stream=bool(request.stream),
             chain=chain,
             prompt_text=prompt_text,
             task_id=ctx.task_id or task_id or metadata_task_id(request),

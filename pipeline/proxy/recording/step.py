@@ -17,6 +17,8 @@ from typing import Any
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.linking.history_linker import StepPlan
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
+from pipeline.proxy.openai_completions.protocol import CompletionRequest
 from pipeline.proxy.surfaces.context import CallContext
 from sluice.events import (
     POLICY_VERSION_HEADER,
@@ -46,6 +48,9 @@ _SAMPLING_EXTRA = (
 )
 
 
+UpstreamRequest = ChatCompletionRequest | CompletionRequest  # what a model call asks its backend
+
+
 @dataclass(slots=True)
 class RawChoice:
     index: int
@@ -65,7 +70,7 @@ class Step:
     backend: BackendConfig
     operation: str  # chat | text_completion | responses | messages
     provider: str  # the API surface the agent spoke: openai | anthropic
-    request: dict[str, Any]  # the (translated) request as the agent asked it, for model and sampling
+    request: UpstreamRequest  # the (translated) request as the agent asked it, for model and sampling
     stream: bool = False
     chain: list[bytes] | None = (
         None  # link hashes of the messages (``canonical.link_chain``); None: no history
@@ -155,17 +160,19 @@ def completion_logprobs(lp: Any) -> list[float] | None:
     return None
 
 
-def sampling_params(req: dict[str, Any]) -> SamplingParams:
-    data: dict[str, Any] = {k: req[k] for k in _SAMPLING if req.get(k) is not None}
-    max_tokens = req.get("max_completion_tokens") or req.get("max_tokens")
+def sampling_params(req: UpstreamRequest) -> SamplingParams:
+    """The sampling parameters a request names (a field the surface lacks may come as an unknown one)."""
+    fields = {k: getattr(req, k, None) for k in (*_SAMPLING, *_SAMPLING_EXTRA)}
+    data: dict[str, Any] = {k: fields[k] for k in _SAMPLING if fields[k] is not None}
+    max_tokens = getattr(req, "max_completion_tokens", None) or req.max_tokens
     if max_tokens is not None:
         data["max_tokens"] = max_tokens
-    stop = req.get("stop")
+    stop = req.stop
     if stop:
         data["stop"] = [stop] if isinstance(stop, str) else list(stop)
     for k in _SAMPLING_EXTRA:
-        if req.get(k) is not None:
-            data[k] = req[k]
+        if fields[k] is not None:
+            data[k] = fields[k]
     return SamplingParams.model_validate(data)
 
 
@@ -198,7 +205,7 @@ def build_step_event(rec: Step) -> StepEvent:
     gen_ai = GenAIAttributes(
         operation_name=rec.operation,  # type: ignore[arg-type]
         provider_name=rec.provider,
-        request_model=str(rec.request.get("model", "")),
+        request_model=rec.request.model,
         response_model=rec.response_model,
         response_id=rec.response_id,
         finish_reasons=[c.finish_reason for c in choices if c.finish_reason],

@@ -22,12 +22,12 @@ from starlette.responses import Response
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.forwarding.backend_call import BackendCall
 from pipeline.proxy.surfaces.context import CallContext, call_context
-from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
+from pipeline.proxy.surfaces.request import OpenModel, read_request
 from pipeline.proxy.surfaces.responses import SseResponse, json_response
 from pipeline.proxy.surfaces.sse import DONE, encode_data
 
-# (state, call context, typed request, request body, raw body bytes, backend) -> the recorded call
-OpenCall = Callable[[Any, CallContext, Any, dict[str, Any], bytes | None, BackendConfig], BackendCall]
+# (state, call context, typed request, backend) -> the recorded call
+OpenCall = Callable[[Any, CallContext, Any, BackendConfig], BackendCall]
 
 
 async def serve_openai_step(
@@ -35,10 +35,9 @@ async def serve_openai_step(
 ) -> Response:
     state = request.app.state.sluice
     ctx = call_context(request)
-    raw, body = await read_json(request, state.config.proxy.max_body_bytes)
-    req: Any = validate_request(request_model, body, surface, state.metrics)
+    req: Any = await read_request(request, request_model, surface, state)
     backend = state.backend_for(req.model)
-    call = open_call(state, ctx, req, body, raw, backend)
+    call = open_call(state, ctx, req, backend)
     if not call.step.stream:
         answer, same = await call.answer()
         body = same if same is not None else json.dumps(answer).encode()

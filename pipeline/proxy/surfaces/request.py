@@ -1,7 +1,15 @@
-"""Reading request bodies safely: size limit before reading it all (and again once a gzip or deflate
-body is decompressed), UTF-8, a JSON object.
+"""Surfaces: each request read once, from its bytes to its typed request model.
 
-Every failure is an ``ApiError`` (400/413/415) with a message that says what was wrong.
+``read_request`` reads the body (size limit before reading it all, and again once a gzip or deflate body
+is decompressed), parses it as one UTF-8 JSON object and validates it into the surface's request model,
+which keeps the bytes as received (``wire``): serving, recording and the backend call are handed that
+one typed request, and a body nothing has to be added to goes upstream as it arrived.
+
+Protocol models accept unknown fields (passed upstream untouched) and say which they were. Field types
+are checked strictly, as the providers' APIs check them: ``"stream": "false"``, ``"n": "2"`` or
+``"max_tokens": 5.5`` is a 400 naming the field, not a value read one way here and another way by the
+backend the body goes to (an integer is a valid number). Every failure is an ``ApiError`` (400/413/415)
+with a message that says what was wrong.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ import logging
 import zlib
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from pipeline.proxy.exceptions import ApiError
@@ -93,11 +101,6 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return data
 
 
-async def read_json(request: Request, max_bytes: int) -> tuple[bytes, dict[str, Any]]:
-    body = await read_body(request, max_bytes)
-    return body, parse_json_object(body)
-
-
 log = logging.getLogger(__name__)
 _seen_unknown: set[tuple[str, str]] = set()
 
@@ -112,10 +115,26 @@ Seed = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 
 
 class OpenModel(BaseModel):
+    """A request model that keeps unknown fields, and the body bytes it was read from (``wire``)."""
+
     model_config = ConfigDict(extra="allow", populate_by_name=True, strict=True)
+    _wire: bytes | None = PrivateAttr(None)
+
+    @property
+    def wire(self) -> bytes | None:
+        """The body as the agent sent it (decompressed); None for a request the proxy built itself."""
+        return self._wire
 
     def unknown_fields(self) -> list[str]:
         return sorted(self.model_extra or ())
+
+    def upstream_body(self, changes: dict[str, Any] | None = None) -> bytes:
+        """The body for the backend: the bytes as received when there is nothing to change, else this
+        request with ``changes`` serialised once (fields the agent did not send stay out)."""
+        if not changes and self._wire is not None:
+            return self._wire
+        req = self.model_copy(update=changes) if changes else self
+        return req.model_dump_json(exclude_unset=True).encode()
 
 
 M = TypeVar("M", bound=OpenModel)
@@ -137,4 +156,12 @@ def validate_request(model: type[M], body: dict[str, Any], surface: str, metrics
             if (surface, name) not in _seen_unknown and len(_seen_unknown) < 1000:
                 _seen_unknown.add((surface, name))
                 log.info("%s: passing through field %r the proxy does not interpret", surface, name)
+    return req
+
+
+async def read_request(request: Request, model: type[M], surface: str, state: Any) -> M:
+    """The body of ``request`` read, parsed and validated once into ``model`` (keeping its bytes)."""
+    raw = await read_body(request, state.config.proxy.max_body_bytes)
+    req = validate_request(model, parse_json_object(raw), surface, state.metrics)
+    req._wire = raw
     return req

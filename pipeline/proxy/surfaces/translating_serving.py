@@ -19,9 +19,10 @@ from starlette.responses import Response
 
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.forwarding.chat_call import ChatCall, open_chat_call
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.recording.recorder import metadata_task_id
 from pipeline.proxy.surfaces.context import CallContext, call_context
-from pipeline.proxy.surfaces.request import OpenModel, read_json, validate_request
+from pipeline.proxy.surfaces.request import OpenModel, read_request
 from pipeline.proxy.surfaces.responses import SseResponse, json_response
 
 
@@ -47,35 +48,32 @@ class TranslatingSurface:
     surface: str  # the label of the unknown-fields metric
     operation: str  # GenAI operation name recorded in the step
     provider: str  # the API the agent spoke
-    exchange: Callable[[Any, CallContext, dict[str, Any], Any], Exchange]  # (state, ctx, body, request)
+    exchange: Callable[[Any, CallContext, Any], Exchange]  # (state, ctx, typed request)
 
 
-def chat_messages(chat: dict[str, Any]) -> list[Any]:
-    """The translated request's messages; 400 when there are none."""
+def chat_request(chat: dict[str, Any]) -> ChatCompletionRequest:
+    """The translated chat request, as the typed request the call and the recording read; 400 when it
+    has no messages. Built from the proxy's own translation, so it is not validated again."""
     messages = chat.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ApiError(400, "messages: must be a non-empty list of messages", param="messages")
-    return messages
+    return ChatCompletionRequest.model_construct(**chat)
 
 
 async def serve_translated(request: Request, surface: TranslatingSurface) -> Response:
     state = request.app.state.sluice
     ctx = call_context(request)
-    _, body = await read_json(request, state.config.proxy.max_body_bytes)
-    req = validate_request(surface.request_model, body, surface.surface, state.metrics)
+    req = await read_request(request, surface.request_model, surface.surface, state)
     backend = state.backend_for(req.model)  # type: ignore[attr-defined]
-    exchange = surface.exchange(state, ctx, body, req)
-    chat = exchange.chat()
+    exchange = surface.exchange(state, ctx, req)
     call = open_chat_call(
         state,
         ctx,
-        chat,
-        None,
+        chat_request(exchange.chat()),
         backend,
-        messages=chat_messages(chat),
         operation=surface.operation,
         provider=surface.provider,
-        task_id=metadata_task_id(body),
+        task_id=metadata_task_id(req),
     )
     if not call.step.stream:
         answer, _ = await call.answer()

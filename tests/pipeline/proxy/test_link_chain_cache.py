@@ -14,6 +14,7 @@ from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.linking.canonical import event_message, link_chain, link_extend
 from pipeline.proxy.linking.history_linker import HistoryLinker, StepPlan
 from pipeline.proxy.linking.link_chain_cache import LinkChainCache
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
@@ -226,9 +227,8 @@ def test_the_step_recorder_hashes_only_new_messages_and_forgets_on_erasure(tmp_p
     for turn in range(20):
         msgs = full[: 3 * turn + 2]
         ctx = CallContext(caller, None, "header", None, {}, datetime.now(UTC), 0.0)
-        step = recorder.begin(
-            ctx, {"model": "m"}, backend=backend, operation="chat", provider="openai", messages=msgs
-        )
+        request = ChatCompletionRequest(model="m", messages=msgs)
+        step = recorder.begin(ctx, request, backend=backend, operation="chat", provider="openai")
         step.end(200, None, 1.0, choices=[RawChoice(0, dict(full[3 * turn + 2]), "tool_calls")])
         recorder.finish(step)
         steps.append(step.plan)
