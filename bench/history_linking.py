@@ -23,16 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.record import record_run
-from pipeline.proxy.auth import Caller
-from pipeline.proxy.call_outcome import CallOutcome, RawChoice
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
-from pipeline.proxy.link_chain_cache import LinkChainCache
-from pipeline.proxy.linking import HistoryLinker
-from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.linking.history_linker import HistoryLinker
+from pipeline.proxy.linking.link_chain_cache import LinkChainCache
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
+from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.step import RawChoice
+from pipeline.proxy.surfaces.auth import Caller
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.request import validate_request
 from pipeline.proxy.trajectories.seen import SeenTrajectories
 
 _BACKEND = BackendConfig(name="echo", base_url="http://127.0.0.1:1/v1")
@@ -70,16 +72,14 @@ def _run(turns: int, cache: LinkChainCache, spool: Path) -> float:
     for t in range(turns):
         head, reply, result = _turn(t)
         history.append(head)
-        request = {"model": "m", "messages": list(history), "tools": [{"type": "function", "name": "shell"}]}
+        body = {"model": "m", "messages": list(history), "tools": [{"type": "function", "name": "shell"}]}
+        request = validate_request(ChatCompletionRequest, body, "chat")
         ctx = CallContext(_CALLER, None, "header", None, {}, datetime.now(UTC), time.perf_counter())
-        outcome = CallOutcome(
-            200, None, 1.0, choices=[RawChoice(0, dict(reply), "tool_calls")], usage={"prompt_tokens": 9}
-        )
+        choices, answer = [RawChoice(0, dict(reply), "tool_calls")], {"usage": {"prompt_tokens": 9}}
         c0 = time.process_time()
-        step = recorder.begin(
-            ctx, request, backend=_BACKEND, operation="chat", provider="openai", messages=request["messages"]
-        )
-        recorder.finish(step, outcome)
+        step = recorder.begin(ctx, request, backend=_BACKEND, operation="chat", provider="openai")
+        step.end(200, None, 1.0, answer, choices)
+        recorder.finish(step)
         cpu += time.process_time() - c0
         history += [reply, result]
     return cpu / turns

@@ -244,7 +244,7 @@ _SCOPE_POLICY = """
 # Per tenant: the version it is served now (its own scope's, else the shared scope's, else the servers'
 # default: NULL), where that came from, the served version's lineage as this tenant's share of it (its
 # trajectories; how many tenants in all, never their names) and the tenant's reward by version. The proxy
-# routes by the same rule (``pipeline/proxy/overlay_routing.py``: the narrowest assignment naming a policy).
+# routes by the same rule (``pipeline/proxy/control/overlay_routing.py``: the narrowest assignment naming a policy).
 _TENANT_POLICIES = f"""
     SELECT * FROM (
         WITH scopes AS ({_SCOPE_POLICY}),

@@ -1,4 +1,4 @@
-"""The Sluice proxy: OpenAI/Anthropic-compatible endpoints that publish every LLM call as a step event.
+"""Proxy: OpenAI/Anthropic-compatible endpoints that publish every LLM call as a step event.
 
     sluice proxy --config infra/sluice.yaml
 

@@ -1,4 +1,4 @@
-"""The proxy's ASGI app: ``create_app(config)`` wires the surfaces, shared state, errors and metrics.
+"""Proxy app: ``create_app(config)`` wires the surfaces, shared state, errors and durability middleware.
 
     sluice proxy --config infra/sluice.yaml       # serve it (see cli.py)
 
@@ -18,12 +18,12 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pipeline.proxy.errors import EXCEPTION_HANDLERS
-from pipeline.proxy.metrics import ProxyMetrics
-from pipeline.proxy.path_aliases import PathAliases
-from pipeline.proxy.recorder import collect_steps, end_collecting
+from pipeline.proxy.ops.metrics import ProxyMetrics
+from pipeline.proxy.recording.recorder import collect_steps, end_collecting
 from pipeline.proxy.settings import ProxySettings
 from pipeline.proxy.state import ProxyState
+from pipeline.proxy.surfaces.errors import EXCEPTION_HANDLERS
+from pipeline.proxy.surfaces.path_aliases import PathAliases
 
 
 class HttpMiddleware:

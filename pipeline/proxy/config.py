@@ -1,4 +1,4 @@
-"""Proxy config: where it listens, which upstream serves which model, which API key is which tenant.
+"""Proxy config: where it listens, which backend serves which model, which API key is which tenant.
 
 One frozen pydantic model per concern (``BackendConfig``, ``ApiKeyConfig``, ``ResponseChainConfig``,
 ``ProxyConfig``), parsed from the ``proxy:`` section of the Sluice YAML. Secrets are

@@ -1,5 +1,7 @@
-"""Errors of the proxy. ``ApiError`` is the one error an agent ever sees: the error handlers render it in
-the format of the API surface that was called (OpenAI or Anthropic)."""
+"""Proxy errors: ``ApiError``, the one error an agent sees, under the proxy's root error.
+
+The error handlers (``surfaces.errors``) render ``ApiError`` in the format of the API surface that was
+called (OpenAI or Anthropic)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Run the proxy under uvicorn (uvloop + httptools), log when it is ready, stop cleanly on SIGTERM/SIGINT.
+"""Proxy server: run the app under uvicorn, log when ready, stop cleanly on SIGTERM/SIGINT.
 
 On a signal uvicorn stops accepting, finishes open requests, then the app's lifespan closes the upstream
 pools and the publisher (flush for ``proxy.shutdown_flush_s``; whatever is left goes to the spool).

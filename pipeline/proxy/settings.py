@@ -1,4 +1,4 @@
-"""What the proxy reads: ``ProxySettings``, built by the composing config.
+"""Proxy settings: ``ProxySettings``, the config sections the proxy reads, built by the composing config.
 
 Besides its own ``proxy:`` section, the proxy reads the broker and topic sections (it publishes steps and
 rewards, and tails the erasure and overlay topics), the stage workers' consumer group (on the embedded

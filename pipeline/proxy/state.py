@@ -1,4 +1,4 @@
-"""Shared state of one proxy app (``app.state.sluice``): built once from config, started by the lifespan."""
+"""Proxy state: the shared state of one app (``app.state.sluice``), built once, started by the lifespan."""
 
 from __future__ import annotations
 
@@ -9,25 +9,25 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from pipeline.proxy.auth import KeyResolver
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.erasure_listener import ErasureListener
+from pipeline.proxy.control.erasure_listener import ErasureListener
+from pipeline.proxy.control.overlay_listener import OverlayListener
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.headers import HeaderRecorder
-from pipeline.proxy.link_chain_cache import LinkChainCache
-from pipeline.proxy.linking import HistoryLinker
-from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.forwarding.upstream import Upstreams
+from pipeline.proxy.linking.history_linker import HistoryLinker
+from pipeline.proxy.linking.link_chain_cache import LinkChainCache
 from pipeline.proxy.openai_responses.chains import ResponseChains
-from pipeline.proxy.overlay_listener import OverlayListener
+from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.discard_publisher import DiscardPublisher
 from pipeline.proxy.publishing.kafka_publisher import KafkaPublisher
 from pipeline.proxy.publishing.landing import LandingTracker
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recorder import StepRecorder, Topics
+from pipeline.proxy.recording.recorder import StepRecorder, Topics
 from pipeline.proxy.settings import ProxySettings
+from pipeline.proxy.surfaces.auth import KeyResolver
+from pipeline.proxy.surfaces.context import HeaderRecorder
 from pipeline.proxy.trajectories.seen import SeenTrajectories
-from pipeline.proxy.upstream import Upstreams
 from sluice.events import ErasureEvent
 from sluice.evolution import OverlayAssignment
 

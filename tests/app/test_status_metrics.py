@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from app.status_metrics import by_label, parse_metrics
-from pipeline.proxy.metrics import ProxyMetrics
+from pipeline.proxy.ops.metrics import ProxyMetrics
 
 
 def test_proxy_metrics_become_plain_integers() -> None:

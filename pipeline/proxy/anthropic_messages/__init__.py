@@ -1,1 +1,1 @@
-"""Anthropic ``POST /v1/messages``, translated to the backend's OpenAI chat completions and back."""
+"""Anthropic messages: ``POST /v1/messages``, translated to the backend's chat completions and back."""

@@ -1,4 +1,4 @@
-"""Anthropic ``POST /v1/messages/count_tokens``: the backend's own tokenizer counts the request.
+"""Anthropic messages: ``POST /v1/messages/count_tokens``, counted by the backend's own tokenizer.
 
 The request is translated to chat as ``/v1/messages`` translates it, and the backend serving its model
 counts the prompt it would read from that chat (vLLM's ``POST /tokenize`` at the server root, which
@@ -11,36 +11,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pipeline.proxy.anthropic_messages.protocol import CountTokensRequest
 from pipeline.proxy.anthropic_messages.translate import to_chat
-from pipeline.proxy.context import call_context
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.http_io import read_json
-from pipeline.proxy.protocol_base import OpenModel, validate_request
-from pipeline.proxy.responses import json_response
-from pipeline.proxy.upstream import read_error
-
-
-class CountTokensRequest(OpenModel):
-    model: str = Field(min_length=1)
-    messages: list[dict[str, Any]] = Field(min_length=1)
-    mcp_servers: list[dict[str, Any]] | None = None
-    system: str | list[dict[str, Any]] | None = None
-    thinking: dict[str, Any] | None = None
-    tool_choice: dict[str, Any] | None = None
-    tools: list[dict[str, Any]] | None = None
+from pipeline.proxy.forwarding.upstream import read_error
+from pipeline.proxy.surfaces.context import call_context
+from pipeline.proxy.surfaces.request import read_request
+from pipeline.proxy.surfaces.responses import json_response
 
 
 async def count_tokens(request: Request) -> Response:
     state = request.app.state.sluice
     call_context(request)
-    _, body = await read_json(request, state.config.proxy.max_body_bytes)
-    req = validate_request(CountTokensRequest, body, "anthropic", state.metrics)
+    req = await read_request(request, CountTokensRequest, "anthropic", state)
     backend = state.backend_for(req.model)
-    chat = to_chat({**body, "max_tokens": 1})
+    chat = to_chat(req, max_tokens=1)
     ask: dict[str, Any] = {"model": req.model, "messages": chat["messages"], "add_generation_prompt": True}
     if chat.get("tools"):
         ask["tools"] = chat["tools"]

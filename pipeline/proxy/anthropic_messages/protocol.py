@@ -1,4 +1,4 @@
-"""Request model of Anthropic ``POST /v1/messages`` (fields in API-reference order).
+"""Anthropic messages: the request models of ``/v1/messages`` and its token count (API order).
 
 Content blocks stay dicts: ``translate.py`` checks each block it translates and names the bad one.
 """
@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, TokenLimit
+from pipeline.proxy.surfaces.request import OpenModel, TokenLimit
 
 
 class MessagesRequest(OpenModel):
@@ -29,3 +29,13 @@ class MessagesRequest(OpenModel):
     tools: list[dict[str, Any]] | None = None
     top_k: int | None = Field(None, ge=0)
     top_p: float | None = Field(None, ge=0, le=1)
+
+
+class CountTokensRequest(OpenModel):
+    model: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    mcp_servers: list[dict[str, Any]] | None = None
+    system: str | list[dict[str, Any]] | None = None
+    thinking: dict[str, Any] | None = None
+    tool_choice: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None

@@ -1,4 +1,4 @@
-"""Routes of the Anthropic messages surface."""
+"""Anthropic messages: the routes of the surface."""
 
 from __future__ import annotations
 

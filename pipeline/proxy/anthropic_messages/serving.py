@@ -1,4 +1,4 @@
-"""Serving Anthropic ``/v1/messages``: translate to chat, record through ``ChatCall``, translate back."""
+"""Anthropic messages: serve ``/v1/messages`` (translate to chat, record through ``ChatCall``, back)."""
 
 from __future__ import annotations
 
@@ -10,22 +10,22 @@ from starlette.responses import Response
 from pipeline.proxy.anthropic_messages.protocol import MessagesRequest
 from pipeline.proxy.anthropic_messages.stream import AnthropicStreamWriter
 from pipeline.proxy.anthropic_messages.translate import to_anthropic, to_chat
-from pipeline.proxy.context import CallContext
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.translating_serving import TranslatingSurface, serve_translated
+from pipeline.proxy.forwarding.chat_call import ChatCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serve_translated
 
 
 class MessagesExchange:
-    def __init__(self, state: Any, ctx: CallContext, body: dict[str, Any], req: MessagesRequest) -> None:
-        self.body, self.model = body, req.model
+    def __init__(self, state: Any, ctx: CallContext, req: MessagesRequest) -> None:
+        self.req, self.model = req, req.model
 
     def chat(self) -> dict[str, Any]:
-        return to_chat(self.body)
+        return to_chat(self.req)
 
-    def response(self, rc: RecordedCall, answer: dict[str, Any]) -> dict[str, Any]:
+    def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]:
         return to_anthropic(answer, self.model)
 
-    def writer(self, rc: RecordedCall) -> AnthropicStreamWriter:
+    def writer(self, call: ChatCall) -> AnthropicStreamWriter:
         return AnthropicStreamWriter(self.model)
 
 

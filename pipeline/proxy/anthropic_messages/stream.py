@@ -1,4 +1,4 @@
-"""Translate a streamed chat completion into Anthropic's message stream, chunk by chunk (pure).
+"""Anthropic messages: a streamed chat completion as Anthropic's message stream, chunk by chunk (pure).
 
 ``message_start``, then per block ``content_block_start`` / ``content_block_delta`` (``text_delta`` or
 ``input_json_delta``) / ``content_block_stop``, then ``message_delta`` (stop reason, usage) and
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.proxy.anthropic_messages.translate import message_id, stop_reason
-from pipeline.proxy.chat_stream_assembler import tool_call_id
-from pipeline.proxy.sse import encode_event
+from pipeline.proxy.forwarding.chat_stream_assembler import tool_call_id
+from pipeline.proxy.surfaces.sse import encode_event
 
 
 class AnthropicStreamWriter:

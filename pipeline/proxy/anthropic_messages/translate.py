@@ -1,4 +1,4 @@
-"""Anthropic messages <-> OpenAI chat completions (pure).
+"""Anthropic messages: Anthropic messages <-> OpenAI chat completions (pure).
 
 Request: ``system`` becomes a system message; ``tool_result`` blocks become ``role=tool`` messages (placed
 before the rest of that user turn, right after the assistant's tool calls, as chat requires); ``tool_use``
@@ -14,7 +14,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.proxy.request_fields import bad_request, joined_text, object_field, object_part, string_field
+from pipeline.proxy.anthropic_messages.protocol import CountTokensRequest, MessagesRequest
+from pipeline.proxy.surfaces.request_fields import (
+    bad_request,
+    joined_text,
+    object_field,
+    object_part,
+    string_field,
+)
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -129,18 +136,18 @@ def _tool_choice(choice: dict[str, Any]) -> tuple[Any, bool | None]:
     raise bad_request("tool_choice", f"unsupported tool_choice {choice!r}")
 
 
-def to_chat(body: dict[str, Any]) -> dict[str, Any]:
-    """The chat-completions request for an Anthropic messages request (already type-checked)."""
+def to_chat(req: MessagesRequest | CountTokensRequest, max_tokens: int | None = None) -> dict[str, Any]:
+    """The chat-completions request for an Anthropic messages request (a token count names ``max_tokens``)."""
     messages: list[dict[str, Any]] = []
-    if body.get("system"):
+    if req.system:
         messages.append(
             {
                 "role": "system",
-                "content": joined_text(body["system"], "system", _is_text_block, others="refuse"),
+                "content": joined_text(req.system, "system", _is_text_block, others="refuse"),
             }
         )
-    last = len(body["messages"]) - 1
-    for i, m in enumerate(body["messages"]):
+    last = len(req.messages) - 1
+    for i, m in enumerate(req.messages):
         where = f"messages[{i}]"
         role = m.get("role")
         content = m.get("content")
@@ -160,19 +167,21 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
                 messages.append(_assistant_turn(content, where))
         else:
             raise bad_request(where + ".content", "must be a string or a list of content blocks")
-    chat: dict[str, Any] = {"model": body["model"], "messages": messages, "max_tokens": body["max_tokens"]}
+    limit = max_tokens if max_tokens is not None else req.max_tokens  # type: ignore[union-attr]
+    chat: dict[str, Any] = {"model": req.model, "messages": messages, "max_tokens": limit}
     for key in ("temperature", "top_p", "top_k", "stream"):
-        if body.get(key) is not None:
-            chat[key] = body[key]
-    if body.get("stop_sequences"):
-        chat["stop"] = body["stop_sequences"]
-    if body.get("tools"):
-        chat["tools"] = _tools(body["tools"])
-    if body.get("tool_choice"):
-        chat["tool_choice"], parallel = _tool_choice(body["tool_choice"])
+        if getattr(req, key, None) is not None:
+            chat[key] = getattr(req, key)
+    stop = getattr(req, "stop_sequences", None)
+    if stop:
+        chat["stop"] = stop
+    if req.tools:
+        chat["tools"] = _tools(req.tools)
+    if req.tool_choice:
+        chat["tool_choice"], parallel = _tool_choice(req.tool_choice)
         if parallel is not None:
             chat["parallel_tool_calls"] = parallel
-    user = (body.get("metadata") or {}).get("user_id")
+    user = (getattr(req, "metadata", None) or {}).get("user_id")
     if user:
         chat["user"] = str(user)
     return chat

@@ -1,1 +1,1 @@
-"""Calls to the rest of an OpenAI-compatible API, forwarded to a backend and not recorded."""
+"""Forwarding: what goes to a backend and comes back (pools, the recorded call, the unrecorded rest)."""

@@ -1,10 +1,10 @@
-"""Routes of the forwarding surface: every other path below ``/v1`` (mounted after the model surfaces)."""
+"""Forwarding: the route of every other path below ``/v1`` (mounted after the model surfaces)."""
 
 from __future__ import annotations
 
 from starlette.routing import Route
 
-from pipeline.proxy.forwarding.serving import forward_unrecorded
+from pipeline.proxy.forwarding.unrecorded import forward_unrecorded
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 

@@ -1,1 +1,1 @@
-"""OpenAI ``POST /v1/chat/completions``: protocol, serving, stream assembly, router."""
+"""OpenAI chat: ``POST /v1/chat/completions`` (protocol, serving, router)."""

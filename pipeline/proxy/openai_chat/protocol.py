@@ -1,4 +1,4 @@
-"""Request model of OpenAI ``POST /v1/chat/completions``.
+"""OpenAI chat: the request model of ``POST /v1/chat/completions``.
 
 Fields in the order of the OpenAI API reference; extensions (vLLM sampling knobs, token ids) fenced
 below. Unknown fields are kept and passed to the backend as they are. ``messages`` stay plain dicts here:
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, Seed, TokenCount
+from pipeline.proxy.surfaces.request import OpenModel, Seed, TokenCount
 
 
 class ChatCompletionRequest(OpenModel):

@@ -1,4 +1,4 @@
-"""Routes of the chat completions surface (also under the ``/t/{trajectory_id}`` prefix)."""
+"""OpenAI chat: the route of the surface (also under the ``/t/{trajectory_id}`` prefix)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Serving ``/v1/chat/completions``: the shared OpenAI serving path with the chat request model and ``ChatCall``."""
+"""OpenAI chat: serve ``/v1/chat/completions`` through the OpenAI serving path and ``ChatCall``."""
 
 from __future__ import annotations
 
@@ -7,25 +7,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.chat_call import open_chat_call
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
+from pipeline.proxy.forwarding.chat_call import ChatCall, open_chat_call
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
-from pipeline.proxy.openai_serving import serve_openai_step
-from pipeline.proxy.recorded_call import RecordedCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
 
-def _open(
-    state: Any,
-    ctx: CallContext,
-    req: ChatCompletionRequest,
-    body: dict[str, Any],
-    raw: bytes | None,
-    backend: BackendConfig,
-) -> RecordedCall:
-    return open_chat_call(
-        state, ctx, body, raw, backend, messages=req.messages, operation="chat", provider="openai"
-    )
+def _open(state: Any, ctx: CallContext, req: ChatCompletionRequest, backend: BackendConfig) -> ChatCall:
+    return open_chat_call(state, ctx, req, backend, operation="chat", provider="openai")
 
 
 async def create_chat_completion(request: Request) -> Response:

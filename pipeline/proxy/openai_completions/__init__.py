@@ -1,1 +1,1 @@
-"""OpenAI ``POST /v1/completions`` (text completions): protocol, step, serving, router."""
+"""OpenAI completions: ``POST /v1/completions``, text completions (protocol, call, serving, router)."""

@@ -1,4 +1,4 @@
-"""Rebuild a ``text_completion`` from the chunks of a streamed one (pure).
+"""OpenAI completions: rebuild a ``text_completion`` from the chunks of a streamed one (pure).
 
 Text is concatenated per choice index; logprobs and vLLM ``token_ids`` are extended; ``prompt_token_ids``
 come from the first chunk of a choice that carries them and ``usage`` from the final chunk.
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.proxy.step_event import completion_logprobs
-from pipeline.proxy.stream_assembly import ChoiceTail, StreamAssembly
+from pipeline.proxy.forwarding.stream_assembly import ChoiceTail, StreamAssembly
+from pipeline.proxy.recording.step import completion_logprobs
 
 
 @dataclass(slots=True)

@@ -1,4 +1,4 @@
-"""One text-completions call to a backend: ``Observation.prompt_text``, one choice per sample.
+"""OpenAI completions: ``CompletionCall``, one recorded text-completions call to a backend.
 
 There are no messages to link by, so a completion joins a trajectory only when it is named (header or
 ``/t/{id}``); otherwise each call starts a new one. vLLM returns token ids per choice here
@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pipeline.proxy.backend_call import BackendCall
-from pipeline.proxy.call_outcome import RawChoice
+from pipeline.proxy.forwarding.backend_call import BackendCall
+from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
-from pipeline.proxy.step_event import completion_logprobs
-from pipeline.proxy.token_strip import TokenStrip
+from pipeline.proxy.recording.step import RawChoice, completion_logprobs
 from sluice.events import Message
 
 
@@ -33,8 +32,8 @@ class CompletionCall(BackendCall):
         request = self.request
         return TokenStrip(
             want_tokens=self.backend.return_token_ids,
-            asked_ids=bool(request.get("return_token_ids")),
-            asked_logprobs=request.get("logprobs") is not None,
+            asked_ids=bool(request.return_token_ids),
+            asked_logprobs=request.logprobs is not None,
             logprobs_value=0,
             top_fields=(),
             choice_fields=("token_ids", "prompt_token_ids"),

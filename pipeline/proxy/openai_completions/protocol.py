@@ -1,4 +1,4 @@
-"""Request model of OpenAI ``POST /v1/completions`` (fields in API-reference order, extensions fenced)."""
+"""OpenAI completions: the request model of ``POST /v1/completions`` (API order, extensions fenced)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, Seed, TokenCount
+from pipeline.proxy.surfaces.request import OpenModel, Seed, TokenCount
 
 
 class CompletionRequest(OpenModel):

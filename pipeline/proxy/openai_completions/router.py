@@ -1,4 +1,4 @@
-"""Routes of the text completions surface."""
+"""OpenAI completions: the route of the surface."""
 
 from __future__ import annotations
 

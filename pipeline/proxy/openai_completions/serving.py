@@ -1,5 +1,4 @@
-"""Serving ``/v1/completions``: the shared OpenAI serving path with the completion request model and
-``CompletionCall``."""
+"""OpenAI completions: serve ``/v1/completions`` through the OpenAI serving path and ``CompletionCall``."""
 
 from __future__ import annotations
 
@@ -9,31 +8,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import CallContext
 from pipeline.proxy.openai_completions.call import CompletionCall, prompt_text
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
-from pipeline.proxy.openai_serving import serve_openai_step
-from pipeline.proxy.recorded_call import RecordedCall
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.openai_serving import serve_openai_step
 
 
-def _open(
-    state: Any,
-    ctx: CallContext,
-    req: CompletionRequest,
-    body: dict[str, Any],
-    raw: bytes | None,
-    backend: BackendConfig,
-) -> RecordedCall:
+def _open(state: Any, ctx: CallContext, req: CompletionRequest, backend: BackendConfig) -> CompletionCall:
     step = state.recorder.begin(
         ctx,
-        body,
+        req,
         backend=backend,
         operation="text_completion",
         provider="openai",
         prompt_text=prompt_text(req.prompt),
     )
-    call = CompletionCall(state.upstreams, state.metrics, backend, body, raw, ctx.t0)
-    return RecordedCall(state.recorder, step, call)
+    return CompletionCall(state.upstreams, state.metrics, state.recorder, step, req)
 
 
 async def create_completion(request: Request) -> Response:

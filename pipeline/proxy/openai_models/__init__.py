@@ -1,1 +1,1 @@
-"""OpenAI ``GET /v1/models``: the union of what the configured backends serve."""
+"""OpenAI models: ``GET /v1/models``, the union of what the configured backends serve."""

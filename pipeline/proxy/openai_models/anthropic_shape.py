@@ -1,4 +1,4 @@
-"""The models surface as the Anthropic SDK reads it (a call carrying ``anthropic-version``).
+"""OpenAI models: the models list as the Anthropic SDK reads it (a call with ``anthropic-version``).
 
 Same models as the OpenAI list, in Anthropic's shape: ``{"type": "model", "id", "display_name",
 "created_at", "lifecycle"}``, and a list page of them with ``has_more``, ``first_id`` and ``last_id``,

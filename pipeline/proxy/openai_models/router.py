@@ -1,4 +1,4 @@
-"""Routes of the models surface."""
+"""OpenAI models: the routes of the surface."""
 
 from __future__ import annotations
 

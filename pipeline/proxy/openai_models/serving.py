@@ -1,5 +1,6 @@
-"""List models: ask every backend (concurrently) and keep the names this proxy would route to it; one
-model's card is the one the list holds for it.
+"""OpenAI models: ask every backend (concurrently) and keep the names this proxy routes to it.
+
+One model's card is the one the list holds for it.
 
 A backend that does not answer contributes its configured exact (non-glob) model names instead, so the
 list is useful even while a backend is down. Needs a valid key like every model endpoint. A call from
@@ -17,10 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.context import call_context
 from pipeline.proxy.exceptions import ApiError
 from pipeline.proxy.openai_models.anthropic_shape import anthropic_card, anthropic_page, wants_anthropic
-from pipeline.proxy.responses import json_response
+from pipeline.proxy.surfaces.context import call_context
+from pipeline.proxy.surfaces.responses import json_response
 
 log = logging.getLogger(__name__)
 

@@ -1,2 +1,3 @@
-"""OpenAI ``POST /v1/responses``, translated to the backend's chat completions and back; response chains
-in memory answer ``previous_response_id``."""
+"""OpenAI responses: ``POST /v1/responses``, translated to chat and back, with in-memory chains.
+
+The response chains answer ``previous_response_id``."""

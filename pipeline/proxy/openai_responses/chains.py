@@ -1,4 +1,4 @@
-"""Response chains for ``previous_response_id``: what each served response added, per tenant, in memory.
+"""OpenAI responses: what each served response added, per tenant, for ``previous_response_id``.
 
 Each response the proxy serves (with ``store`` not false) leaves one link: the chat messages it added (its
 input items, without ``instructions``, which the Responses API never carries over, and its reply; kept as

@@ -1,4 +1,4 @@
-"""Request model of OpenAI ``POST /v1/responses`` (fields in API-reference order).
+"""OpenAI responses: the request model of ``POST /v1/responses`` (API order).
 
 ``previous_response_id`` continues a response this proxy served to the same tenant (kept in memory
 only, see ``chains``); ``conversation`` objects are not kept and are refused with a 400.
@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pipeline.proxy.protocol_base import OpenModel, TokenLimit
+from pipeline.proxy.surfaces.request import OpenModel, TokenLimit
 
 
 class ResponsesRequest(OpenModel):

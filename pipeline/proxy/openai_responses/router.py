@@ -1,4 +1,4 @@
-"""Routes of the responses surface."""
+"""OpenAI responses: the route of the surface."""
 
 from __future__ import annotations
 

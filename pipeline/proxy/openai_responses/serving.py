@@ -1,4 +1,4 @@
-"""Serving OpenAI ``/v1/responses``: translate to chat, record through ``ChatCall``, translate back.
+"""OpenAI responses: serve ``/v1/responses`` (translate to chat, record through ``ChatCall``, back).
 
 ``previous_response_id`` is answered from the tenant's response chains (``chains``): the conversation up
 to that response goes to the backend in front of the new input, and the step joins the trajectory of the
@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.context import CallContext
+from pipeline.proxy.forwarding.chat_call import ChatCall
 from pipeline.proxy.openai_responses.protocol import ResponsesRequest
 from pipeline.proxy.openai_responses.stream import ResponsesStreamWriter
 from pipeline.proxy.openai_responses.translate import (
@@ -25,14 +25,14 @@ from pipeline.proxy.openai_responses.translate import (
     to_chat,
     to_response,
 )
-from pipeline.proxy.recorded_call import RecordedCall
-from pipeline.proxy.translating_serving import TranslatingSurface, serve_translated
+from pipeline.proxy.surfaces.context import CallContext
+from pipeline.proxy.surfaces.translating_serving import TranslatingSurface, serve_translated
 from sluice.events import new_id
 
 
 class ResponsesExchange:
-    def __init__(self, state: Any, ctx: CallContext, body: dict[str, Any], req: ResponsesRequest) -> None:
-        self.state, self.ctx, self.body, self.parent = state, ctx, body, req.previous_response_id
+    def __init__(self, state: Any, ctx: CallContext, req: ResponsesRequest) -> None:
+        self.state, self.ctx, self.req, self.parent = state, ctx, req, req.previous_response_id
         self.history: list[dict[str, Any]] | None = None
         if self.parent is not None:
             now = time.monotonic()
@@ -47,27 +47,27 @@ class ResponsesExchange:
         self.keep = req.store is not False and state.config.proxy.response_chains.max_responses > 0
 
     def chat(self) -> dict[str, Any]:
-        chat = to_chat(self.body, self.history)
+        chat = to_chat(self.req, self.history)
         self.rid = "resp_" + new_id()
         return chat
 
-    def response(self, rc: RecordedCall, answer: dict[str, Any]) -> dict[str, Any]:
-        stored = self.keep and self._keep(rc, reply_message(answer))
-        return to_response(answer, self.body, rid=self.rid, stored=stored)
+    def response(self, call: ChatCall, answer: dict[str, Any]) -> dict[str, Any]:
+        stored = self.keep and self._keep(call, reply_message(answer))
+        return to_response(answer, self.req, rid=self.rid, stored=stored)
 
-    def writer(self, rc: RecordedCall) -> _KeepingWriter:
-        return _KeepingWriter(self, rc, ResponsesStreamWriter(self.body, self.rid, stored=self.keep))
+    def writer(self, call: ChatCall) -> _KeepingWriter:
+        return _KeepingWriter(self, call, ResponsesStreamWriter(self.req, self.rid, stored=self.keep))
 
-    def _keep(self, rc: RecordedCall, reply: dict[str, Any] | None) -> bool:
+    def _keep(self, call: ChatCall, reply: dict[str, Any] | None) -> bool:
         """Remember a completed response for continuations: its input items and its reply."""
-        if rc.error is not None or reply is None:
+        if call.error is not None or reply is None:
             return False
         return self.state.response_chains.put(
             self.ctx.caller.tenant,
             self.rid,
             self.parent,
-            [*item_messages(self.body), reply],
-            rc.step.plan.trajectory_id,
+            [*item_messages(self.req), reply],
+            call.step.trajectory_id,
             self.ctx.caller.subject_ids,
             time.monotonic(),
         )
@@ -76,15 +76,15 @@ class ResponsesExchange:
 class _KeepingWriter:
     """The responses stream writer, keeping the response for continuations before its final event."""
 
-    def __init__(self, exchange: ResponsesExchange, rc: RecordedCall, writer: ResponsesStreamWriter) -> None:
-        self.exchange, self.rc, self.writer = exchange, rc, writer
+    def __init__(self, exchange: ResponsesExchange, call: ChatCall, writer: ResponsesStreamWriter) -> None:
+        self.exchange, self.call, self.writer = exchange, call, writer
 
     def feed(self, chunk: dict[str, Any]) -> list[bytes]:
         return self.writer.feed(chunk)
 
     def end(self, error: str | None) -> list[bytes]:
         if self.exchange.keep:  # before the final event: a continuation sent right after it must find it
-            self.writer.stored = self.exchange._keep(self.rc, self.writer.reply())
+            self.writer.stored = self.exchange._keep(self.call, self.writer.reply())
         return self.writer.end(error)
 
 

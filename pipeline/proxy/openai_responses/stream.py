@@ -1,4 +1,4 @@
-"""Translate a streamed chat completion into the Responses API event stream (choice 0).
+"""OpenAI responses: a streamed chat completion as the Responses API event stream (choice 0).
 
 ``response.created`` / ``response.in_progress``; text as one ``message`` output item
 (``output_item.added``, ``content_part.added``, ``output_text.delta``..., ``output_text.done``,
@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.proxy.chat_stream_assembler import ChatStreamAssembler, tool_call_id
+from pipeline.proxy.forwarding.chat_stream_assembler import ChatStreamAssembler, tool_call_id
+from pipeline.proxy.openai_responses.protocol import ResponsesRequest
 from pipeline.proxy.openai_responses.translate import call_item, message_item, response_id, to_response
-from pipeline.proxy.sse import encode_event
+from pipeline.proxy.surfaces.sse import encode_event
 
 
 class ResponsesStreamWriter:
-    def __init__(self, body: dict[str, Any], rid: str | None = None, stored: bool = False) -> None:
-        self.body = body
+    def __init__(self, req: ResponsesRequest, rid: str | None = None, stored: bool = False) -> None:
+        self.req = req
         self.seq = 0
         self.rid = rid or ""
         self.stored = stored
@@ -36,7 +37,7 @@ class ResponsesStreamWriter:
 
     def _snapshot(self, status: str) -> dict[str, Any]:
         resp = {**self.asm.result(), "id": self.asm.head.get("id")}
-        return to_response(resp, self.body, status, self.rid or None, self.stored)
+        return to_response(resp, self.req, status, self.rid or None, self.stored)
 
     def _start(self, chat_id: Any) -> list[bytes]:
         self.started = True

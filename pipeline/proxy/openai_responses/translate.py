@@ -1,4 +1,4 @@
-"""OpenAI responses <-> chat completions (pure).
+"""OpenAI responses: responses <-> chat completions (pure).
 
 Input items become chat messages: ``message`` items keep their role (text parts joined; images as
 ``image_url``), consecutive ``function_call`` items become the ``tool_calls`` of one assistant message,
@@ -14,7 +14,14 @@ import time
 from typing import Any
 
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.request_fields import bad_request, joined_text, object_field, object_part, string_field
+from pipeline.proxy.openai_responses.protocol import ResponsesRequest
+from pipeline.proxy.surfaces.request_fields import (
+    bad_request,
+    joined_text,
+    object_field,
+    object_part,
+    string_field,
+)
 
 TOOL_CHOICE_MODES = ("none", "auto", "required")
 TEXT_FORMATS = ("text", "json_object", "json_schema")
@@ -46,16 +53,10 @@ def _has_text(part: dict[str, Any]) -> bool:
     return part.get("text") is not None
 
 
-def input_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """``instructions`` as the system message, then the input items."""
-    system = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
-    return system + item_messages(body)
-
-
-def item_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+def item_messages(req: ResponsesRequest) -> list[dict[str, Any]]:
     """The chat messages of the input items alone (what a response adds to its conversation)."""
     messages: list[dict[str, Any]] = []
-    items = body["input"]
+    items = req.input
     if isinstance(items, str):
         messages.append({"role": "user", "content": items})
         return messages
@@ -119,29 +120,29 @@ def previous_not_found(response_id: str) -> ApiError:
     )
 
 
-def to_chat(body: dict[str, Any], history: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def to_chat(req: ResponsesRequest, history: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The chat request for a responses request; ``history`` is the conversation ``previous_response_id``
     names (oldest first)."""
-    if body.get("conversation"):
+    if req.conversation:
         raise bad_request(
             "conversation",
             "conversations are not kept by this proxy: use previous_response_id or send the full input",
         )
-    if body.get("background"):
+    if req.background:
         raise bad_request("background", "background responses are not supported by this proxy")
-    system = [{"role": "system", "content": body["instructions"]}] if body.get("instructions") else []
-    messages = system + list(history or ()) + item_messages(body)
-    chat: dict[str, Any] = {"model": body["model"], "messages": messages}
-    if body.get("max_output_tokens") is not None:
-        chat["max_tokens"] = body["max_output_tokens"]
+    system = [{"role": "system", "content": req.instructions}] if req.instructions else []
+    messages = system + list(history or ()) + item_messages(req)
+    chat: dict[str, Any] = {"model": req.model, "messages": messages}
+    if req.max_output_tokens is not None:
+        chat["max_tokens"] = req.max_output_tokens
     for key in ("temperature", "top_p", "parallel_tool_calls", "stream", "user"):
-        if body.get(key) is not None:
-            chat[key] = body[key]
-    if body.get("tools"):
-        chat["tools"] = _tools(body["tools"])
-    if body.get("tool_choice") is not None:
-        chat["tool_choice"] = _tool_choice(body["tool_choice"])
-    response_format = _response_format(body.get("text") or {})
+        if getattr(req, key) is not None:
+            chat[key] = getattr(req, key)
+    if req.tools:
+        chat["tools"] = _tools(req.tools)
+    if req.tool_choice is not None:
+        chat["tool_choice"] = _tool_choice(req.tool_choice)
+    response_format = _response_format(req.text or {})
     if response_format is not None:
         chat["response_format"] = response_format
     return chat
@@ -221,9 +222,14 @@ def call_item(call: dict[str, Any], status: str = "completed") -> dict[str, Any]
     }
 
 
+def _sent(req: ResponsesRequest, key: str, default: Any) -> Any:
+    """The field as the agent sent it (null included); ``default`` when it was not sent."""
+    return getattr(req, key) if key in req.model_fields_set else default
+
+
 def to_response(
     resp: dict[str, Any],
-    body: dict[str, Any],
+    req: ResponsesRequest,
     status: str = "completed",
     rid: str | None = None,
     stored: bool = False,
@@ -248,19 +254,19 @@ def to_response(
         "status": status,
         "error": None,
         "incomplete_details": incomplete,
-        "instructions": body.get("instructions"),
-        "max_output_tokens": body.get("max_output_tokens"),
-        "model": body.get("model"),
+        "instructions": req.instructions,
+        "max_output_tokens": req.max_output_tokens,
+        "model": req.model,
         "output": output,
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": body.get("previous_response_id"),
+        "parallel_tool_calls": _sent(req, "parallel_tool_calls", True),
+        "previous_response_id": req.previous_response_id,
         "store": stored,
-        "temperature": body.get("temperature"),
-        "text": body.get("text") or {"format": {"type": "text"}},
-        "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
-        "top_p": body.get("top_p"),
-        "truncation": body.get("truncation", "disabled"),
+        "temperature": req.temperature,
+        "text": req.text or {"format": {"type": "text"}},
+        "tool_choice": _sent(req, "tool_choice", "auto"),
+        "tools": req.tools or [],
+        "top_p": req.top_p,
+        "truncation": _sent(req, "truncation", "disabled"),
         "usage": {
             "input_tokens": usage.get("prompt_tokens", 0),
             "input_tokens_details": {"cached_tokens": 0},
@@ -268,6 +274,6 @@ def to_response(
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": usage.get("total_tokens", 0),
         },
-        "user": body.get("user"),
-        "metadata": body.get("metadata") or {},
+        "user": req.user,
+        "metadata": req.metadata or {},
     }

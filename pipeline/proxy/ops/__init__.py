@@ -1,1 +1,1 @@
-"""Operational endpoints: ``/healthz`` and ``/metrics``."""
+"""Ops: ``/healthz`` and ``/metrics``, and the proxy's Prometheus metrics."""

@@ -1,4 +1,4 @@
-"""``GET /healthz`` (liveness + publisher state) and ``GET /metrics`` (Prometheus text)."""
+"""Ops: ``GET /healthz`` (liveness and publisher state) and ``GET /metrics`` (Prometheus text)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Publishing step and reward events: an idempotent Kafka producer that spools to disk when it must."""
+"""Publishing: step and reward events to Kafka, behind a write-ahead log on local disk."""

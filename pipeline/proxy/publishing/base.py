@@ -1,4 +1,4 @@
-"""The publisher plug point: where the proxy hands encoded events. One implementation per file."""
+"""Publishing: the publisher plug point, where the proxy hands encoded events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How long responses waited for the write-ahead log's group commit: log-spaced buckets.
+"""Publishing: how long responses waited for the write-ahead log's group commit (log-spaced buckets).
 
 Recording costs one bisect; a snapshot is a tuple of counts, so two snapshots taken around a load run
 subtract into the distribution of that run alone (what ``bench.proxy`` reports as the log's wait,

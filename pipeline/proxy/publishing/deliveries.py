@@ -1,4 +1,4 @@
-"""Records the broker holds but that have not landed yet: what the write-ahead log keeps for a new cluster.
+"""Publishing: records the broker holds that have not landed yet (kept for a new cluster).
 
 A record is *delivered* once the broker acknowledged it at an offset, and *landed* once the stages turned
 it into state that outlives the broker (``landing.py`` says up to which offset, per partition). Per

@@ -1,4 +1,4 @@
-"""Which records of the write-ahead log's unacknowledged tail the broker already holds (after a crash).
+"""Publishing: which records of the log's unacknowledged tail the broker already holds (after a crash).
 
 A proxy killed between the broker's acknowledgement of a record and the write of that acknowledgement
 to the log's cursor would send the record a second time at its next start. Before replaying a tail

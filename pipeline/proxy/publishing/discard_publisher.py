@@ -1,4 +1,4 @@
-"""A publisher that counts and drops events: ``proxy.publish: false`` (benchmarks of the bare proxy)."""
+"""Publishing: a publisher that counts and drops events (``proxy.publish: false``)."""
 
 from __future__ import annotations
 

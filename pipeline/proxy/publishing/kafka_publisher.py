@@ -1,4 +1,4 @@
-"""Publish events with a confluent-kafka idempotent producer, off the request path, behind a write-ahead log.
+"""Publishing: a confluent-kafka idempotent producer, off the request path, behind a write-ahead log.
 
 Every event is appended to the proxy's write-ahead log (``write_ahead_log.py``) when it is published; the
 proxy completes a response only after ``durable()`` (the log's group commit) said everything it

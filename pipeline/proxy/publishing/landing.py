@@ -1,4 +1,4 @@
-"""Up to which offset the proxy's records have landed: processed into stage state that outlives the broker.
+"""Publishing: up to which offset the proxy's records have landed in stage state that outlives the broker.
 
 On the embedded broker (memory storage) a record the broker acknowledged is not safe yet: a broker
 restart empties every topic. What does survive is the stage workers' tables (RocksDB on local disk,

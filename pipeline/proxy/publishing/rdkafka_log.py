@@ -1,4 +1,4 @@
-"""Route librdkafka's own log lines through Python logging, without the reconnect flood.
+"""Publishing: librdkafka's own log lines through Python logging, without the reconnect flood.
 
 While the broker is down librdkafka logs a failed connect every few hundred milliseconds; the proxy keeps
 serving and says once that it spools, so the same line is let through at most once per ``every_s``.

@@ -1,4 +1,4 @@
-"""Step numbering that survives a crash of the proxy: a journal of the next step index per trajectory.
+"""Publishing: a journal of the next step index per trajectory, so numbering survives a crash.
 
 The history linker's state (which trajectory a call extends, its next step index) is saved as a snapshot
 (``links.json``) only when the proxy stops cleanly. After a SIGKILL the next call of a trajectory that

@@ -1,4 +1,4 @@
-"""The write-ahead log's record format: framing an event once, and reading intact records back.
+"""Publishing: the write-ahead log's record format (frame an event once, read intact records back).
 
 A record is ``[u32 body_len][u32 crc32(body)][body = u64 seq | u16 topic_len | topic | u32 key_len | key
 | value]``. ``value`` is the event's encoded bytes exactly as the producer sends them: an event is

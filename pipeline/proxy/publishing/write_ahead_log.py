@@ -1,4 +1,4 @@
-"""The proxy's write-ahead log: every event is on local disk before the agent's response completes.
+"""Publishing: the write-ahead log; every event is on disk before the agent's response completes.
 
 Every event the proxy accepts is appended here first; it is forgotten only once the broker acknowledged
 it. A SIGKILLed proxy therefore loses nothing it answered for: the next start replays the log's

@@ -1,1 +1,1 @@
-"""The trajectory API: ``GET /v1/trajectories[/{id}]`` and ``POST /v1/trajectories/{id}/rewards|feedback|end``."""
+"""Trajectory API: ``GET /v1/trajectories[/{id}]`` and ``POST .../rewards|feedback|end``."""

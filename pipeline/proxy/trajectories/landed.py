@@ -1,4 +1,4 @@
-"""What the store knows of a tenant's trajectories once they landed: their versions and their rewards.
+"""Trajectory API: what the store knows of a tenant's landed trajectories (versions, rewards).
 
 Read through the store's query client (``sinks.clients``: the running sink's endpoint, else the DuckDB
 file read-only) with the caller's own API key, so the store scopes the rows to the caller's tenant; the

@@ -1,4 +1,4 @@
-"""Request models of the trajectory API. Strict: an unknown field is a 400 (typos must not lose a reward)."""
+"""Trajectory API: the request models (strict: an unknown field is a 400, typos must not lose a reward)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading the trajectory API: ``GET /v1/trajectories/{id}`` and ``GET /v1/trajectories``.
+"""Trajectory API: ``GET /v1/trajectories/{id}`` and ``GET /v1/trajectories``.
 
 A trajectory is ``pending`` from its first step through this proxy until the sink stores a version of it,
 then ``landed``. What is pending comes from the proxy's own record (``seen.py``); what landed, its
@@ -20,10 +20,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.auth import presented_key
-from pipeline.proxy.context import resolve_trajectory_id
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.responses import json_response
+from pipeline.proxy.surfaces.auth import presented_key
+from pipeline.proxy.surfaces.context import resolve_trajectory_id
+from pipeline.proxy.surfaces.responses import json_response
 from pipeline.proxy.trajectories.landed import StoreUnavailable, landed, landed_ids
 from pipeline.proxy.trajectories.seen import SeenTrajectory
 

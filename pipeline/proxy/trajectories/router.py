@@ -1,4 +1,4 @@
-"""Routes of the trajectory API."""
+"""Trajectory API: the routes."""
 
 from __future__ import annotations
 

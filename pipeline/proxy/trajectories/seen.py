@@ -1,7 +1,9 @@
-"""The trajectories this proxy has recorded steps of, per tenant: what ``GET /v1/trajectories`` reports
-before a trajectory lands in the store, and what a reward to an unknown id is checked against.
+"""Trajectory API: the trajectories this proxy recorded steps of, per tenant, before they land.
 
-Unlike history linking (``linking.py``, bounded by ``link_window_s``), an entry stays until
+What ``GET /v1/trajectories`` reports before a trajectory lands in the store, and what a reward to an
+unknown id is checked against.
+
+Unlike history linking (``linking.history_linker``, bounded by ``link_window_s``), an entry stays until
 ``proxy.seen_max_trajectories`` newer ones push it out (least recently stepped first). It holds ids,
 times and counts only, never message text; it is saved with the link state (``links.json``) so a
 restart keeps it, and an erasure drops the entries it covers.

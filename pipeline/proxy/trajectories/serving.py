@@ -1,4 +1,4 @@
-"""Serving the trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
+"""Trajectory API: validate, publish a ``RewardEvent`` / ``TrajectoryEndEvent``, answer 202.
 
 Rewards may arrive before, during or long after the trajectory: with ``proxy.rewards_before_steps`` (the
 default) nothing here checks that it exists (the reward-join stage does); with it off, a reward or
@@ -17,10 +17,10 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from pipeline.proxy.context import resolve_trajectory_id
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.http_io import parse_json_object, read_body
-from pipeline.proxy.responses import json_response
+from pipeline.proxy.surfaces.context import resolve_trajectory_id
+from pipeline.proxy.surfaces.request import parse_json_object, read_body
+from pipeline.proxy.surfaces.responses import json_response
 from pipeline.proxy.trajectories.protocol import EndRequest, FeedbackRequest, RewardRequest
 from pipeline.proxy.trajectories.reading import known_to_tenant, not_found
 from sluice.errors import validation_problems

@@ -12,11 +12,21 @@ from governance.evolve.overlay_apply import (
     restore_chunk,
     restore_completion,
 )
-from pipeline.proxy.anthropic_messages.translate import to_chat as anthropic_to_chat
-from pipeline.proxy.openai_responses.translate import to_chat as responses_to_chat
+from pipeline.proxy.anthropic_messages.protocol import MessagesRequest
+from pipeline.proxy.anthropic_messages.translate import to_chat as _anthropic_to_chat
+from pipeline.proxy.openai_responses.protocol import ResponsesRequest
+from pipeline.proxy.openai_responses.translate import to_chat as _responses_to_chat
 from sluice.evolution import HarnessItem, MemoryEntry, Overlay, ToolSchemaChange, harness_item_id
 
 CITY = {"type": "object", "properties": {"city_code": {"type": "string", "pattern": "^[A-Z]{3}$"}}}
+
+
+def anthropic_to_chat(body: dict[str, Any]) -> dict[str, Any]:
+    return _anthropic_to_chat(MessagesRequest.model_validate(body))
+
+
+def responses_to_chat(body: dict[str, Any]) -> dict[str, Any]:
+    return _responses_to_chat(ResponsesRequest.model_validate(body))
 
 
 def overlay(**kw: Any) -> Overlay:

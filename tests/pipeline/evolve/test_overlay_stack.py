@@ -21,7 +21,7 @@ from app.config import load_config
 from infra.broker import LocalBroker, free_port
 from pipeline.demo.summary import id_list, rows, wait_until
 from pipeline.evolve.publish import EvolutionPublisher
-from pipeline.proxy.overlay_routing import share_point
+from pipeline.proxy.control.overlay_routing import share_point
 from pipeline.topics import create_topics
 from sinks.clients import connect_client
 from sluice.events import scoped_trajectory_id

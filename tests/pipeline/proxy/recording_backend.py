@@ -16,11 +16,12 @@ from infra.echo_backend import EchoBackend
 
 
 class RecordingBackend:
-    """ASGI: records each POST body (parsed), then answers as the echo backend does."""
+    """ASGI: records each POST body (as received and parsed), then answers as the echo backend does."""
 
     def __init__(self, api_key: str) -> None:
         self.echo = EchoBackend(["echo-1"], api_key=api_key)
         self.bodies: list[dict[str, Any]] = []
+        self.raw_bodies: list[bytes] = []
         self._lock = threading.Lock()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -34,6 +35,7 @@ class RecordingBackend:
             if not msg.get("more_body"):
                 break
         with self._lock:
+            self.raw_bodies.append(raw)
             self.bodies.append(json.loads(raw))
         sent = False
 

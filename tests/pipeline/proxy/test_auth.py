@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from starlette.datastructures import Headers
 
-from pipeline.proxy.auth import KeyResolver
 from pipeline.proxy.config import ProxyConfig
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.headers import HeaderRecorder
+from pipeline.proxy.surfaces.auth import KeyResolver
+from pipeline.proxy.surfaces.context import HeaderRecorder
 
 CFG = ProxyConfig(
     api_keys=[

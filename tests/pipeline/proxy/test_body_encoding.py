@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.http_io import decoded
+from pipeline.proxy.surfaces.request import decoded
 from sluice.events import StepEvent
 from tests.pipeline.proxy.conftest import KEY, LiveProxy
 

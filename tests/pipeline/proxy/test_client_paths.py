@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from pipeline.proxy.path_aliases import canonical_path
+from pipeline.proxy.surfaces.path_aliases import canonical_path
 from sluice.events import StepEvent
 from tests.pipeline.proxy.conftest import KEY, LiveProxy
 

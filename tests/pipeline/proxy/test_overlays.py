@@ -20,7 +20,7 @@ import pytest
 from app.config import SluiceConfig
 from infra.broker import LocalBroker
 from pipeline.evolve.publish import EvolutionPublisher
-from pipeline.proxy.overlay_routing import share_point
+from pipeline.proxy.control.overlay_routing import share_point
 from pipeline.topics import create_topics
 from sluice.events import StepEvent, scoped_trajectory_id
 from sluice.evolution import (

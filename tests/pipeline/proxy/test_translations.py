@@ -6,10 +6,12 @@ import json
 
 import pytest
 
+from pipeline.proxy.anthropic_messages.protocol import MessagesRequest
 from pipeline.proxy.anthropic_messages.stream import AnthropicStreamWriter
 from pipeline.proxy.anthropic_messages.translate import to_anthropic
 from pipeline.proxy.anthropic_messages.translate import to_chat as anthropic_to_chat
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.openai_responses.protocol import ResponsesRequest
 from pipeline.proxy.openai_responses.stream import ResponsesStreamWriter
 from pipeline.proxy.openai_responses.translate import to_chat as responses_to_chat
 from pipeline.proxy.openai_responses.translate import to_response
@@ -57,7 +59,7 @@ def test_anthropic_request_translation() -> None:
             },
         ],
     }
-    chat = anthropic_to_chat(body)
+    chat = anthropic_to_chat(MessagesRequest.model_validate(body))
     assert chat["messages"][0] == {"role": "system", "content": "sys prompt"}
     assert chat["messages"][1]["content"][1] == {
         "type": "image_url",
@@ -94,7 +96,7 @@ def test_anthropic_request_translation() -> None:
 )
 def test_anthropic_untranslatable_is_a_400(bad: dict) -> None:
     with pytest.raises(ApiError) as err:
-        anthropic_to_chat({"model": "m", "max_tokens": 5, **bad})
+        anthropic_to_chat(MessagesRequest.model_validate({"model": "m", "max_tokens": 5, **bad}))
     assert err.value.status == 400
 
 
@@ -191,14 +193,18 @@ def test_responses_translation_and_stream() -> None:
         "max_output_tokens": 50,
         "text": {"format": {"type": "json_object"}},
     }
-    chat = responses_to_chat(body)
+    req = ResponsesRequest.model_validate(body)
+    chat = responses_to_chat(req)
     assert [m["role"] for m in chat["messages"]] == ["system", "user", "assistant", "tool"]
     assert chat["messages"][2]["content"] == "calling" and chat["messages"][2]["tool_calls"][0]["id"] == "c1"
     assert chat["max_tokens"] == 50 and chat["response_format"] == {"type": "json_object"}
     with pytest.raises(ApiError):
-        responses_to_chat({"model": "m", "input": "x", "conversation": "conv_1"})
+        responses_to_chat(
+            ResponsesRequest.model_validate({"model": "m", "input": "x", "conversation": "conv_1"})
+        )
     history = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "Echo: first"}]
-    cont = responses_to_chat({"model": "m", "instructions": "Now terse.", "input": "second"}, history)
+    second = ResponsesRequest.model_validate({"model": "m", "instructions": "Now terse.", "input": "second"})
+    cont = responses_to_chat(second, history)
     assert cont["messages"] == [
         {"role": "system", "content": "Now terse."},
         *history,
@@ -210,7 +216,7 @@ def test_responses_translation_and_stream() -> None:
             "id": "chatcmpl-5",
             "choices": [{"index": 0, "finish_reason": "length", "message": {"content": "abc"}}],
         },
-        body,
+        req,
     )
     assert (
         out["id"] == "resp_5"
@@ -218,7 +224,7 @@ def test_responses_translation_and_stream() -> None:
         and out["output"][0]["content"][0]["text"] == "abc"
     )
 
-    w = ResponsesStreamWriter({"model": "m"})
+    w = ResponsesStreamWriter(ResponsesRequest.model_validate({"model": "m", "input": "x"}))
     raw = w.feed({"id": "chatcmpl-5", "choices": [{"index": 0, "delta": {"content": "ab"}}]})
     raw += w.feed(
         {"id": "chatcmpl-5", "choices": [{"index": 0, "delta": {"content": "c"}, "finish_reason": "stop"}]}

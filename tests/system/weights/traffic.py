@@ -11,7 +11,7 @@ import httpx
 
 from pipeline.demo.summary import wait_until
 from pipeline.evolve.runner import EvolveRunner
-from pipeline.proxy.overlay_routing import POLICY_SALT, share_point
+from pipeline.proxy.control.overlay_routing import POLICY_SALT, share_point
 from sluice.events import scoped_trajectory_id
 
 KEYS = {"acme": "sk-sluice-acme", "globex": "sk-sluice-globex", "initech": "sk-sluice-initech",

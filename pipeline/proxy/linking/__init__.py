@@ -1,0 +1,1 @@
+"""Linking: which trajectory a call belongs to, which messages are new, and its token prefix (pure)."""
