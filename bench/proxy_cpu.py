@@ -19,6 +19,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.loadgen import run_load
@@ -26,23 +28,18 @@ from bench.peers import tree_cpu_seconds
 from bench.proxy import ROOT, start_proxy, wait_http
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--publish", action="store_true", help="Publish step events (starts a LocalBroker).")
-    ap.add_argument("--rounds", type=int, default=5, help="Measured rounds; the median is reported.")
-    ap.add_argument("--duration", type=float, default=4.0, help="Seconds measured per round.")
-    ap.add_argument("--warmup", type=float, default=1.0)
-    ap.add_argument("--concurrency", type=int, default=16)
-    args = ap.parse_args()
-
+@contextmanager
+def proxy_on_echo(publish: bool, prefix: str) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    """One ``sluice proxy`` before the echo backend (and a LocalBroker when ``publish``): the proxy's
+    process, its chat completions URL and the run's folder (logs); everything is stopped on exit."""
     from infra.broker import LocalBroker, free_port
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-cpu-"))
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     procs: list[subprocess.Popen[bytes]] = []
     broker = None
     try:
         bootstrap = "127.0.0.1:9"  # never dialled while publishing is off
-        if args.publish:
+        if publish:
             from pipeline.topics import create_topics
             from sluice.broker_config import BrokerConfig
             from sluice.topics_config import TopicsConfig
@@ -56,9 +53,28 @@ def main() -> None:
         procs.append(subprocess.Popen([sys.executable, "-m", "infra.echo_backend", "--port", str(echo_port)],
                                       cwd=ROOT, stdout=subprocess.DEVNULL))  # fmt: skip
         wait_http(f"http://127.0.0.1:{echo_port}/health")
-        proxy, port = start_proxy(tmp, bootstrap, echo_port, args.publish)
+        proxy, port = start_proxy(tmp, bootstrap, echo_port, publish)
         procs.append(proxy)
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+        yield proxy, f"http://127.0.0.1:{port}/v1/chat/completions", tmp
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=10)
+        if broker is not None:
+            broker.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--publish", action="store_true", help="Publish step events (starts a LocalBroker).")
+    ap.add_argument("--rounds", type=int, default=5, help="Measured rounds; the median is reported.")
+    ap.add_argument("--duration", type=float, default=4.0, help="Seconds measured per round.")
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--concurrency", type=int, default=16)
+    args = ap.parse_args()
+
+    with proxy_on_echo(args.publish, "bench-proxy-cpu-") as (proxy, url, tmp):
         run_load(url, "closed", args.concurrency, 1.0, 0, 0.0)  # first calls: imports, pools, caches
         per_request: list[float] = []
         throughput: list[float] = []
@@ -80,13 +96,6 @@ def main() -> None:
                 }
             )
         )
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=10)
-        if broker is not None:
-            broker.stop()
 
 
 if __name__ == "__main__":

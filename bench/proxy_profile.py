@@ -24,13 +24,10 @@ import collections
 import json
 import shutil
 import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from bench.loadgen import run_load
 from bench.peers import tree_cpu_seconds
-from bench.proxy import ROOT, start_proxy, wait_http
+from bench.proxy_cpu import proxy_on_echo
 
 SLUICE_PACKAGES = frozenset({"app", "governance", "pipeline", "sinks", "sluice", "trainers", "infra"})
 OWNERS = {  # a frame's top-level package (py-spy names files relative to their sys.path entry) -> owner
@@ -87,30 +84,7 @@ def main() -> None:
     if shutil.which("py-spy") is None:
         raise SystemExit("py-spy is not installed: pip install py-spy")
 
-    from infra.broker import LocalBroker, free_port
-
-    tmp = Path(tempfile.mkdtemp(prefix="bench-proxy-profile-"))
-    procs: list[subprocess.Popen[bytes]] = []
-    broker = None
-    try:
-        bootstrap = "127.0.0.1:9"  # never dialled while publishing is off
-        if args.publish:
-            from pipeline.topics import create_topics
-            from sluice.broker_config import BrokerConfig
-            from sluice.topics_config import TopicsConfig
-
-            broker = LocalBroker(log_path=tmp / "tansu.log").start()
-            bootstrap = broker.bootstrap_servers
-            create_topics(
-                BrokerConfig(bootstrap_servers=bootstrap, embedded=False), TopicsConfig(prefix="bench.")
-            )
-        echo_port = free_port()
-        procs.append(subprocess.Popen([sys.executable, "-m", "infra.echo_backend", "--port", str(echo_port)],
-                                      cwd=ROOT, stdout=subprocess.DEVNULL))  # fmt: skip
-        wait_http(f"http://127.0.0.1:{echo_port}/health")
-        proxy, port = start_proxy(tmp, bootstrap, echo_port, args.publish)
-        procs.append(proxy)
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    with proxy_on_echo(args.publish, "bench-proxy-profile-") as (proxy, url, tmp):
         run_load(url, "closed", args.concurrency, 2.0, 0, 0.0)  # first calls: imports, pools, caches
         out = tmp / "profile.txt"
         spy = subprocess.Popen(
@@ -141,13 +115,6 @@ def main() -> None:
             "sluice_top_us": {f: round(n * per_sample_us, 1) for f, n in functions.most_common(args.top)},
         }
         print(json.dumps(figures))
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=10)
-        if broker is not None:
-            broker.stop()
 
 
 if __name__ == "__main__":
