@@ -35,17 +35,26 @@ def plan_dir(root: Path, scope: str) -> Path:
     return root / f"scope-{quote(scope, safe='')}"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, whole or not at all (a temporary file, flushed, then renamed into place)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+def atomic_write(path: Path, data: bytes, attempts: int = 3) -> None:
+    """``data`` at ``path``, whole or not at all (a temporary file, flushed, then renamed into place).
+
+    An erasure drops every temporary file it finds (``drop_partials``: a killed writer's may hold erased
+    rows), so a live writer's can vanish before its rename; the write then starts again."""
+    for attempt in range(attempts):
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def drop_partials(folder: Path) -> list[Path]:

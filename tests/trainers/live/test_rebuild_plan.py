@@ -144,3 +144,26 @@ def test_a_writer_killed_mid_write_leaves_a_whole_plan_and_erasure_clears_its_pa
     assert sorted(p.name for p in folder.iterdir()) == [PLAN_FILE, WEIGHTS_FILE]
     remove_plan(root, "acme")
     assert not folder.exists()
+
+
+def test_an_erasure_that_clears_partial_files_during_a_write_does_not_fail_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sink's erasure drops every temporary file under the plans (a killed writer's may hold erased
+    rows): when it runs between a live writer's write and its rename, the writer writes again."""
+    import sluice.rebuild_files as files
+
+    root = rebuild_root(tmp_path)
+    real_replace, erasures = files.os.replace, []
+
+    def erasure_first(src: str, dst: str) -> None:
+        if not erasures:  # the erasure lands while the temporary file waits for its rename
+            erasures.append(erase_from_plans(root, {"gone-x"}))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", erasure_first)
+    plan, weights = _plan(), _weights()
+    write_plan(root, plan, weights)
+    assert erasures and any(p.name.startswith(f".{WEIGHTS_FILE}.tmp-") for p in erasures[0][1])
+    assert read_plans(root) == [plan]
+    assert all(torch.equal(read_weights(root, "acme")[n], t) for n, t in weights.items())
