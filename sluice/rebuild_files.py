@@ -5,8 +5,8 @@ the trainer may be down (``sinks.erasure_weights``).
 One folder per learning scope under ``<trainer.output_dir>/rebuild/``: ``plan.json`` (the typed plan,
 ``trainers.live.rebuild_plan.RebuildPlan``: ``rebuilt_from``, ``rows_erased`` and ``batches``, lists of rows
 whose ``sample.trajectory_id`` names the trajectory they came from) and ``weights.safetensors``. Files are
-written to a temporary name then renamed (``atomic_write``), so a file in place is whole; a killed writer's
-partial file is dropped by the next write, erasure or removal. Only the JSON fields named here are read, so
+written to a temporary name then renamed (``atomic_write``), so a file in place is whole; a dead writer's
+partial file is dropped by the next write, erasure or removal (``drop_partials``), a live writer's never. Only the JSON fields named here are read, so
 this module needs neither pydantic models of the trainer nor torch.
 
     erase_from_plans(root, erased_ids, tainted_versions)   # rewritten plans, removed files
@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import time
 from collections.abc import Collection
 from pathlib import Path
 from urllib.parse import quote
@@ -25,6 +27,9 @@ from urllib.parse import quote
 REBUILD_DIR = "rebuild"  # under the trainer's output_dir
 PLAN_FILE = "plan.json"
 WEIGHTS_FILE = "weights.safetensors"
+TMP_MARK = ".tmp-"  # a temporary file: ``.<name>.tmp-<writer tag>``
+FOREIGN_STALE_S = 3600.0
+"""Age after which another host's temporary file counts as its dead writer's (its liveness is not seen)."""
 
 
 def rebuild_root(output_dir: str | Path) -> Path:
@@ -35,34 +40,84 @@ def plan_dir(root: Path, scope: str) -> Path:
     return root / f"scope-{quote(scope, safe='')}"
 
 
-def atomic_write(path: Path, data: bytes, attempts: int = 3) -> None:
-    """``data`` at ``path``, whole or not at all (a temporary file, flushed, then renamed into place).
-
-    An erasure drops every temporary file it finds (``drop_partials``: a killed writer's may hold erased
-    rows), so a live writer's can vanish before its rename; the write then starts again."""
-    for attempt in range(attempts):
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            return
-        except FileNotFoundError:
-            if attempt == attempts - 1:
-                raise
-        finally:
-            tmp.unlink(missing_ok=True)
+def atomic_write(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, whole or not at all (a temporary file named for this writer, flushed, then
+    renamed into place). ``drop_partials`` leaves the temporary file alone while this process lives."""
+    tmp = path.with_name(f".{path.name}{TMP_MARK}{writer_tag()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def drop_partials(folder: Path) -> list[Path]:
-    """Temporary files a killed writer left: partial copies of a plan's rows or weights."""
-    gone = sorted(folder.glob(".*.tmp-*"))
-    for path in gone:
-        path.unlink(missing_ok=True)
+    """Temporary files of dead writers (partial copies of a plan's rows or weights); a live writer's stay.
+
+    Liveness, not age: a temporary file is named ``<pid>.<start>@<host>`` for its writer, and on the
+    writer's host it is dropped once no process with that pid and that start time runs. A write of a
+    plan's weights can take long on a loaded box, so no age is safe for a live writer, and a dead one's
+    bytes (they may hold erased rows) go at the first erasure after its death, not an age later. The start
+    time (``/proc/<pid>/stat``) tells a reused pid apart, so a dead writer's file never hides behind a new
+    process. A file from another host (a shared volume) cannot be probed: it goes once it is older than
+    ``FOREIGN_STALE_S``. A name that is not a writer's tag is no live writer's and goes too."""
+    now, gone = time.time(), []
+    for path in sorted(folder.glob(f".*{TMP_MARK}*")):
+        tag = path.name.rpartition(TMP_MARK)[2]
+        try:
+            if _tag_alive(tag, now - path.stat().st_mtime):
+                continue
+            path.unlink()
+        except FileNotFoundError:
+            continue  # renamed or removed meanwhile
+        gone.append(path)
     return gone
+
+
+def _process_start(pid: int) -> str:
+    """Start time of process ``pid`` in clock ticks since boot; "" when it is not running (or a zombie:
+    killed, not yet reaped); "0" where the system has no ``/proc`` (then the pid alone is probed)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        if not Path("/proc/self/stat").exists():
+            return "0" if _pid_runs(pid) else ""
+        return ""
+    except OSError:
+        return ""
+    fields = stat.rpartition(")")[2].split()  # from field 3; the command name before ")" may hold spaces
+    return "" if fields[0] == "Z" else fields[19]  # field 3 the state, field 22 the start time
+
+
+def _pid_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def writer_tag(pid: int | None = None) -> str:
+    """The tag naming a temporary file of process ``pid`` (this one by default) on this host."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}.{_process_start(pid)}@{socket.gethostname()}"
+
+
+def _tag_alive(tag: str, age_s: float) -> bool:
+    """Whether the writer a temporary file's tag names may still be writing it."""
+    ident, at, host = tag.rpartition("@")
+    pid, dot, start = ident.partition(".")
+    if not (at and dot and pid.isdigit()):
+        return False
+    if host != socket.gethostname():
+        return age_s < FOREIGN_STALE_S
+    return _process_start(int(pid)) == start
 
 
 def remove_plan(root: Path, scope: str) -> list[Path]:

@@ -1,9 +1,11 @@
 """A pending rebuild on disk: it reads back as written, erasure takes exactly the erased trajectories' rows
-out of it (and the whole plan when it starts from a tainted version), and a failed write leaves the plan
-that was there whole."""
+out of it (and the whole plan when it starts from a tainted version), a failed write leaves the plan
+that was there whole, and erasure drops a dead writer's temporary file but never a live writer's."""
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -13,12 +15,16 @@ import pytest
 import torch
 
 from sluice.rebuild_files import (
+    FOREIGN_STALE_S,
     PLAN_FILE,
+    TMP_MARK,
     WEIGHTS_FILE,
+    drop_partials,
     erase_from_plans,
     plan_dir,
     rebuild_root,
     remove_plan,
+    writer_tag,
 )
 from trainers.live.rebuild_plan import RebuildPlan, read_plans, read_weights, write_plan
 from trainers.live.samples import LiveRow, LiveSample
@@ -136,7 +142,7 @@ def test_a_writer_killed_mid_write_leaves_a_whole_plan_and_erasure_clears_its_pa
     assert read_weights(root, "acme")["w"].shape == (4_000_000,)
     # what a writer killed between its first bytes and the rename leaves: never read, cleared by erasure
     folder = plan_dir(root, "acme")
-    partial = folder / f".{PLAN_FILE}.tmp-99999"
+    partial = folder / f".{PLAN_FILE}{TMP_MARK}{proc.pid}.1@{socket.gethostname()}"  # the killed writer's
     partial.write_text(plan.model_dump_json()[:200])
     assert read_plans(root) == [plan]
     _, removed = erase_from_plans(root, {"gone-x"})
@@ -146,24 +152,53 @@ def test_a_writer_killed_mid_write_leaves_a_whole_plan_and_erasure_clears_its_pa
     assert not folder.exists()
 
 
-def test_an_erasure_that_clears_partial_files_during_a_write_does_not_fail_it(
+def test_an_erasure_during_a_live_write_leaves_its_temporary_file_and_the_write_lands(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The sink's erasure drops every temporary file under the plans (a killed writer's may hold erased
-    rows): when it runs between a live writer's write and its rename, the writer writes again."""
+    """The sink's erasure drops the temporary files of dead writers only: when it runs between a live
+    writer's write and its rename, the file is kept and the rename puts it in place (no second write)."""
     import sluice.rebuild_files as files
 
     root = rebuild_root(tmp_path)
-    real_replace, erasures = files.os.replace, []
+    real_replace, erasures, writes = files.os.replace, [], []
 
     def erasure_first(src: str, dst: str) -> None:
+        writes.append(Path(src).name)
         if not erasures:  # the erasure lands while the temporary file waits for its rename
             erasures.append(erase_from_plans(root, {"gone-x"}))
+            assert Path(src).exists()
         real_replace(src, dst)
 
     monkeypatch.setattr(files.os, "replace", erasure_first)
     plan, weights = _plan(), _weights()
     write_plan(root, plan, weights)
-    assert erasures and any(p.name.startswith(f".{WEIGHTS_FILE}.tmp-") for p in erasures[0][1])
+    assert erasures == [([], [])] and len(writes) == 2  # nothing dropped; one write per file
     assert read_plans(root) == [plan]
     assert all(torch.equal(read_weights(root, "acme")[n], t) for n, t in weights.items())
+
+
+def test_drop_partials_keeps_a_live_writers_temporary_file_and_drops_a_dead_ones(tmp_path: Path) -> None:
+    """Two real processes write: the temporary file of the one still running survives; once it is killed
+    and reaped its file goes. A reused pid (same pid, another start time) and an old file from another
+    host count as dead; a fresh one from another host is kept."""
+    folder = tmp_path / "scope-acme"
+    folder.mkdir()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait(10)
+    try:
+        live_tmp = folder / f".{WEIGHTS_FILE}{TMP_MARK}{writer_tag(live.pid)}"
+        dead_tmp = folder / f".{PLAN_FILE}{TMP_MARK}{dead.pid}.1@{socket.gethostname()}"
+        reused = folder / f".{PLAN_FILE}{TMP_MARK}{writer_tag(live.pid).replace('.', '.9', 1)}"
+        fresh_foreign = folder / f".{PLAN_FILE}{TMP_MARK}{live.pid}.5@another-host"
+        old_foreign = folder / f".{WEIGHTS_FILE}{TMP_MARK}{live.pid}.6@another-host"
+        for path in (live_tmp, dead_tmp, reused, fresh_foreign, old_foreign):
+            path.write_bytes(b"partial")
+        age = time.time() - FOREIGN_STALE_S - 60
+        os.utime(old_foreign, (age, age))
+        assert drop_partials(folder) == sorted([dead_tmp, reused, old_foreign])
+        assert sorted(folder.iterdir()) == sorted([live_tmp, fresh_foreign])
+    finally:
+        live.kill()
+        live.wait(10)
+    assert drop_partials(folder) == [live_tmp]
