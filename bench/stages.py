@@ -45,7 +45,7 @@ from bench.data.agent_trajectories import build_trajectories
 from bench.proxy import cpu_seconds
 from infra.broker import LocalBroker
 from sluice.events import Consent, Governance, Reward, RewardEvent, StepMetadata, TrajectoryEndEvent, encode
-from sluice.step_refs import STEP_KEY_SEP
+from sluice.step_refs import is_step_record_key
 
 TARGETS = {"stages_events_per_s_min": 150.0, "ratio_vs_passthrough_min": 0.7}
 REPO = Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ class OutputCounter:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{self.topic}: {n}/{expect} records after {timeout_s}s")
                 msg = self.c.poll(0.05)
-                if msg is not None and not msg.error() and STEP_KEY_SEP.encode() not in (msg.key() or b""):
+                if msg is not None and not msg.error() and not is_step_record_key(msg.key()):
                     n += 1
             return time.perf_counter()
         finally:

@@ -26,7 +26,7 @@ from sinks.decode import Outcome, TrajectoryRules, decode_as, trajectory_outcome
 from sinks.flatten import Row, SourceRecord, dead_letter_row, invalid_row, ledger_row
 from sluice.events import DeadLetter
 from sluice.evolution import LedgerEntry
-from sluice.step_refs import STEP_KEY_SEP
+from sluice.step_refs import is_step_record_key
 
 # Primary key of each batched table (what a repeat replaces).
 KEYS: dict[str, tuple[str, ...]] = {
@@ -173,7 +173,7 @@ class PendingBatch:
         self.counts.tombstones += 1
         if not self.apply_tombstones or rec.key is None:
             return
-        if STEP_KEY_SEP in rec.key:
+        if is_step_record_key(rec.key):
             return  # a withdrawn step record: the store keeps steps as the inline layout did
         tid = rec.key
         for rows in self.tables.values():

@@ -32,7 +32,7 @@ from sinks.flatten import (
 from sinks.received import ReceivedTrajectory, receive_trajectory
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
-from sluice.step_refs import STEP_KEY_SEP, step_record_key
+from sluice.step_refs import is_step_record_key, step_record_key
 
 E = TypeVar("E", Trajectory, TrajectoryStep, DeadLetter)
 
@@ -98,7 +98,7 @@ def _has_headers(steps: list[Any], sensitive: tuple[str, ...]) -> bool:
 
 def trajectory_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
     """What the audited record ``rec`` (a value, not a tombstone) adds to a batch."""
-    if rec.key is not None and STEP_KEY_SEP in rec.key:
+    if is_step_record_key(rec.key):
         return _step_outcome(rec, rules, now)
     received = receive_trajectory(rec.value or b"")
     if received is not None and not (

@@ -37,6 +37,17 @@ def step_record_key(trajectory_id: str, step_event_id: str) -> str:
     return f"{trajectory_id}{STEP_KEY_SEP}{step_event_id}"
 
 
+_STEP_KEY_SEP_BYTES = STEP_KEY_SEP.encode()
+
+
+def is_step_record_key(key: str | bytes | None) -> bool:
+    """Whether a record key is a step record's (``step_record_key``) rather than a trajectory header's; a
+    record without a key is neither. Takes the key as consumed (bytes) or decoded (str)."""
+    if key is None:
+        return False
+    return (_STEP_KEY_SEP_BYTES if isinstance(key, bytes) else STEP_KEY_SEP) in key
+
+
 def key_trajectory_id(key: str) -> str:
     """The trajectory id a record key names (a header's key is the id, a step record's starts with it)."""
     return key.partition(STEP_KEY_SEP)[0]

@@ -36,7 +36,7 @@ from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
 from pipeline.topic_ends import end_offsets
 from sluice.evolution import LedgerEntry, OverlayAssignment
-from sluice.step_refs import STEP_KEY_SEP
+from sluice.step_refs import is_step_record_key
 from tests.kafka_helpers import read_topic
 from tests.system.conftest import Stack, late_reward_config
 
@@ -54,7 +54,7 @@ def _audited_records(stack: Stack) -> int:
     topic = stack.cfg.topics.name("trajectories_audited")
     ends = end_offsets(stack.cfg.broker, [(topic, p) for p in range(stack.cfg.topics.partitions)])
     records = read_topic(stack.cfg.broker, topic, sum(ends.values()), idle_s=0.2)
-    return sum(1 for key, _ in records if STEP_KEY_SEP.encode() not in (key or b""))
+    return sum(1 for key, _ in records if not is_step_record_key(key))
 
 
 def _completed(report: RunReport) -> int:

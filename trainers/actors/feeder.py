@@ -31,7 +31,7 @@ import torch
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode
-from sluice.step_refs import STEP_KEY_SEP, key_trajectory_id
+from sluice.step_refs import is_step_record_key, key_trajectory_id
 from sluice.trajectory_refs import StepCache, StepsMissing
 from trainers.exceptions import TaskError, TrainerError
 from trainers.samples import TrainingTask
@@ -133,7 +133,8 @@ class TaskFeeder:
         self.next_offsets[msg.partition()] = msg.offset() + 1
         self.counts["records"] += 1
         if msg.value() is None:
-            if STEP_KEY_SEP in key:  # a step record withdrawn (content dropped): its trajectory's cache goes
+            # a step record withdrawn (content dropped): its trajectory's cache goes
+            if is_step_record_key(key):
                 self.steps.drop(key_trajectory_id(key))
             else:
                 self._erase(key)
@@ -157,7 +158,7 @@ class TaskFeeder:
         """A record before the resume offset, read back at start: only its step records are kept."""
         if value is None:
             self.steps.drop(key_trajectory_id(key))
-        elif STEP_KEY_SEP in key:
+        elif is_step_record_key(key):
             try:
                 event = decode(value)
             except ValueError:

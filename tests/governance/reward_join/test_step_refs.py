@@ -16,7 +16,7 @@ from governance.reward_join import (
 )
 from governance.reward_join.transitions import mark_emitted
 from sluice.events import REFS_SCHEMA_VERSION, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
-from sluice.step_refs import key_trajectory_id, step_record_key
+from sluice.step_refs import is_step_record_key, key_trajectory_id, step_record_key
 from sluice.trajectory_refs import StepCache, StepsMissing
 from tests.governance.event_builders import end, governance, reward_event, step
 
@@ -90,6 +90,18 @@ def test_stored_bytes_are_shipped_as_they_are() -> None:
     parsed = decode(record)
     assert isinstance(parsed, TrajectoryStep) and parsed.step == s0 and parsed.version == 1
     assert key_trajectory_id(step_record_key(s0.trajectory_id, event_id)) == s0.trajectory_id
+
+
+def test_a_step_records_key_is_told_from_a_headers_as_consumed_or_decoded() -> None:
+    join = Join()
+    s0 = step(index=0)
+    join.feed(s0, end(), reward_event())
+    _, out = join.emit()
+    ((event_id, _),) = out.step_records
+    key = step_record_key(s0.trajectory_id, event_id)
+    assert is_step_record_key(key) and is_step_record_key(key.encode())
+    assert not is_step_record_key(s0.trajectory_id) and not is_step_record_key(s0.trajectory_id.encode())
+    assert not is_step_record_key(None) and not is_step_record_key(b"") and not is_step_record_key("")
 
 
 def test_a_late_step_reward_resends_that_step_only() -> None:
