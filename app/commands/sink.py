@@ -204,12 +204,13 @@ def erase_command(
             click.echo(f"    to do: {place.operator_action}")
     weights = next((p for p in result.places if p.place == "weights"), None)
     if wait_rebuild > 0 and weights is not None and weights.versions:
-        _echo_rebuilds(cfg, api_key, result.erasure_id, wait_rebuild)
+        echo_rebuilds(cfg, api_key, result.erasure_id, wait_rebuild)
 
 
-def _echo_rebuilds(cfg: SinkSettings, api_key: str | None, erasure_id: str, wait_s: float) -> None:
+def echo_rebuilds(cfg: SinkSettings, api_key: str | None, erasure_id: str, wait_s: float) -> None:
     """The rest of the receipt: each version rebuilt in place of the tainted ones and the gates' newest word
-    on it (the ``erasure_rebuilds`` view), once every rebuilt version has one or ``wait_s`` passed."""
+    on it (the ``erasure_rebuilds`` view), once every rebuilt version has one or ``wait_s`` passed. What
+    ``sluice erase --wait-rebuild`` prints after an erasure's receipt; callable for an erasure already made."""
     from sinks.clients import connect_client
     from sinks.views import quote_literal
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 import yaml
 
-from app.commands.sink import _echo_rebuilds
+from app.commands.sink import echo_rebuilds
 from app.config import SluiceConfig, load_config
 from app.up import running_stack
 from pipeline.demo.summary import wait_until
@@ -178,7 +178,7 @@ def test_erasing_a_subject_removes_every_version_that_learned_from_it_and_rebuil
         assert set(row["rebuild_of"]) == withdrawn and row["rebuilt_from"] == lineage.parent
         # what ``sluice erase --wait-rebuild`` prints after the receipt, from the same view
         capsys.readouterr()
-        _echo_rebuilds(cfg.sink_settings(), None, result.erasure_id, 30)
+        echo_rebuilds(cfg.sink_settings(), None, result.erasure_id, 30)
         printed = capsys.readouterr().out
         assert (
             f"rebuild: v{lineage.version} from v{lineage.parent} in place of {sorted(withdrawn)}" in printed
