@@ -199,8 +199,15 @@ def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
     from pydantic_core import from_json
 
     from governance.redaction import Redactor
-    from governance.reward_join import apply_end, apply_reward, apply_step, build_emission, plan_emission
-    from governance.reward_join.step_refs import on_topic
+    from governance.reward_join import (
+        apply_end,
+        apply_reward,
+        apply_step,
+        build_emission,
+        on_topic,
+        plan_emission,
+        step_payloads,
+    )
     from pipeline.stages.scheduler import GEN0_THRESHOLD
     from sluice.events import StepEvent
     from sluice.heap import settle_heap
@@ -229,8 +236,9 @@ def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
             steps = [bodies[e][0] for e in state.stored_step_ids if e in bodies]
             emission = build_emission(state, steps, plan, cfg.rewards, cfg.eligibility, cfg.replay, now)
             sent = dict(state.sent_steps)
+            payloads = step_payloads(emission.trajectory, bodies)
             for role in ("audited", "train") if emission.to_train else ("audited",):
-                out = on_topic(emission.trajectory, bodies, sent.get(role, {}))
+                out = on_topic(emission.trajectory, bodies, sent.get(role, {}), payloads)
                 encode(out.header)
                 sent[role] = out.sent
             state = state.model_copy(
