@@ -193,23 +193,38 @@ def run_endtoend(cfg: SluiceConfig, tmp: Path, events: list, expect_topic: str, 
 
 
 def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
+    """The stages' decisions in one process, as the worker makes them: redact, transitions, emission by
+    reference (``on_topic`` for the audited and, when trained, the train topic), with the heap settled as
+    the worker settles it once it is up."""
     from pydantic_core import from_json
 
     from governance.redaction import Redactor
-    from governance.reward_join import apply_end, apply_reward, apply_step, build_emission, plan_emission
+    from governance.reward_join import (
+        apply_end,
+        apply_reward,
+        apply_step,
+        build_emission,
+        on_topic,
+        plan_emission,
+        step_payloads,
+    )
+    from pipeline.stages.scheduler import GEN0_THRESHOLD
     from sluice.events import StepEvent
+    from sluice.heap import settle_heap
 
     redactor = Redactor.from_config(cfg.redaction)
+    settle_heap(GEN0_THRESHOLD)
     placeholders: dict = {}
     states: dict = {}
-    steps: dict = {}
+    stored: dict[str, dict[str, tuple[StepEvent, bytes]]] = {}
     t0 = time.perf_counter()
     now = time.time()
     for _, tid, value in events:
         red, placeholders[tid] = redactor.redact_data(from_json(value), placeholders.get(tid))
         if isinstance(red, StepEvent):
             tr = apply_step(states.get(tid), red, now, cfg.rewards, cfg.eligibility)
-            steps[(tid, red.event_id)] = red
+            if tr.store_step:
+                stored.setdefault(tid, {})[red.event_id] = (red, encode(red))
         elif isinstance(red, RewardEvent):
             tr = apply_reward(states.get(tid), red, now, cfg.rewards)
         else:
@@ -217,11 +232,18 @@ def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
         state = tr.state
         plan = plan_emission(state, cfg.rewards, now)
         if plan is not None:
-            body = [steps[(tid, e)] for e in state.stored_step_ids]
-            encode(
-                build_emission(state, body, plan, cfg.rewards, cfg.eligibility, cfg.replay, now).trajectory
+            bodies = stored.get(tid, {})
+            steps = [bodies[e][0] for e in state.stored_step_ids if e in bodies]
+            emission = build_emission(state, steps, plan, cfg.rewards, cfg.eligibility, cfg.replay, now)
+            sent = dict(state.sent_steps)
+            payloads = step_payloads(emission.trajectory, bodies)
+            for role in ("audited", "train") if emission.to_train else ("audited",):
+                out = on_topic(emission.trajectory, bodies, sent.get(role, {}), payloads)
+                encode(out.header)
+                sent[role] = out.sent
+            state = state.model_copy(
+                update={"emitted_version": plan.version, "dirty": False, "sent_steps": sent}
             )
-            state = state.model_copy(update={"emitted_version": plan.version, "dirty": False})
         states[tid] = state
     return len(events) / (time.perf_counter() - t0)
 

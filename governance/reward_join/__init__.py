@@ -17,7 +17,7 @@ from governance.reward_join.emission import (
 )
 from governance.reward_join.governed import Emission, build_emission
 from governance.reward_join.state import JoinState
-from governance.reward_join.step_refs import TopicEmission, on_topic
+from governance.reward_join.step_refs import TopicEmission, on_topic, step_payloads
 from governance.reward_join.transitions import (
     Transition,
     apply_end,
@@ -46,5 +46,6 @@ __all__ = [
     "on_topic",
     "plan_emission",
     "reopen_unstored",
+    "step_payloads",
     "trajectory_reward",
 ]

@@ -1,7 +1,7 @@
 """A trajectory version as it goes onto one topic: its header referencing its steps, and only the step
 records that topic does not hold yet. Pure: no Kafka.
 
-    on_topic(trajectory, stored, sent) -> TopicEmission
+    on_topic(trajectory, stored, sent, step_payloads(trajectory, stored)) -> TopicEmission
 
 ``trajectory`` is the assembled version (``build_emission``: steps inline, with tool answers and step
 rewards attached); ``stored`` the step bodies the join keeps (``event id -> (step, bytes as received)``);
@@ -55,20 +55,35 @@ def totals(steps: list[StepEvent]) -> dict[str, object]:
     }
 
 
+def step_payloads(
+    trajectory: Trajectory, stored: dict[str, tuple[StepEvent, bytes]]
+) -> list[tuple[StepEvent, bytes, str]]:
+    """Each assembled step with its wire bytes and their digest, in step order: computed once per version
+    and shared by the topics it goes to."""
+    out: list[tuple[StepEvent, bytes, str]] = []
+    for step in trajectory.steps:
+        original, body = stored.get(step.event_id, (step, b""))
+        data = step_bytes(step, original, body) if body else encode(step)
+        out.append((step, data, step_digest(data)))
+    return out
+
+
 def on_topic(
-    trajectory: Trajectory, stored: dict[str, tuple[StepEvent, bytes]], sent: dict[str, str]
+    trajectory: Trajectory,
+    stored: dict[str, tuple[StepEvent, bytes]],
+    sent: dict[str, str],
+    payloads: list[tuple[StepEvent, bytes, str]] | None = None,
 ) -> TopicEmission:
-    """The records ``trajectory`` (assembled, steps inline) sends on a topic that holds ``sent``."""
+    """The records ``trajectory`` (assembled, steps inline) sends on a topic that holds ``sent``;
+    ``payloads``: ``step_payloads(trajectory, stored)`` when the caller already has them."""
     refs: list[StepRef] = []
     records: list[tuple[str, bytes]] = []
     added: list[StepRef] = []
     now_sent = dict(sent)
-    for step in trajectory.steps:
-        original, body = stored.get(step.event_id, (step, b""))
-        data = step_bytes(step, original, body) if body else encode(step)
-        ref = StepRef(event_id=step.event_id, digest=step_digest(data))
+    for step, data, digest in step_payloads(trajectory, stored) if payloads is None else payloads:
+        ref = StepRef(event_id=step.event_id, digest=digest)
         refs.append(ref)
-        if sent.get(step.event_id) != ref.digest:
+        if sent.get(step.event_id) != digest:
             records.append(
                 (
                     step.event_id,
@@ -78,7 +93,7 @@ def on_topic(
                 )
             )
             added.append(ref)
-            now_sent[step.event_id] = ref.digest
+            now_sent[step.event_id] = digest
     withdrawn: list[str] = []
     if not trajectory.steps and sent:
         withdrawn, now_sent = sorted(sent), {}

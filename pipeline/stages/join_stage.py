@@ -51,6 +51,7 @@ from governance.reward_join import (
     next_due_at,
     on_topic,
     plan_emission,
+    step_payloads,
 )
 from pipeline.stages.codec import check_key, decode_event
 from pipeline.stages.counters import StageCounters
@@ -269,10 +270,11 @@ class JoinStage:
             topics.append(("train", self.train_topic))
         records: list[tuple[Any, bytes, bytes | None, int]] = []
         sent = dict(state.sent_steps)
+        payloads = step_payloads(emission.trajectory, stored)
         for role, topic in topics:
             # steps first, then the header, all on the trajectory's partition: a reader of the topic has
             # every step a header references before the header
-            out = on_topic(emission.trajectory, stored, sent.get(role, {}))
+            out = on_topic(emission.trajectory, stored, sent.get(role, {}), payloads)
             records += [(topic, step_record_key(tid, e).encode(), None, partition) for e in out.withdrawn]
             records += [
                 (topic, step_record_key(tid, e).encode(), body, partition) for e, body in out.step_records

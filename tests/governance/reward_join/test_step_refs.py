@@ -13,6 +13,7 @@ from governance.reward_join import (
     build_emission,
     on_topic,
     plan_emission,
+    step_payloads,
 )
 from governance.reward_join.transitions import mark_emitted
 from sluice.events import REFS_SCHEMA_VERSION, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
@@ -56,6 +57,30 @@ class Join:
         decision = emission.trajectory.governance.eligibility
         self.state = mark_emitted(self.state, plan.version, decision, self.now).state
         return emission.trajectory, out
+
+
+def test_payloads_computed_once_give_every_topic_what_it_would_compute_itself() -> None:
+    join = Join()
+    join.feed(*(step(index=i) for i in range(3)), end(), reward_event(value=1.0))
+    plan = plan_emission(join.state, CFG, 11.0)
+    steps = [join.stored[i][0] for i in join.state.stored_step_ids]
+    trajectory = build_emission(join.state, steps, plan, CFG, POLICY, ReplayConfig(), 11.0).trajectory
+    payloads = step_payloads(trajectory, join.stored)
+    assert [s.event_id for s, _, _ in payloads] == join.state.step_ids
+    half_sent = {join.state.step_ids[0]: payloads[0][2]}
+    for sent in ({}, half_sent):
+        shared, own = (
+            on_topic(trajectory, join.stored, sent, payloads),
+            on_topic(trajectory, join.stored, sent),
+        )
+        assert shared.sent == own.sent and shared.header.steps_ref == own.header.steps_ref
+        assert [e for e, _ in shared.step_records] == [e for e, _ in own.step_records]
+        assert [step_bytes_of(b) for _, b in shared.step_records] == [
+            step_bytes_of(b) for _, b in own.step_records
+        ]
+    assert [
+        e for e, _ in on_topic(trajectory, join.stored, half_sent, payloads).step_records
+    ] == join.state.step_ids[1:]
 
 
 def wire_bytes(out) -> int:
