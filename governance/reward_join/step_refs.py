@@ -88,7 +88,12 @@ def on_topic(
                 (
                     step.event_id,
                     encode_step_record(
-                        trajectory.trajectory_id, trajectory.tenant, trajectory.version, step.event_id, data
+                        trajectory.trajectory_id,
+                        trajectory.tenant,
+                        trajectory.version,
+                        step.event_id,
+                        data,
+                        digest,
                     ),
                 )
             )

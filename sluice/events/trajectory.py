@@ -53,10 +53,11 @@ class TrajectoryStep(_Event):
 
 
 def encode_step_record(
-    trajectory_id: str, tenant: str, version: int, step_event_id: str, body: bytes
+    trajectory_id: str, tenant: str, version: int, step_event_id: str, body: bytes, digest: str | None = None
 ) -> bytes:
     """A ``TrajectoryStep`` record around a step's bytes, which are spliced in as they are (never encoded
-    again): the record's own fields first, ``step`` last (``step_bytes_of`` cuts it back out)."""
+    again): the record's own fields first, ``step`` last (``step_bytes_of`` cuts it back out). ``digest``:
+    ``step_digest(body)`` when the caller has it already."""
     head = {
         "schema_version": REFS_SCHEMA_VERSION,
         "event_id": step_event_id,
@@ -65,7 +66,7 @@ def encode_step_record(
         "created_at": utcnow().isoformat().replace("+00:00", "Z"),
         "event_type": "trajectory_step",
         "version": version,
-        "digest": step_digest(body),
+        "digest": digest or step_digest(body),
     }
     return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"step":' + body + b"}"
 
