@@ -38,7 +38,8 @@ from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.publishing.base import EventPublisher
 from pipeline.proxy.publishing.step_journal import StepJournal
-from pipeline.proxy.recording.step import Step, UpstreamRequest, build_step_event
+from pipeline.proxy.recording.step import Step, UpstreamRequest
+from pipeline.proxy.recording.step_event import step_event_bytes
 from pipeline.proxy.surfaces.context import CallContext
 from pipeline.proxy.surfaces.request import OpenModel
 from pipeline.proxy.trajectories.seen import SeenTrajectories
@@ -237,7 +238,7 @@ class StepRecorder:
     def _publish(self, step: Step) -> None:
         key = step.plan.trajectory_id
         try:
-            data = encode(build_step_event(step))
+            data = step_event_bytes(step)
         except Exception as err:  # noqa: BLE001 - whatever broke, the step must not vanish without a trace
             reason = _reason(err)  # never the offending values: they may be raw traffic
             log.error("step %s/%d could not be recorded: %s", key, step.plan.step_index, reason)
