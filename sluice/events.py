@@ -98,11 +98,15 @@ class Message(_Open):
     tool_call_id: str | None = None
 
 
+_HASH_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+
+
 def message_hash(messages: list[Message], seed: str = "") -> str:
-    """Chained SHA-256 over messages: ``message_hash(a + b) == message_hash(b, message_hash(a))``."""
+    """Chained SHA-256 over messages: ``message_hash(a + b) == message_hash(b, message_hash(a))``. Each
+    message is its JSON mode dump without nulls as sorted, compact, ASCII JSON (one encoder built once)."""
     h = seed
     for m in messages:
-        body = json.dumps(m.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+        body = _HASH_JSON(m.__pydantic_serializer__.to_python(m, mode="json", exclude_none=True))
         h = hashlib.sha256((h + body).encode()).hexdigest()
     return h
 
