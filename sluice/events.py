@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from sluice.compact_json import compact_json
 from sluice.step_refs import StepsRef, step_digest
 
 SCHEMA_VERSION = "1.0"
@@ -98,7 +99,7 @@ class Message(_Open):
     tool_call_id: str | None = None
 
 
-_HASH_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_HASH_JSON = compact_json(sort_keys=True)
 
 
 def message_hash(messages: list[Message], seed: str = "") -> str:
