@@ -12,6 +12,7 @@ from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.linking.history_linker import StepPlan
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
+from pipeline.proxy.openai_completions.protocol import CompletionRequest
 from pipeline.proxy.recording.step import RawChoice, Step
 from pipeline.proxy.recording.step_event import build_step_event, step_event_bytes
 from pipeline.proxy.surfaces.auth import Caller
@@ -103,3 +104,26 @@ def test_event_ids_have_the_uuid4_hex_form() -> None:
     ids = {new_id() for _ in range(1000)}
     assert len(ids) == 1000
     assert all(len(i) == 32 and i[12] == "4" and i[16] in "89ab" for i in ids)
+
+
+def test_a_text_completion_records_its_prompt_and_the_sampling_it_names_unknown_ones_included() -> None:
+    step = _step({"model": "m", "messages": _MESSAGES[:1]})
+    step.request = CompletionRequest.model_validate(
+        {
+            "model": "m",
+            "prompt": "p",
+            "temperature": 0,
+            "max_completion_tokens": 9,
+            "min_p": 0.1,
+            "stop": ["x"],
+        }
+    )
+    step.operation, step.prompt_text, step.delta = "text_completion", "p", []
+    data = step_event_bytes(step)
+    event = decode(data)
+    assert isinstance(event, StepEvent)
+    assert encode(event) == data
+    assert event.observation.prompt_text == "p"
+    sampling = event.metadata.sampling
+    assert (sampling.temperature, sampling.max_tokens, sampling.stop) == (0.0, 9, ["x"])
+    assert sampling.model_extra == {"min_p": 0.1}
