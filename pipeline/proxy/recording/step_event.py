@@ -5,7 +5,7 @@ One definition of what a step records: ``event_fields`` lays the event out as pl
 field order, with what ``encode`` would write for every default. ``build_step_event`` validates that data
 into the pydantic ``StepEvent``. ``step_event_bytes`` (the publishing path) skips the model when every value
 already has the exact type its field takes: pydantic-core's own serialiser writes the data straight to JSON,
-byte for byte what ``encode(build_step_event(step))`` gives, for about half the CPU (measured by
+byte for byte what ``encode(build_step_event(step))`` gives, for less than half the CPU (measured by
 ``python -m bench.proxy_profile --publish``). Anything a field would coerce or refuse (a backend's
 ``"prompt_tokens": "12"``, a token id that is not an int, an unknown operation) takes the
 model path, which coerces it, or raises for the dead-letter topic, as it always did.
