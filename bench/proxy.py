@@ -88,6 +88,38 @@ def wait_http(url: str, timeout_s: float = 30.0) -> None:
     raise TimeoutError(url)
 
 
+def proxy_config(
+    tmp: Path,
+    port: int,
+    echo_port: int,
+    broker: str = "127.0.0.1:9",  # never dialled while publishing is off
+    publish: bool = False,
+    profile: str = "tansu",
+    fsync: bool = False,
+    wal_wait: bool = True,
+    linger_ms: int = 5,
+) -> Path:
+    """The YAML of one benchmark proxy before the echo backend (one API key, tenant ``bench``)."""
+    cfg = {
+        "broker": {"bootstrap_servers": broker, "profile": profile, "embedded": False},
+        "topics": {"prefix": "bench."},
+        "up": {"local_model_backend": None},
+        "proxy": {
+            "port": port,
+            "publish": publish,
+            "wal_fsync": fsync,
+            "wal_before_response": wal_wait,
+            "publish_linger_ms": linger_ms,
+            "spool_dir": str(tmp / f"spool-{port}-{uuid.uuid4().hex[:6]}"),
+            "backends": [{"name": "echo", "base_url": f"http://127.0.0.1:{echo_port}/v1"}],
+            "api_keys": [{"key": KEY, "tenant": "bench", "consent_training": True}],
+        },
+    }
+    path = tmp / f"proxy-{port}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
 def start_proxy(
     tmp: Path,
     broker: str,
@@ -101,23 +133,7 @@ def start_proxy(
     from infra.broker import free_port
 
     port = free_port()
-    cfg = {
-        "broker": {"bootstrap_servers": broker, "profile": profile, "embedded": False},
-        "topics": {"prefix": "bench."},
-        "up": {"local_model_backend": None},
-        "proxy": {
-            "port": port,
-            "publish": publish,
-            "wal_fsync": fsync,
-            "wal_before_response": wal_wait,
-            "publish_linger_ms": linger_ms,
-            "spool_dir": str(tmp / f"spool-{uuid.uuid4().hex[:6]}"),
-            "backends": [{"name": "echo", "base_url": f"http://127.0.0.1:{echo_port}/v1"}],
-            "api_keys": [{"key": KEY, "tenant": "bench", "consent_training": True}],
-        },
-    }
-    path = tmp / f"proxy-{port}.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = proxy_config(tmp, port, echo_port, broker, publish, profile, fsync, wal_wait, linger_ms)
     log = open(tmp / f"proxy-{port}.log", "wb")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "--log-level", "WARNING", "proxy", "--config", str(path)],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip

@@ -29,30 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from bench.loadgen import KEY, run_load
+from bench.loadgen import run_load
 from bench.peers import tree_cpu_seconds
-from bench.proxy import ROOT, _rotate, wait_http
+from bench.proxy import ROOT, _rotate, proxy_config, wait_http
 from bench.server_variants import CLIENTS, SERVERS
-
-
-def _proxy_config(tmp: Path, port: int, echo_port: int) -> Path:
-    cfg = {
-        "broker": {"bootstrap_servers": "127.0.0.1:9", "embedded": False},  # never dialled: publish off
-        "topics": {"prefix": "bench."},
-        "up": {"local_model_backend": None},
-        "proxy": {
-            "port": port,
-            "publish": False,
-            "spool_dir": str(tmp / f"spool-{port}"),
-            "backends": [{"name": "echo", "base_url": f"http://127.0.0.1:{echo_port}/v1"}],
-            "api_keys": [{"key": KEY, "tenant": "bench", "consent_training": True}],
-        },
-    }
-    path = tmp / f"proxy-{port}.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
 
 
 def _start(tmp: Path, args: list[str], port: int, name: str) -> subprocess.Popen[bytes]:
@@ -86,7 +66,7 @@ def main() -> None:
         targets["direct"] = (echo_url, procs[0].pid)
         for server in SERVERS:
             port = free_port()
-            config = _proxy_config(tmp, port, echo_port)
+            config = proxy_config(tmp, port, echo_port)
             proc = _start(tmp, ["--server", server, "--app", "proxy", "--config", str(config)], port, server)
             procs.append(proc)
             targets[f"server:{server}"] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)

@@ -6,7 +6,7 @@ tenant, and the base models (closed to unknown fields, or open where agents' SDK
 
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,8 +22,12 @@ def utcnow() -> datetime:
 
 
 def new_id() -> str:
-    """A random, URL-safe event identity (uuid4 hex)."""
-    return uuid.uuid4().hex
+    """A random, URL-safe event identity (uuid4 hex), from one ``urandom`` read: building a ``uuid.UUID``
+    costs three times as much, once or twice per proxied call."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return b.hex()
 
 
 # ----------------------------------------------------------------------------- trajectory ids

@@ -8,12 +8,12 @@ full context (``reconstruct_messages``).
 from __future__ import annotations
 
 import hashlib
-import json
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
+from sluice.compact_json import compact_json
 from sluice.events.base import _Event, _Model, _Open, new_id, utcnow
 from sluice.events.governance_fields import Governance
 
@@ -37,11 +37,15 @@ class Message(_Open):
     tool_call_id: str | None = None
 
 
+_HASH_JSON = compact_json(sort_keys=True)
+
+
 def message_hash(messages: list[Message], seed: str = "") -> str:
-    """Chained SHA-256 over messages: ``message_hash(a + b) == message_hash(b, message_hash(a))``."""
+    """Chained SHA-256 over messages: ``message_hash(a + b) == message_hash(b, message_hash(a))``. Each
+    message is its JSON mode dump without nulls as sorted, compact, ASCII JSON (one encoder built once)."""
     h = seed
     for m in messages:
-        body = json.dumps(m.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+        body = _HASH_JSON(m.__pydantic_serializer__.to_python(m, mode="json", exclude_none=True))
         h = hashlib.sha256((h + body).encode()).hexdigest()
     return h
 

@@ -19,11 +19,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.proxy.exceptions import ApiError
+from sluice.compact_json import compact_json
 from sluice.errors import validation_problems
 from sluice.events import Message
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})  # function: legacy
-_DUMPS = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_DUMPS = compact_json(sort_keys=True, ensure_ascii=False)
 
 
 def _bad(where: str, why: str) -> ApiError:

@@ -66,7 +66,9 @@ log = logging.getLogger(__name__)
 
 DIRECT, DRAINING, SPOOLING = "direct", "draining", "spooling"
 TICK_BUSY_S, TICK_IDLE_S = 0.005, 0.05
-CURSOR_SAVE_S = 0.05
+# Acknowledgements are persisted (a small file written and renamed) 4 times a second: 20 times cost ~10 us
+# a request at 1k requests/s. What a crash leaves unrecorded is found on the broker (``delivery_check``).
+CURSOR_SAVE_S = 0.25
 
 
 class KafkaPublisher:

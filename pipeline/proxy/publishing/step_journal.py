@@ -24,7 +24,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sluice.compact_json import compact_json
+
 log = logging.getLogger(__name__)
+
+
+_LINE = compact_json()  # one journal line: [tenant, trajectory id, next step, boundaries, tools fp]
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,7 @@ class StepJournal:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self._size = os.fstat(self._fd).st_size
         item = [tenant, trajectory_id, next_step, boundaries or [], tools_fp]
-        line = json.dumps(item, separators=(",", ":")).encode() + b"\n"
+        line = _LINE(item).encode() + b"\n"
         os.write(self._fd, line)
         self._size += len(line)
 

@@ -1,10 +1,10 @@
-"""Recording: the ``Step`` one model call records, and how it becomes a ``StepEvent`` (pure).
+"""Recording: the ``Step`` one model call records (pure).
 
 A step is the one owner of what gets recorded about a call. ``StepRecorder.begin`` opens it with where
 the call sits and what the agent asked (cheap references); the backend call ends it exactly once
 (``end``) with what the backend answered, whatever the ending (an answer, an upstream error, an
 unreachable backend, a broken stream, a client that went away); ``StepRecorder.finish`` links it and
-hands it on, and ``build_step_event`` does the pydantic work off the agent's critical path (see
+hands it on, and ``step_event`` turns it into the event off the agent's critical path (see
 ``recorder``). Choices are read from the answer before anything the recording asked for is stripped
 from it, so token ids and logprobs reach the event even when the agent did not ask for them.
 """
@@ -15,38 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.proxy.config import BackendConfig
-from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.linking.history_linker import StepPlan
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
 from pipeline.proxy.surfaces.context import CallContext
-from sluice.events import (
-    POLICY_VERSION_HEADER,
-    Action,
-    ActionResult,
-    Choice,
-    Consent,
-    GenAIAttributes,
-    Governance,
-    Message,
-    Observation,
-    SamplingParams,
-    StepEvent,
-    StepMetadata,
-)
-
-_SAMPLING = ("temperature", "top_p", "top_k", "n", "presence_penalty", "frequency_penalty", "seed")
-_SAMPLING_EXTRA = (
-    "tool_choice",
-    "parallel_tool_calls",
-    "response_format",
-    "min_p",
-    "repetition_penalty",
-    "reasoning_effort",
-    "logit_bias",
-    "top_logprobs",
-)
-
+from sluice.events import POLICY_VERSION_HEADER, Message
 
 UpstreamRequest = ChatCompletionRequest | CompletionRequest  # what a model call asks its backend
 
@@ -158,99 +131,3 @@ def completion_logprobs(lp: Any) -> list[float] | None:
     if isinstance(lp, dict) and isinstance(lp.get("token_logprobs"), list):
         return [float(v) if v is not None else 0.0 for v in lp["token_logprobs"]]
     return None
-
-
-def sampling_params(req: UpstreamRequest) -> SamplingParams:
-    """The sampling parameters a request names (a field the surface lacks may come as an unknown one)."""
-    fields = {k: getattr(req, k, None) for k in (*_SAMPLING, *_SAMPLING_EXTRA)}
-    data: dict[str, Any] = {k: fields[k] for k in _SAMPLING if fields[k] is not None}
-    max_tokens = getattr(req, "max_completion_tokens", None) or req.max_tokens
-    if max_tokens is not None:
-        data["max_tokens"] = max_tokens
-    stop = req.stop
-    if stop:
-        data["stop"] = [stop] if isinstance(stop, str) else list(stop)
-    for k in _SAMPLING_EXTRA:
-        if fields[k] is not None:
-            data[k] = fields[k]
-    return SamplingParams.model_validate(data)
-
-
-def _choice(raw: RawChoice) -> Choice:
-    msg = raw.message
-    if not isinstance(msg, Message):
-        msg = event_message({"role": "assistant", **(msg or {})}, f"choices[{raw.index}].message")
-    return Choice(
-        index=raw.index,
-        message=msg,
-        finish_reason=raw.finish_reason,
-        token_ids=raw.token_ids,
-        logprobs=raw.logprobs,
-    )
-
-
-def build_step_event(rec: Step) -> StepEvent:
-    """The event of an ended step."""
-    ctx, plan = rec.ctx, rec.plan
-    if not rec.ended:
-        raise ValueError("the step has not ended")
-    choices = [_choice(c) for c in rec.choices]
-    usage = rec.usage or {}
-    prompt_ids = rec.prompt_token_ids
-    action = Action(
-        choices=choices,
-        prompt_token_ids=prompt_ids[rec.prompt_prefix_len :] if prompt_ids is not None else None,
-        prompt_token_prefix_len=rec.prompt_prefix_len if prompt_ids is not None else 0,
-    )
-    gen_ai = GenAIAttributes(
-        operation_name=rec.operation,  # type: ignore[arg-type]
-        provider_name=rec.provider,
-        request_model=rec.request.model,
-        response_model=rec.response_model,
-        response_id=rec.response_id,
-        finish_reasons=[c.finish_reason for c in choices if c.finish_reason],
-        usage_input_tokens=usage.get("prompt_tokens", usage.get("input_tokens")),
-        usage_output_tokens=usage.get("completion_tokens", usage.get("output_tokens")),
-        conversation_id=ctx.session_id,
-    )
-    caller = ctx.caller
-    versions = rec.served_versions()
-    return StepEvent(
-        trajectory_id=plan.trajectory_id,
-        tenant=plan.tenant,
-        session_id=ctx.session_id,
-        step_index=plan.step_index,
-        observation=Observation(
-            messages=rec.delta,
-            prefix_hash=plan.prefix_hash,
-            prefix_message_count=plan.prefix_count,
-            tools=rec.tools,
-            tools_fingerprint=rec.tools_fp,
-            prompt_text=rec.prompt_text,
-        ),
-        action=action,
-        action_result=ActionResult(error=rec.error, status_code=rec.status),
-        metadata=StepMetadata(
-            gen_ai=gen_ai,
-            sampling=sampling_params(rec.request),
-            backend=rec.backend.name,
-            backend_fingerprint=rec.system_fingerprint,
-            model_version=versions[-1] if versions else rec.backend.model_version,
-            policy_versions=versions,
-            task_id=rec.task_id,
-            overlay_id=rec.overlay_id,
-            overlay_arm=rec.overlay_arm,  # type: ignore[arg-type]
-            harness_fingerprint=rec.harness_fp,
-            stream=rec.stream,
-            latency_ms=rec.latency_ms,
-            time_to_first_token_ms=rec.ttft_ms,
-            started_at=ctx.started_at,
-            request_headers=ctx.headers,
-        ),
-        governance=Governance(
-            redaction="raw",
-            data_class=caller.data_class,
-            consent=Consent(training=caller.consent_training),
-            subject_ids=list(caller.subject_ids),
-        ),
-    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -83,6 +84,31 @@ def test_exact_hash_matches_the_event_contract() -> None:
         event_message({"role": "assistant", "content": "b"}, "m"),
     ]
     assert message_hash(msgs) == message_hash(msgs[1:], message_hash(msgs[:1]))
+
+
+def test_exact_hash_is_sha256_over_each_messages_sorted_json_dump() -> None:
+    """The promise ``Observation.prefix_hash`` makes, written out plainly, for text in and out of ASCII,
+    content parts, tool calls and fields the protocol does not name."""
+    msgs = [
+        event_message({"role": "system", "content": 'Sé 漢字 \u2028 "q"'}, "m"),
+        event_message(
+            {"role": "user", "content": [{"type": "text", "text": "hi", "extra": None}], "name": "n"}, "m"
+        ),
+        event_message(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+                "x_vendor": {"b": 1.5, "a": [None, 1e-7, 1e20]},
+            },
+            "m",
+        ),
+    ]
+    h = "seed"
+    for m in msgs:
+        body = json.dumps(m.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+        h = hashlib.sha256((h + body).encode()).hexdigest()
+    assert message_hash(msgs, "seed") == h
 
 
 def test_harness_fingerprint_only_from_system_prompts() -> None:

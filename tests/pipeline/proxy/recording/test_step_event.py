@@ -1,0 +1,129 @@
+"""The step event's wire bytes: written straight from the step's data, they are what the models write."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from pipeline.proxy.config import BackendConfig
+from pipeline.proxy.linking.canonical import event_message
+from pipeline.proxy.linking.history_linker import StepPlan
+from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
+from pipeline.proxy.openai_completions.protocol import CompletionRequest
+from pipeline.proxy.recording.step import RawChoice, Step
+from pipeline.proxy.recording.step_event import build_step_event, step_event_bytes
+from pipeline.proxy.surfaces.auth import Caller
+from pipeline.proxy.surfaces.context import CallContext
+from sluice.events import StepEvent, decode, encode, new_id
+
+_MESSAGES = [
+    {"role": "system", "content": "You are a coding agent. Schreib kurz: é, 漢字, \u2028."},
+    {"role": "user", "content": [{"type": "text", "text": "run it"}], "name": "ann"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "run", "arguments": '{"n": 1}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "ran", "x_vendor": {"kept": None, "n": 1e-7}},
+]
+_TOOLS = [{"type": "function", "function": {"name": "run", "parameters": {"minimum": 1e20, "d": None}}}]
+
+
+def _step(request: dict[str, Any], **ended: Any) -> Step:
+    caller = Caller(tenant="acme", data_class="confidential", consent_training=True, subject_ids=("u-1",))
+    ctx = CallContext(
+        caller, None, "header", "sess-1", {"user-agent": "sdk/1"}, datetime.now(UTC), 0.0, "task-9"
+    )
+    req = ChatCompletionRequest.model_validate(request)
+    plan = StepPlan("acme", "acme~t1", 3, "history", 2, "ab" * 32)
+    step = Step(
+        ctx, plan, BackendConfig(name="echo", base_url="http://127.0.0.1:1/v1"), "chat", "openai", req
+    )
+    step.delta = [event_message(m, "m") for m in _MESSAGES[2:]]
+    step.tools, step.tools_fp, step.harness_fp = _TOOLS, "fp-tools", "fp-harness"
+    step.policy_versions = ["v7"]
+    choice = RawChoice(0, {"content": "done", "refusal": None}, "stop", [5, 6], [-0.5, -1e-9])
+    answer = {"id": "r1", "model": "m", "usage": {"prompt_tokens": 20, "completion_tokens": 2}}
+    step.end(
+        **{"status": 200, "error": None, "latency_ms": 12.5, "answer": answer, "choices": [choice], **ended}
+    )
+    step.prompt_token_ids, step.prompt_prefix_len = [1, 2, 3, 4], 2
+    return step
+
+
+_FULL = {
+    "model": "m",
+    "messages": _MESSAGES,
+    "temperature": 1,
+    "top_p": 0.9,
+    "max_completion_tokens": 64,
+    "stop": "END",
+    "seed": 7,
+    "tool_choice": "auto",
+    "response_format": {"type": "json_object", "schema": None},
+    "metadata": {"k": "v"},
+}
+
+
+@pytest.mark.parametrize(
+    "request_body",
+    [{"model": "m", "messages": _MESSAGES[:2]}, _FULL, {**_FULL, "top_k": 4, "stop": ["a", "b"], "n": 2}],
+)
+def test_the_bytes_are_what_the_model_writes_for_the_same_event(request_body: dict[str, Any]) -> None:
+    step = _step(request_body)
+    data = step_event_bytes(step)
+    event = decode(data)
+    assert isinstance(event, StepEvent)
+    assert (
+        encode(event) == data
+    )  # field order, defaults, nulls left out, numbers and text: as the model writes
+    built = build_step_event(step).model_copy(
+        update={"event_id": event.event_id, "created_at": event.created_at}
+    )
+    assert built == event
+    assert event.metadata.sampling.temperature == 1.0 if "temperature" in request_body else True
+    assert event.observation.messages[1].model_extra == {"x_vendor": {"kept": None, "n": 1e-7}}
+
+
+def test_values_a_field_would_coerce_or_refuse_take_the_model_path() -> None:
+    step = _step(_FULL, answer={"id": "r1", "usage": {"prompt_tokens": "20", "completion_tokens": 2.0}})
+    event = decode(step_event_bytes(step))
+    assert isinstance(event, StepEvent)
+    assert (event.metadata.gen_ai.usage_input_tokens, event.metadata.gen_ai.usage_output_tokens) == (20, 2)
+    bad = _step(_FULL, answer={"id": {"not": "a string"}})
+    with pytest.raises(ValidationError):
+        step_event_bytes(bad)
+
+
+def test_event_ids_have_the_uuid4_hex_form() -> None:
+    ids = {new_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == 32 and i[12] == "4" and i[16] in "89ab" for i in ids)
+
+
+def test_a_text_completion_records_its_prompt_and_the_sampling_it_names_unknown_ones_included() -> None:
+    step = _step({"model": "m", "messages": _MESSAGES[:1]})
+    step.request = CompletionRequest.model_validate(
+        {
+            "model": "m",
+            "prompt": "p",
+            "temperature": 0,
+            "max_completion_tokens": 9,
+            "min_p": 0.1,
+            "stop": ["x"],
+        }
+    )
+    step.operation, step.prompt_text, step.delta = "text_completion", "p", []
+    data = step_event_bytes(step)
+    event = decode(data)
+    assert isinstance(event, StepEvent)
+    assert encode(event) == data
+    assert event.observation.prompt_text == "p"
+    sampling = event.metadata.sampling
+    assert (sampling.temperature, sampling.max_tokens, sampling.stop) == (0.0, 9, ["x"])
+    assert sampling.model_extra == {"min_p": 0.1}
