@@ -13,6 +13,7 @@ says why; ``sluice status`` counts restarts); Ctrl-C stops everything in reverse
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -175,7 +176,7 @@ def service_specs(
             "note: trainer.promotion is gated and the control plane is not running here: trained versions "
             "wait as candidates until its gates promote them (sluice up --evolve, or sluice evolve serve)"
         )
-    return specs
+    return [dataclasses.replace(s, stop_grace_s=cfg.up.stop_grace_s) for s in specs]
 
 
 def stop_draining(sup: Supervisor, cfg: SluiceConfig) -> None:

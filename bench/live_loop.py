@@ -162,6 +162,9 @@ def main() -> None:
         "--end-window", type=float, default=0.25, help="Share of the budget the end reward covers."
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--settle-s", type=float, default=10.0, help="Wait after the traffic before reading DuckDB's figures."
+    )
     ap.add_argument("--plot", type=Path, default=None, help="Write the reward plot (PNG) here.")
     ap.add_argument("--keep-dir", type=Path, default=None, help="Run in this directory and keep it.")
     a = ap.parse_args()
@@ -192,7 +195,7 @@ def main() -> None:
             stop = version_reached(cfg.path(cfg.trainer.output_dir), a.until_version)
             live, control, t0 = asyncio.run(run_arms(proxy, a, budget_s, stop))
             traffic_s = time.time() - t0
-            time.sleep(10)  # the last trained version reaches DuckDB's landing wait
+            time.sleep(a.settle_s)  # the last trained version reaches DuckDB's landing wait
             client = connect_client(cfg.sink_settings(), None)
             try:
                 ids_done = len(live.graded) + len(control.graded)

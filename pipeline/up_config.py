@@ -22,6 +22,9 @@ class UpConfig(Frozen):
     )
     ready_timeout_s: float = Field(120.0, gt=0, description="How long a service may take to become ready.")
     restart_backoff_s: float = Field(1.0, gt=0, description="Wait before restarting a crashed service.")
+    stop_grace_s: float = Field(
+        15.0, gt=0, description="How long a service may take to exit after SIGTERM before it gets SIGKILL."
+    )
     restart_backoff_max_s: float = Field(
         30.0, gt=0, description="The wait doubles per fast failure, to this."
     )

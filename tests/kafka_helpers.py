@@ -7,6 +7,7 @@ import uuid
 
 from confluent_kafka import Consumer, KafkaError
 
+from pipeline.topic_ends import watermarks
 from sluice.broker_config import BrokerConfig
 
 
@@ -38,3 +39,21 @@ def read_topic(
     finally:
         consumer.close()
     return out
+
+
+def read_whole_topic(
+    broker: BrokerConfig, topic: str, timeout_s: float = 30.0, idle_s: float = 1.0
+) -> list[tuple[bytes | None, bytes]]:
+    """Every record ``topic`` holds now: consume until the records between each partition's low and high
+    watermark arrived (then ``idle_s`` more of quiet, for any written meanwhile) or ``timeout_s`` passed.
+    An empty topic is read for ``idle_s`` only, not until the timeout."""
+    probe = Consumer(broker.consumer_config(f"test-{uuid.uuid4().hex[:8]}"))
+    try:
+        meta = probe.list_topics(topic, timeout=10).topics[topic]
+        if meta.error is not None:
+            raise RuntimeError(meta.error)
+        partitions = [(topic, p) for p in meta.partitions]
+    finally:
+        probe.close()
+    held = sum(high - low for low, high in watermarks(broker, partitions).values())
+    return read_topic(broker, topic, held, timeout_s, idle_s)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_quick_live_loop_trains_and_serves_new_versions(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.live_loop", "--quick", "--minutes", "2", "--until-version", "3", "--late-delay-s", "5", "--update-samples", "8", "--keep-dir", str(tmp_path / "run"),
+        [sys.executable, "-m", "bench.live_loop", "--quick", "--minutes", "2", "--until-version", "3", "--late-delay-s", "5", "--update-samples", "8", "--settle-s", "2", "--keep-dir", str(tmp_path / "run"),
          "--plot", str(tmp_path / "reward.png")],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=1500,
     )  # fmt: skip

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from app.config import load_config
 from app.up import control_journal, running_stack
@@ -62,8 +63,18 @@ def _completed(report: RunReport) -> int:
     return sum(1 for sc in report.scenarios if sc.reward in ("early", "feedback"))
 
 
-def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(tmp_path: Path) -> None:
+def _config(tmp_path: Path) -> Path:
+    """``late_reward_config`` whose services get 5 s, not 15, to stop: a stage worker whose broker died
+    hangs in its stop until SIGKILL, and the supervisor waits on the held workers one after another."""
     path = late_reward_config(tmp_path, land_interval_s=0.5)
+    data = yaml.safe_load(path.read_text())
+    data["up"]["stop_grace_s"] = 5.0
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_broker_killed_with_pending_joins_unstored_versions_and_unlanded_events(tmp_path: Path) -> None:
+    path = _config(tmp_path)
     cfg = load_config(path)
     log = io.StringIO()
     with running_stack(cfg, path, log_path=tmp_path / "logs" / "up.log", sink=log) as sup:

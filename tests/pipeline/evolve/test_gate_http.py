@@ -2,11 +2,12 @@
 server closes it, and a failed idempotent call is tried again (a bounded number of times, never on a 4xx).
 
 The first test is the reproduction of a gate that failed with ``RemoteProtocolError`` while the model
-server logged nothing: a real ``sluice serve-model`` at uvicorn's default keep-alive timeout (5 s, what it
-ran with then; httpx's own pool expiry is 5 s too), rounds of 16 concurrent calls separated by idles just
-under it, retries off so only the keep-alive can keep them answered. With httpx's default expiry some
-calls fail (``RemoteProtocolError``/``ReadError``); with the client's expiry below the server's timeout
-none does.
+server logged nothing: a real ``sluice serve-model`` whose keep-alive timeout equals the client pool's
+expiry (it ran with uvicorn's default 5 s then, and httpx's own expiry is 5 s too), rounds of 16 concurrent
+calls separated by idles just under it, retries off so only the keep-alive can keep them answered. The
+test runs the same race on a 5x shorter clock (a 1 s keep-alive, the client's 2 s expiry scaled to 0.4 s):
+with the client's expiry equal to the server's timeout some calls fail
+(``RemoteProtocolError``/``ReadError``); with it below the server's timeout none does.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from tests.pipeline.evolve.flaky_backend import FlakyBackend
 from tests.trainers.serving.serve_process import serve_model
 
 BODY = {"model": "echo-1", "messages": [{"role": "user", "content": "Say hi"}]}
-UVICORN_KEEP_ALIVE_S = 5.0  # uvicorn's default timeout_keep_alive (serve-model ran with it)
+# uvicorn's default keep-alive (5 s, serve-model ran with it) and the client's default expiry (2 s), both
+# scaled by 1/5: the race between a server closing an idle connection and a client reusing it is the same
+KEEP_ALIVE_S = 1.0
+CLIENT_EXPIRY_S = CallPolicy().keepalive_expiry_s * KEEP_ALIVE_S / 5.0
 
 
 def proxy_for(url: str) -> ProxyConfig:
@@ -34,10 +38,12 @@ def proxy_for(url: str) -> ProxyConfig:
 
 def test_calls_idle_around_the_servers_keep_alive_are_all_answered(tmp_path: Path) -> None:
     conc = 16  # as bench.evolve runs the gates
-    cfg = EvalBackendConfig(max_tokens=2, concurrency=conc, http=CallPolicy(attempts=1))
+    cfg = EvalBackendConfig(
+        max_tokens=2, concurrency=conc, http=CallPolicy(attempts=1, keepalive_expiry_s=CLIENT_EXPIRY_S)
+    )
     body = {**BODY, "model": "sluice-tiny"}
     failed: list[str] = []
-    with serve_model(tmp_path, extra={"keep_alive_s": int(UVICORN_KEEP_ALIVE_S)}) as server, \
+    with serve_model(tmp_path, extra={"keep_alive_s": int(KEEP_ALIVE_S)}) as server, \
             EvalClient(proxy_for(f"{server.url}/v1"), cfg) as ev, ThreadPoolExecutor(conc) as pool:  # fmt: skip
 
         def one(_i: int) -> None:
@@ -47,8 +53,8 @@ def test_calls_idle_around_the_servers_keep_alive_are_all_answered(tmp_path: Pat
                 failed.append(str(err))
 
         list(pool.map(one, range(conc)))
-        for i in range(8):  # idles of 4.975 .. 4.989 s: the server closes as the next call goes out
-            time.sleep(UVICORN_KEEP_ALIVE_S - 0.025 + 0.002 * i)
+        for i in range(8):  # idles of 0.975 .. 0.989 s: the server closes as the next call goes out
+            time.sleep(KEEP_ALIVE_S - 0.025 + 0.002 * i)
             list(pool.map(one, range(conc)))
     assert failed == []
 

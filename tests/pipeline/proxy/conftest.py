@@ -100,8 +100,9 @@ class LiveProxy:
     def steps(self, expect: int) -> list[tuple[bytes, bytes]]:
         return read_topic(self.config.broker, self.config.topics.name("steps_raw"), expect, idle_s=0.5)
 
-    def events(self, expect: int, topic: str = "steps_raw") -> list[Any]:
-        raw = read_topic(self.config.broker, self.config.topics.name(topic), expect, idle_s=0.5)
+    def events(self, expect: int, topic: str = "steps_raw", idle_s: float = 0.5) -> list[Any]:
+        """The events on ``topic`` once ``expect`` arrived and then none for ``idle_s``."""
+        raw = read_topic(self.config.broker, self.config.topics.name(topic), expect, idle_s=idle_s)
         return [decode(v) for _, v in raw]
 
 

@@ -58,7 +58,8 @@ def test_cross_tenant_probes_are_refused_and_change_nothing(live_proxy: LiveProx
         assert again.status_code == 200 and again.headers["x-sluice-step-index"] == "1"
         assert http.post(f"/v1/trajectories/{acme_id}/end", json={}, headers=ACME).status_code == 202
 
-    steps = live_proxy.events(5)
+    # acme's two steps and end, globex's step; then 2 s without another: a probe published nothing late
+    steps = live_proxy.events(4, idle_s=2.0)
     by_id: dict[str, list[str]] = {}
     for e in steps:
         assert isinstance(e, StepEvent | TrajectoryEndEvent)

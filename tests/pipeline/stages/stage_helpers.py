@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from sluice.trajectory_refs import StepCache
 
 REPO = Path(__file__).resolve().parents[3]
 READY = "sluice stages ready"
+PARTITIONS = re.compile(r"sluice stages ready: .*partitions=\[([0-9, ]*)\]")
 
 
 def write_config(cfg: SluiceConfig, path: Path) -> Path:
@@ -42,6 +44,14 @@ class StageWorker:
         self._log_start = 0
 
     def start(self, timeout_s: float = 120.0) -> StageWorker:
+        """Start the worker and wait until it is ready."""
+        self.launch()
+        self.wait_for_log(READY, timeout_s)
+        return self
+
+    def launch(self) -> StageWorker:
+        """Start the worker without waiting (``wait_for_log(READY, ...)`` waits): workers launched together
+        load at once and join their group in one rebalance."""
         self._log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         log = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
@@ -52,8 +62,12 @@ class StageWorker:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         log.close()
-        self.wait_for_log(READY, timeout_s)
         return self
+
+    def partitions(self) -> str | None:
+        """The partitions its last readiness line names (``"0, 1"``), None before the first."""
+        found = PARTITIONS.findall(self.log_text())
+        return found[-1] if found else None
 
     def log_text(self) -> str:
         with open(self.log_file, "rb") as f:
@@ -103,6 +117,19 @@ def send(
     value = event if isinstance(event, bytes) else encode(event)
     k = key if key is not None else getattr(event, "trajectory_id", None)
     p.produce(cfg.topics.name(logical), key=k.encode() if k is not None else None, value=value)
+
+
+def wait_one_partition_each(a: StageWorker, b: StageWorker, timeout_s: float = 120.0) -> None:
+    """Wait until the last readiness line of ``a`` and of ``b`` name one of the two partitions each."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if {a.partitions(), b.partitions()} == {"0", "1"}:
+            return
+        for w in (a, b):
+            if w.proc is not None and w.proc.poll() is not None:
+                raise RuntimeError(f"stage worker exited {w.proc.returncode}:\n{w.log_text()[-5000:]}")
+        time.sleep(0.2)
+    raise TimeoutError(f"the workers did not split the partitions: {a.partitions()!r}, {b.partitions()!r}")
 
 
 class TopicTail:

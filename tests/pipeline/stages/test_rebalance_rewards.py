@@ -34,6 +34,7 @@ from tests.pipeline.stages.stage_helpers import (
     producer,
     send,
     versions_inline,
+    wait_one_partition_each,
     write_config,
 )
 
@@ -141,11 +142,9 @@ def run_with_fault(broker: LocalBroker, tmp_path: Path, fault: str) -> None:
     stop = threading.Event()
     feeder = threading.Thread(target=feed, args=(cfg, fault, stop, sent))
     try:
-        a.start()
-        b.start()
-        b.wait_for_log("partitions=[", 60)
-        other = "partitions=[1]" if "partitions=[0]" in b.log_text() else "partitions=[0]"
-        a.wait_for_log(other, 60)  # one partition each
+        a.launch()  # both load at once and join the group together
+        b.launch()
+        wait_one_partition_each(a, b)
         feeder.start()
         audited.wait_until(lambda values: len(values) >= 10, timeout_s=60)
         if fault == "kill":
