@@ -35,10 +35,9 @@ from pipeline.demo.summary import id_list
 from pipeline.demo.traffic import RunReport
 from pipeline.evolve.ledger_state import read_ledger
 from pipeline.evolve.publish import EvolutionPublisher
-from pipeline.topic_ends import end_offsets
 from sluice.evolution import LedgerEntry, OverlayAssignment
 from sluice.step_refs import is_step_record_key
-from tests.kafka_helpers import read_topic
+from tests.kafka_helpers import read_whole_topic
 from tests.system.conftest import Stack, late_reward_config
 
 pytestmark = pytest.mark.slow
@@ -52,9 +51,7 @@ def _send(stack: Stack, count: int, seed: int) -> RunReport:
 
 def _audited_records(stack: Stack) -> int:
     """Trajectory versions on the audited topic: its records less the step records (``step_record_key``)."""
-    topic = stack.cfg.topics.name("trajectories_audited")
-    ends = end_offsets(stack.cfg.broker, [(topic, p) for p in range(stack.cfg.topics.partitions)])
-    records = read_topic(stack.cfg.broker, topic, sum(ends.values()), idle_s=0.2)
+    records = read_whole_topic(stack.cfg.broker, stack.cfg.topics.name("trajectories_audited"))
     return sum(1 for key, _ in records if not is_step_record_key(key))
 
 

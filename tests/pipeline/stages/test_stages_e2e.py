@@ -95,7 +95,7 @@ def run(broker: LocalBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     cfg = make_config(
         broker,
         tmp,
-        rewards={"required": ["score"], "wait_s": 4, "idle_end_s": 12, "tick_s": 0.5, "combine": "mean"},
+        rewards={"required": ["score"], "wait_s": 4, "idle_end_s": 6, "tick_s": 0.5, "combine": "mean"},
         eligibility={
             "tenants": {"acme": {"training_opt_in": True}, "globex": {"training_opt_in": False}},
         },

@@ -24,6 +24,7 @@ from tests.pipeline.stages.stage_helpers import (
     producer,
     send,
     versions_inline,
+    wait_one_partition_each,
     write_config,
 )
 
@@ -97,11 +98,10 @@ def test_kill_restart_and_rebalance_lose_nothing(broker: LocalBroker, tmp_path: 
     first = [f"crash-{i:02d}" if i % 8 else f"unrewarded-{i:02d}" for i in range(40)]
     second = [f"after-{i:02d}" for i in range(10)]
     try:
-        a.start()
-        b.start()
-        b.wait_for_log("partitions=[", 60)
-        other = "partitions=[1]" if "partitions=[0]" in b.log_text() else "partitions=[0]"
-        a.wait_for_log(other, 60)  # the group rebalanced: one partition each
+        a.launch()
+        a.wait_for_log("slot=0", 120)  # a holds data slot 0 before b looks for a free one
+        b.launch()
+        wait_one_partition_each(a, b)  # the group rebalanced: one partition each
         feeder = threading.Thread(target=produce_trajectories, args=(cfg, first, 0.1))
         feeder.start()
         audited.wait_until(lambda values: len(values) >= 3, timeout_s=60)

@@ -218,7 +218,7 @@ def test_forwarded_calls_reach_the_model_server_and_are_kept_nowhere(stack: Stac
     got = client.embeddings.create(model="sluice-tiny", input=[f"customer note {secret}", "another note"])
     assert len(got.data) == 2 and len(got.data[0].embedding) > 8
     assert got.data[0].embedding != got.data[1].embedding
-    raw_steps = read_whole_topic(stack.cfg.broker, stack.cfg.topics.name("steps_raw"), idle_s=2.0)
+    raw_steps = read_whole_topic(stack.cfg.broker, stack.cfg.topics.name("steps_raw"), linger_s=2.0)
     places = {
         "topic:steps_raw": b"\n".join(v or b"" for _, v in raw_steps),
         "spool": files_under(stack.cfg.path(stack.cfg.proxy.spool_dir)),
