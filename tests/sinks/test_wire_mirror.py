@@ -10,8 +10,8 @@ by values of other types and edge values, each field dropped, an unknown field a
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +21,7 @@ from sinks.flatten import SourceRecord, rows_of, trajectory_rows
 from sinks.received import receive_trajectory
 from sinks.wire_mirror import UnsupportedSchema, _Mirror, wire_mirror
 from sluice.events import Message, Reward, StepEvent, ToolCall, Trajectory, decode, encode
+from sluice.events import base as events_base
 from testing.samples import make_trajectory
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
@@ -187,8 +188,8 @@ def test_valid_records_take_the_fast_path() -> None:
 def test_mutated_records_the_mirror_accepts_the_model_accepts_alike(
     index: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a dropped id is filled in by the same factory on both sides: make it give the same id
-    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=7))
+    # a dropped id is filled in by the same factory on both sides (``new_id``): make it give the same id
+    monkeypatch.setattr(events_base, "os", SimpleNamespace(urandom=lambda n: bytes([7]) * n))
     t = _samples()[index]
     decided = [_check(v) for v in _mutations(t)]
     # the mutations exercise both sides: some are refused, and many still valid ones take the fast path
