@@ -20,8 +20,13 @@ the model (what bounds decoding: building objects, or checking them).
 Rates are step rows per wall-clock second (``all_rows_per_s``: rows of every table; ``rows_per_cpu_s``:
 per CPU second of this process, which a shared machine disturbs less). Ends with one JSON line.
 
+Records are those the join stage sends now (``--layout refs``: each trajectory's step records, then its
+header referencing them); ``--layout inline`` sends one record per version with its steps, as it did
+before versions referenced their steps (the sink still reads both).
+
     python -m bench.sink                        # ~2 min
     python -m bench.sink --trajectories 5000    # quicker
+    python -m bench.sink --layout inline        # the records of the inline layout
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import msgspec
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig, parse_config
+from governance.reward_join.step_refs import on_topic
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sinks.arrow_tables import columns, gc_paused
@@ -52,6 +58,7 @@ from sinks.received import receive_trajectory
 from sinks.store import DuckDBStore, connect, stored_columns
 from sinks.wire_mirror import wire_mirror
 from sluice.events import Trajectory, encode
+from sluice.step_refs import step_record_key
 from testing.samples import make_trajectory
 
 TARGETS = {"rows_per_s": 50_000, "speedup_vs_rowwise": 10.0, "e2e_rows_per_s": 30_000}
@@ -87,6 +94,19 @@ def workload(n: int, seed: str) -> list[Trajectory]:
                 }
             )
         )
+    return out
+
+
+def wire_values(trajs: list[Trajectory], layout: str) -> list[tuple[str, bytes]]:
+    """``(key, value)`` records as the join stage sends them: ``refs`` (layout 2.0, what it sends now) is
+    each trajectory's step records then its header, ``inline`` (layout 1.0) one record with the steps."""
+    if layout == "inline":
+        return [(t.trajectory_id, encode(t)) for t in trajs]
+    out: list[tuple[str, bytes]] = []
+    for t in trajs:
+        emitted = on_topic(t, {}, {})
+        out += [(step_record_key(t.trajectory_id, e), record) for e, record in emitted.step_records]
+        out.append((t.trajectory_id, encode(emitted.header)))
     return out
 
 
@@ -182,7 +202,9 @@ def bench_rowwise(bs: list[PendingBatch], db: Path) -> float:
     return elapsed
 
 
-def bench_e2e(values: list[tuple[str, bytes]], workdir: Path) -> tuple[float, float, int, int]:
+def bench_e2e(
+    values: list[tuple[str, bytes]], trajectories: int, workdir: Path
+) -> tuple[float, float, int, int]:
     """Wall and CPU seconds (this process, all its threads) from the sink's first poll until every
     produced record is committed and counted, and the trajectories and steps then queryable."""
     with LocalBroker(log_path=workdir / "tansu.log") as broker:
@@ -217,8 +239,8 @@ def bench_e2e(values: list[tuple[str, bytes]], workdir: Path) -> tuple[float, fl
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
         runner.stop()
         runner.shutdown()
-    if count != want:
-        raise SystemExit(f"e2e: {count} trajectories queryable, expected {want}")
+    if count != trajectories or steps != trajectories * STEPS:
+        raise SystemExit(f"e2e: {count} trajectories, {steps} steps queryable; expected {trajectories}")
     return elapsed, cpu, count, steps
 
 
@@ -277,19 +299,27 @@ def main(argv: list[str] | None = None) -> None:
         default=SinkConfig().batch_max_rows // ROWS_PER_TRAJECTORY,
         help="Trajectories per batch (default: what fills the sink's default batch_max_rows).",
     )
+    ap.add_argument(
+        "--layout",
+        choices=["refs", "inline"],
+        default="refs",
+        help="Records as the join sends them now (refs: step records, then a header) or as it did (inline).",
+    )
     args = ap.parse_args(argv)
+    per_trajectory = 1 if args.layout == "inline" else STEPS + 1  # records
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-sink-"))
     trajs = workload(args.trajectories, "b")
-    values = [(t.trajectory_id, encode(t)) for t in trajs]
-    warm_up([(t.trajectory_id, encode(t)) for t in workload(20, "w")], workdir / "w.duckdb")
-    batch_bytes, batch_rows = batch_memory(values, args.batch)
-    bs, decode_s = batches(values, args.batch)
-    costs = decode_costs(values[:2000])
+    values = wire_values(trajs, args.layout)
+    warm_up(wire_values(workload(20, "w"), args.layout), workdir / "w.duckdb")
+    per_batch = args.batch * per_trajectory
+    batch_bytes, batch_rows = batch_memory(values, per_batch)
+    bs, decode_s = batches(values, per_batch)
+    costs = decode_costs(wire_values(trajs[:2000], "inline"))
     steps = args.trajectories * STEPS
     arrow_s, arrow_cpu_s = bench_arrow(bs, workdir / "arrow.duckdb")
     queries = bench_queries(workdir / "arrow.duckdb")
-    sample, _ = batches(values[: args.rowwise_trajectories], args.batch)
+    sample, _ = batches(values[: args.rowwise_trajectories * per_trajectory], per_batch)
     rowwise_s = bench_rowwise(sample, workdir / "rowwise.duckdb")
     rowwise_steps = args.rowwise_trajectories * STEPS
     all_rows = total_rows(bs)
@@ -297,14 +327,15 @@ def main(argv: list[str] | None = None) -> None:
     # not walk millions of them during the end-to-end run.
     del trajs, values, bs, sample
     gc.collect()
-    e2e_values = [(t.trajectory_id, encode(t)) for t in workload(args.trajectories, "e")]
-    e2e_s, e2e_cpu_s, e2e_count, e2e_steps = bench_e2e(e2e_values, workdir)
+    e2e_values = wire_values(workload(args.trajectories, "e"), args.layout)
+    e2e_s, e2e_cpu_s, e2e_count, e2e_steps = bench_e2e(e2e_values, args.trajectories, workdir)
 
     rows_per_s = steps / arrow_s
     rowwise_per_s = rowwise_steps / rowwise_s
     result = {
         "bench": "sink",
         "trajectories": args.trajectories,
+        "layout": args.layout,
         "steps": steps,
         "batch_trajectories": args.batch,
         "rows_per_s": round(rows_per_s),

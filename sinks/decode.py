@@ -29,7 +29,7 @@ from sinks.flatten import (
     trajectory_rows,
     unredacted_steps,
 )
-from sinks.received import ReceivedTrajectory, receive_trajectory
+from sinks.received import ReceivedTrajectory, receive_step_record, receive_trajectory
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
 from sluice.step_refs import is_step_record_key, step_record_key
@@ -140,21 +140,40 @@ def _model_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> 
 
 def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
     """A step record (layout 2.0, keyed ``step_record_key``): its step stored as received, unless its
-    recorded headers had to be scrubbed."""
+    recorded headers had to be scrubbed. Decoded once by the mirror types when it can be
+    (``receive_step_record``), else by the model, which explains a refusal."""
+    received = receive_step_record(rec.value or b"")
+    if received is not None and not (
+        rules.sensitive_headers and _has_headers([received.step], rules.sensitive_headers)
+    ):
+        refused = _step_refused(rec, received.record, received.step, rules, now)
+        if refused is not None:
+            return refused
+        return Outcome(step_record_rows(received.record, received.step, received.step_json, now), stored=True)
     event = decode_as(rec, TrajectoryStep, "a trajectory step")
     if isinstance(event, tuple):
         return _refused(rec, *event, now)
-    if rec.key != step_record_key(event.trajectory_id, event.step.event_id):
-        reason = f"record key {rec.key!r} is not the step record key of its trajectory and step"
-        return _refused(rec, reason, "KeyMismatch", now)
-    if event.step.trajectory_id != event.trajectory_id:
-        return _refused(rec, "the step belongs to another trajectory", "KeyMismatch", now)
-    if rules.require_redacted and event.step.governance.redaction != "redacted":
-        return _unredacted(rec, [event.step.step_index], now)
+    refused = _step_refused(rec, event, event.step, rules, now)
+    if refused is not None:
+        return refused
     step_json = step_bytes_of(rec.value or b"")
     if rules.sensitive_headers and _has_headers([event.step], rules.sensitive_headers):
         event = event.model_copy(update={"step": scrub_headers(event.step, rules.sensitive_headers)})
         step_json = None
     if step_json is None:
         step_json = encode(event.step)
-    return Outcome(step_record_rows(event, step_json.decode(), now), stored=True)
+    return Outcome(step_record_rows(event, event.step, step_json.decode(), now), stored=True)
+
+
+def _step_refused(
+    rec: SourceRecord, t: Any, step: Any, rules: TrajectoryRules, now: datetime
+) -> Outcome | None:
+    """Why a step record (``t``, its ``step``: models or their wire mirrors) is not stored, or None."""
+    if rec.key != step_record_key(t.trajectory_id, step.event_id):
+        reason = f"record key {rec.key!r} is not the step record key of its trajectory and step"
+        return _refused(rec, reason, "KeyMismatch", now)
+    if step.trajectory_id != t.trajectory_id:
+        return _refused(rec, "the step belongs to another trajectory", "KeyMismatch", now)
+    if rules.require_redacted and step.governance.redaction != "redacted":
+        return _unredacted(rec, [step.step_index], now)
+    return None

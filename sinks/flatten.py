@@ -25,7 +25,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sluice.events import DeadLetter, StepEvent, Trajectory, TrajectoryStep, trajectory_version_id
+from sluice.events import DeadLetter, StepEvent, Trajectory, trajectory_version_id
 from sluice.evolution import LedgerEntry
 
 Row = dict[str, Any]
@@ -226,12 +226,13 @@ def _reward_rows(t: Any, rewards: Iterable[Any], now: datetime) -> dict[str, Row
     return rows
 
 
-def step_record_rows(t: TrajectoryStep, step_json: str, now: datetime) -> dict[str, list[Row]]:
-    """Rows of a step record (layout 2.0): its ``steps`` row, keyed like every step, stored since the
-    version it came with, and the rows of the rewards it carries; ``step_json`` is the step's JSON."""
+def step_record_rows(t: Any, step: Any, step_json: str, now: datetime) -> dict[str, list[Row]]:
+    """Rows of a step record (layout 2.0; ``t`` a ``TrajectoryStep`` or its wire mirror, ``step`` its step):
+    its ``steps`` row, keyed like every step, stored since the version it came with, and the rows of the
+    rewards it carries; ``step_json`` is the step's JSON."""
     return {
-        "steps": [_step_row(t, t.step, step_json, now)],
-        "rewards": list(_reward_rows(t, t.step.rewards, now).values()),
+        "steps": [_step_row(t, step, step_json, now)],
+        "rewards": list(_reward_rows(t, step.rewards, now).values()),
     }
 
 

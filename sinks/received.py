@@ -13,6 +13,9 @@ by another field and the rest of the record has no other ``"steps"`` key, so the
 Anything else (an invalid record, another event type, a pretty-printed record, a duplicate ``steps``
 key) gets ``None`` and goes through the model, which decides and explains as before.
 
+A step record (layout 2.0, ``TrajectoryStep``) takes the same path with ``receive_step_record``: its
+fields and its step decoded once, the step's JSON the bytes ``encode_step_record`` spliced in.
+
     pytest tests/sinks/test_received.py
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 import msgspec
 
 from sinks.wire_mirror import wire_mirror
+from sluice.events import step_bytes_of
 
 _STEPS_KEY = b'"steps":'
 
@@ -54,6 +58,33 @@ def receive_trajectory(value: bytes) -> ReceivedTrajectory | None:
     if header is None:
         return None
     return ReceivedTrajectory(head, steps, header.decode(), [s.decode() for s in raw])
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedStep:
+    """A step record decoded by the mirror types: its fields (``record.step`` raw), its step, its JSON."""
+
+    record: Any
+    step: Any
+    step_json: str  # the step as received
+
+
+def receive_step_record(value: bytes) -> ReceivedStep | None:
+    """``value`` decoded and validated once, when it is a valid step record whose step is the last field,
+    written as ``encode_step_record`` writes it (so the bytes cut out are the step the mirror read); else
+    None (the model then decides)."""
+    decoders = wire_mirror()
+    if decoders is None:
+        return None
+    try:
+        record = decoders.step_record.decode(value)
+        step = decoders.step.decode(record.step)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    raw = bytes(record.step)
+    if step_bytes_of(value) != raw:
+        return None
+    return ReceivedStep(record, step, raw.decode())
 
 
 def _header_without(value: bytes, steps: list[bytes]) -> bytes | None:

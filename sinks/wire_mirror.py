@@ -35,7 +35,7 @@ import msgspec
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaValidator
 
-from sluice.events import AnyEvent, StepEvent, Trajectory
+from sluice.events import AnyEvent, StepEvent, Trajectory, TrajectoryStep
 
 log = logging.getLogger(__name__)
 
@@ -119,12 +119,13 @@ class _Mirror:
         raise UnsupportedSchema(f"schema type {kind!r}")
 
     def struct(
-        self, model: dict[str, Any], steps_raw: bool = False, tag: str | None = None
+        self, model: dict[str, Any], raw: dict[str, Any] | None = None, tag: str | None = None
     ) -> type[msgspec.Struct]:
-        """The Struct of a model node. ``steps_raw``: the record's own type, its ``steps`` left as raw
-        bytes; ``tag``: the field a record is told apart by, which must then be present."""
+        """The Struct of a model node. ``raw``: the record's own type, the named fields left as raw bytes
+        (field name -> ``msgspec.Raw`` or ``list[msgspec.Raw]``); ``tag``: the field a record is told
+        apart by, which must then be present."""
         cls = model["cls"]
-        if cls in self.structs and not steps_raw:
+        if cls in self.structs and not raw:
             return self.structs[cls]
         inner = model["schema"]
         if inner.get("type") != "model-fields" or inner.get("computed_fields") or model.get("custom_init"):
@@ -134,8 +135,11 @@ class _Mirror:
             if set(f) - {"type", "schema", "metadata"}:
                 raise UnsupportedSchema(f"{cls.__name__}.{name}: aliases or exclusions")
             schema = f["schema"]
-            if steps_raw and name == "steps":
-                fields.append((name, list[msgspec.Raw], msgspec.field(default_factory=list)))
+            if raw and name in raw:
+                kind = raw[name]
+                fields.append(
+                    (name, kind) if kind is msgspec.Raw else (name, kind, msgspec.field(default_factory=list))
+                )
             elif schema.get("type") == "default" and name != tag:
                 fields.append((name, self.annotation(schema["schema"]), self._default(schema)))
             else:
@@ -149,7 +153,7 @@ class _Mirror:
         out = msgspec.defstruct(
             f"{cls.__name__}Wire", fields, kw_only=True, forbid_unknown_fields=extra == "forbid", gc=False
         )
-        if not steps_raw:
+        if not raw:
             self.structs[cls] = out
         return out
 
@@ -177,9 +181,11 @@ class _Mirror:
 
 @dataclass(frozen=True)
 class WireDecoders:
-    """Decoders of a trajectory record: its fields with each step left as raw bytes, and one step."""
+    """Decoders of a trajectory record (its fields with each step left as raw bytes), of a step record
+    (its fields with its step left as raw bytes), and of one step."""
 
     header: msgspec.json.Decoder[Any]
+    step_record: msgspec.json.Decoder[Any]
     step: msgspec.json.Decoder[Any]
 
 
@@ -197,10 +203,16 @@ def wire_mirror() -> WireDecoders | None:
         choice = union["choices"].get("trajectory")
         if not isinstance(choice, dict) or choice.get("cls") is not Trajectory:
             raise UnsupportedSchema("no trajectory choice in the event union")
-        header = mirror.struct(choice, steps_raw=True, tag=union["discriminator"])
+        step_choice = union["choices"].get("trajectory_step")
+        if not isinstance(step_choice, dict) or step_choice.get("cls") is not TrajectoryStep:
+            raise UnsupportedSchema("no trajectory step choice in the event union")
+        tag = union["discriminator"]
+        header = mirror.struct(choice, raw={"steps": list[msgspec.Raw]}, tag=tag)
+        step_record = mirror.struct(step_choice, raw={"step": msgspec.Raw}, tag=tag)
         hook = mirror.stamps.dec_hook
         return WireDecoders(
             header=msgspec.json.Decoder(header, dec_hook=hook),
+            step_record=msgspec.json.Decoder(step_record, dec_hook=hook),
             step=msgspec.json.Decoder(step, dec_hook=hook),
         )
     except (UnsupportedSchema, TypeError) as err:  # TypeError: a type msgspec cannot decode (a union)

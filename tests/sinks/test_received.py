@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from governance.reward_join import on_topic
 from sinks.batch import BatchTopics, PendingBatch
-from sinks.flatten import SourceRecord, rows_of, trajectory_rows
-from sinks.received import receive_trajectory
+from sinks.flatten import SourceRecord, rows_of, step_record_rows, trajectory_rows
+from sinks.received import receive_step_record, receive_trajectory
 from sinks.wire_mirror import wire_mirror
 from sluice.events import (
     EligibilityDecision,
@@ -16,9 +17,12 @@ from sluice.events import (
     ToolCall,
     ToolResult,
     Trajectory,
+    TrajectoryStep,
     decode,
     encode,
+    step_bytes_of,
 )
+from sluice.step_refs import step_record_key
 from testing.samples import make_trajectory
 
 NOW = datetime(2026, 11, 2, tzinfo=UTC)
@@ -181,3 +185,51 @@ def test_only_the_top_level_steps_array_is_cut_out() -> None:
     b.add(SourceRecord("a", 0, 0, "t-nest", doubled), NOW)
     (version,) = b.tables["trajectory_versions"].values()
     assert version["step_count"] == len(decode(doubled).steps) == len(b.tables["steps"])
+
+
+def _step_records(t: Trajectory) -> list[tuple[str, bytes]]:
+    """``t``'s step records as the join sends them (layout 2.0), keyed ``step_record_key``."""
+    return [(step_record_key(t.trajectory_id, e), v) for e, v in on_topic(t, {}, {}).step_records]
+
+
+def test_step_records_take_the_fast_path_with_the_model_rows() -> None:
+    for t in _varied():
+        for key, value in _step_records(t):
+            got = receive_step_record(value)
+            assert got is not None, key
+            model = decode(value)
+            assert isinstance(model, TrajectoryStep)
+            assert got.step_json.encode() == step_bytes_of(value)
+            fast = step_record_rows(got.record, got.step, got.step_json, NOW)
+            assert fast == step_record_rows(model, model.step, got.step_json, NOW), key
+
+
+def test_step_records_the_mirror_refuses_go_through_the_model_and_store_the_same() -> None:
+    t = _varied()[3]
+    (key, wire), *_ = _step_records(t)
+    spaced = json.dumps(json.loads(wire), indent=1).encode()  # valid, the step no longer cut out as is
+    moved = json.dumps(
+        {"step": json.loads(wire)["step"], **{k: v for k, v in json.loads(wire).items() if k != "step"}}
+    )
+    assert receive_step_record(spaced) is None and receive_step_record(moved.encode()) is None
+    a, b = PendingBatch(TOPICS), PendingBatch(TOPICS)
+    a.add(SourceRecord("a", 0, 0, key, wire), NOW)
+    b.add(SourceRecord("a", 0, 0, key, spaced), NOW)
+    assert a.tables["steps"].keys() == b.tables["steps"].keys() and not a.tables["dead_letters"]
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "record"} for r in rows.values()]  # noqa: E731
+    assert strip(a.tables["steps"]) == strip(b.tables["steps"])
+
+
+def test_step_records_refused_on_the_fast_path_name_the_fault() -> None:
+    raw = make_trajectory("t-raw2", n_steps=1)
+    raw.steps[0].governance.redaction = "raw"
+    ((key, value),) = _step_records(raw)
+    ok_key, ok_value = _step_records(make_trajectory("t-ok2", n_steps=1))[0]
+    assert receive_step_record(value) is not None and receive_step_record(ok_value) is not None
+    b = PendingBatch(TOPICS)
+    b.add(SourceRecord("a", 0, 0, key, value), NOW)
+    b.add(SourceRecord("a", 0, 1, ok_key.replace("t-ok2", "t-other"), ok_value), NOW)
+    reasons = {r["error_type"]: r for r in b.tables["dead_letters"].values()}
+    assert reasons["Unredacted"]["reason"].startswith("unredacted steps [0] refused")
+    assert reasons["KeyMismatch"]["reason"].endswith("is not the step record key of its trajectory and step")
+    assert not b.tables["steps"]
