@@ -33,6 +33,10 @@ from governance.redaction.key_context import KIND_WORDS
 from governance.redaction.recognizers.base import SluiceLocalRecognizer
 from governance.redaction.recognizers.phone_regions import NO_TRUNK_PREFIX, guess_regions
 
+# libphonenumber compiles its metadata patterns through ``re.compile`` on every use (a lookup in the
+# ``re`` module's cache, a tenth of the matcher's time); kept compiled once instead (its public switch)
+phonenumbers.enable_pattern_cache()
+
 _NANP = frozenset({"US", "CA"})
 _PHONE_WORDS = re.compile(
     r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|call|fax|whatsapp|sms|text\s+me|dial|contact|reach\s+(?:me|us)|"
