@@ -169,7 +169,8 @@ def csv_cells(text: str) -> list[KeyedSpan]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _CSV_HEAD.match(line) and i + 1 < len(lines):
+        # a header row holds a delimiter: a line without one is not matched against the header shape
+        if ("," in line or ";" in line or "\t" in line) and i + 1 < len(lines) and _CSV_HEAD.match(line):
             delim = max(",;\t", key=line.count)
             header = [h.strip() for h in line.split(delim)]
             wanted = {j: h for j, h in enumerate(header) if names_anything(h)}

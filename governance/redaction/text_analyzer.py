@@ -94,6 +94,14 @@ class TextAnalyzer:
             lang: [r for r in engines.recognizers if r.supported_language == lang] for lang in self.languages
         }
         self._scans = {lang: TriggerScan(self._by_language[lang]) for lang in self.languages}
+        # (recognizer, has a prefilter, is the NER model's) by registry index: decided once, not per text
+        self._kinds = {
+            lang: [
+                (r, isinstance(r, Prefiltered), isinstance(r, SpacyRecognizer))
+                for r in self._by_language[lang]
+            ]
+            for lang in self.languages
+        }
         self._runners = {
             lang: RecognizerRunner(
                 self._by_language[lang],
@@ -204,12 +212,12 @@ class TextAnalyzer:
             entities: list[str] = []
             picked: list[EntityRecognizer] = []
             ner = False
-            recognizers = self._by_language[lang]
+            kinds = self._kinds[lang]
             for i in self._scans[lang].candidates(text, context):
-                r = recognizers[i]
-                if isinstance(r, Prefiltered) and not r.may_match(text, context):
+                r, prefiltered, spacy = kinds[i]
+                if prefiltered and not r.may_match(text, context):  # type: ignore[attr-defined]
                     continue
-                if isinstance(r, SpacyRecognizer):
+                if spacy:
                     ner = True
                 else:
                     picked.append(r)
