@@ -220,7 +220,12 @@ def bench_e2e(
         topic = cfg.topics.name("trajectories_audited")
         producer = Producer(cfg.broker.producer_config())
         for key, value in values:
-            producer.produce(topic, key=key, value=value)
+            while True:
+                try:
+                    producer.produce(topic, key=key, value=value)
+                    break
+                except BufferError:  # more records than the producer's queue holds: let it drain
+                    producer.poll(0.5)
             producer.poll(0)
         producer.flush(120)
         runner = SinkRunner(cfg.sink_settings())
