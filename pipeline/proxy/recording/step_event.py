@@ -19,6 +19,18 @@ import pydantic_core
 
 from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.recording.step import RawChoice, Step, UpstreamRequest
+from pipeline.proxy.recording.step_schema import (
+    INF_NAN_MODE,
+    OPERATIONS,
+    OVERLAY_ARMS,
+    PREFIX_COUNT_OK,
+    PREFIX_LEN_OK,
+    SAMPLING_CHECKS,
+    SAMPLING_FLOATS,
+    SAMPLING_ORDER,
+    SAMPLING_UNSET,
+    STEP_INDEX_OK,
+)
 from sluice.events import SCHEMA_VERSION, Message, StepEvent, encode, new_id, utcnow
 
 _SAMPLING = ("temperature", "top_p", "top_k", "n", "presence_penalty", "frequency_penalty", "seed")
@@ -33,21 +45,6 @@ _SAMPLING_EXTRA = (
     "top_logprobs",
 )
 _SAMPLING_READ = (*_SAMPLING, *_SAMPLING_EXTRA, "max_completion_tokens")
-# SamplingParams' declared fields in its order, and which of them are floats (the rest are ints, but stop)
-_SAMPLING_ORDER = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "max_tokens",
-    "n",
-    "stop",
-    "presence_penalty",
-    "frequency_penalty",
-    "seed",
-)
-_SAMPLING_FLOATS = frozenset({"temperature", "top_p", "presence_penalty", "frequency_penalty"})
-_OPERATIONS = frozenset({"chat", "text_completion", "responses", "messages"})
-_ARMS = frozenset({None, "control", "candidate"})
 
 
 def sampling_fields(req: UpstreamRequest) -> dict[str, Any]:
@@ -208,9 +205,11 @@ def _exact(f: dict[str, Any]) -> bool:
         _strs(*texts, *gen["finish_reasons"], *meta["policy_versions"], *gov["subject_ids"])
         and _strs(*meta["request_headers"].values())
         and _ints(*counts)
-        and min(f["step_index"], obs["prefix_message_count"], action["prompt_token_prefix_len"]) >= 0
-        and gen["operation_name"] in _OPERATIONS
-        and meta.get("overlay_arm") in _ARMS
+        and STEP_INDEX_OK(f["step_index"])
+        and PREFIX_COUNT_OK(obs["prefix_message_count"])
+        and PREFIX_LEN_OK(action["prompt_token_prefix_len"])
+        and gen["operation_name"] in OPERATIONS
+        and meta.get("overlay_arm") in OVERLAY_ARMS
         and type(meta["stream"]) is bool
         and type(meta.get("latency_ms", 0.0)) is float
         and type(meta.get("time_to_first_token_ms", 0.0)) is float
@@ -233,27 +232,24 @@ def _exact_choice(c: dict[str, Any]) -> bool:
 
 
 def _exact_sampling(sampling: dict[str, Any]) -> bool:
-    """The declared sampling fields' types (an int given for a float field becomes the float it reads as)."""
-    for k in _SAMPLING_ORDER:
+    """The declared sampling fields' types and bounds, as ``step_schema`` reads them from the model (an int
+    given for a float field becomes the float it reads as)."""
+    for k, check in SAMPLING_CHECKS.items():
         v = sampling.get(k)
         if v is None:
+            if k not in SAMPLING_UNSET:
+                return False
             continue
-        if k in _SAMPLING_FLOATS:
-            if type(v) is int:
-                sampling[k] = float(v)
-            elif type(v) is not float:
-                return False
-        elif k == "stop":
-            if type(v) is not list or not all(type(s) is str for s in v):
-                return False
-        elif type(v) is not int:
+        if k in SAMPLING_FLOATS and type(v) is int:
+            v = sampling[k] = float(v)
+        if not check(v):
             return False
     return True
 
 
 def _in_model_order(sampling: dict[str, Any]) -> dict[str, Any]:
     """SamplingParams writes its declared fields first, in its order, then the unknown ones as given."""
-    out = {k: sampling[k] for k in _SAMPLING_ORDER if k in sampling}
+    out = {k: sampling[k] for k in SAMPLING_ORDER if k in sampling}
     out.update((k, v) for k, v in sampling.items() if k not in out)
     return out
 
@@ -265,4 +261,4 @@ def step_event_bytes(rec: Step) -> bytes:
         return encode(StepEvent.model_validate(fields))
     meta = fields["metadata"]
     meta["sampling"] = _in_model_order(meta["sampling"])
-    return pydantic_core.to_json(fields, exclude_none=True)
+    return pydantic_core.to_json(fields, exclude_none=True, inf_nan_mode=INF_NAN_MODE)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from pydantic import ValidationError
@@ -13,11 +14,12 @@ from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.linking.history_linker import StepPlan
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
+from pipeline.proxy.recording import step_event as step_event_module
 from pipeline.proxy.recording.step import RawChoice, Step
 from pipeline.proxy.recording.step_event import build_step_event, step_event_bytes
 from pipeline.proxy.surfaces.auth import Caller
 from pipeline.proxy.surfaces.context import CallContext
-from sluice.events import StepEvent, decode, encode, new_id
+from sluice.events import GenAIAttributes, Message, StepEvent, StepMetadata, decode, encode, new_id
 
 _MESSAGES = [
     {"role": "system", "content": "You are a coding agent. Schreib kurz: é, 漢字, \u2028."},
@@ -127,3 +129,108 @@ def test_a_text_completion_records_its_prompt_and_the_sampling_it_names_unknown_
     sampling = event.metadata.sampling
     assert (sampling.temperature, sampling.max_tokens, sampling.stop) == (0.0, 9, ["x"])
     assert sampling.model_extra == {"min_p": 0.1}
+
+
+# ----------------------------------------------------------------------------- many steps, one oracle
+# Each case changes a step; the model (``build_step_event`` then ``encode``) says what its bytes must be,
+# or that it refuses the step. ``fast`` is whether the straight-to-JSON path should have written them.
+
+_OPERATIONS = get_args(GenAIAttributes.model_fields["operation_name"].annotation)
+_ARMS = (None, *get_args(get_args(StepMetadata.model_fields["overlay_arm"].annotation)[0]))
+_TOOL_CALL = {"id": "c2", "type": "function", "function": {"name": "run", "arguments": "{}"}}
+_CALLS_A_TOOL = RawChoice(0, {"content": None, "tool_calls": [_TOOL_CALL]}, "tool_calls")
+_A_MESSAGE = RawChoice(1, Message(role="assistant", content="x"), None, [], [0.0])
+
+
+def _set(**attrs: Any) -> Any:
+    """A change that sets the step's attributes (``request_x``: its request's ``x``) as given, unchecked."""
+
+    def change(step: Step) -> None:
+        for name, value in attrs.items():
+            target = step.request if name.startswith("request_") else step
+            setattr(target, name.removeprefix("request_"), value)
+
+    return change
+
+
+def _usage(usage: Any) -> Any:
+    def change(step: Step) -> None:
+        step.usage = usage
+
+    return change
+
+
+def _plan(**fields: Any) -> Any:
+    def change(step: Step) -> None:
+        step.plan = dataclasses.replace(step.plan, **fields)
+
+    return change
+
+
+def _choices(*choices: RawChoice) -> Any:
+    def change(step: Step) -> None:
+        step.choices = list(choices)
+
+    return change
+
+
+_CASES: list[tuple[str, dict[str, Any], Any, bool]] = [
+    ("no-sampling", {"model": "m", "messages": _MESSAGES[:2]}, _set(), True),
+    ("full", _FULL, _set(), True),
+    ("stop-list-extras", {**_FULL, "top_k": 4, "stop": ["a", "b"], "n": 2, "min_p": 0.1}, _set(), True),
+    ("penalties", {**_FULL, "presence_penalty": 0, "frequency_penalty": -0.5, "seed": -3}, _set(), True),
+    ("int-for-float", _FULL, _set(request_temperature=1, request_top_p=0), True),
+    ("float-for-int", _FULL, _set(request_top_k=4.0), False),
+    ("bool-for-int", _FULL, _set(request_seed=True), False),
+    ("str-for-float", _FULL, _set(request_temperature="0.5"), False),
+    ("not-finite", _FULL, _set(request_temperature=float("inf"), latency_ms=float("nan")), True),
+    ("stop-tuple", _FULL, _set(request_stop=("x", "y")), True),
+    ("stop-not-text", _FULL, _set(request_stop=[1]), False),
+    *((f"operation-{op}", _FULL, _set(operation=op), True) for op in _OPERATIONS),
+    ("operation-unknown", _FULL, _set(operation="embeddings"), False),
+    *((f"arm-{arm}", _FULL, _set(overlay_id="ov-1", overlay_arm=arm), True) for arm in _ARMS),
+    ("arm-unknown", _FULL, _set(overlay_id="ov-1", overlay_arm="treatment"), False),
+    ("tool-call-choice", _FULL, _choices(_CALLS_A_TOOL), True),
+    ("message-choice", _FULL, _choices(_A_MESSAGE), True),
+    ("int-logprobs", _FULL, _choices(RawChoice(0, {"content": "x"}, "stop", [1], [0, -1])), False),
+    ("usage-none", _FULL, _usage(None), True),
+    ("usage-input-output", _FULL, _usage({"input_tokens": 5, "output_tokens": 0}), True),
+    ("usage-str", _FULL, _usage({"prompt_tokens": "20", "completion_tokens": 2}), False),
+    ("usage-float", _FULL, _usage({"prompt_tokens": 2.0}), False),
+    ("usage-bool", _FULL, _usage({"prompt_tokens": True}), False),
+    ("usage-huge-negative", _FULL, _usage({"prompt_tokens": 2**70, "completion_tokens": -1}), True),
+    ("usage-not-a-count", _FULL, _usage({"prompt_tokens": "many"}), False),
+    ("step-index-negative", _FULL, _plan(step_index=-1), False),
+    ("prefix-count-negative", _FULL, _plan(prefix_count=-2), False),
+    ("prefix-len-negative", _FULL, _set(prompt_prefix_len=-1), False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "change", "fast"), [c[1:] for c in _CASES], ids=[c[0] for c in _CASES])
+def test_every_byte_string_is_one_the_model_writes_and_reads(
+    body: dict[str, Any], change: Any, fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes equal ``encode(build_step_event(step))`` (same ids and times) and validate as a step
+    event; where the model refuses the step, so does ``step_event_bytes`` (by the model path)."""
+    monkeypatch.setattr(step_event_module, "new_id", lambda: "e" * 32)
+    monkeypatch.setattr(step_event_module, "utcnow", lambda: datetime(2026, 1, 2, tzinfo=UTC))
+    model_path: list[bool] = []
+
+    def model_encode(event: StepEvent) -> bytes:
+        model_path.append(True)
+        return encode(event)
+
+    monkeypatch.setattr(step_event_module, "encode", model_encode)
+    step = _step(body)
+    change(step)
+    try:
+        expected = encode(build_step_event(step))
+    except ValidationError:
+        with pytest.raises(ValidationError):
+            step_event_bytes(step)
+        assert not fast
+        return
+    data = step_event_bytes(step)
+    assert StepEvent.model_validate_json(data) == StepEvent.model_validate_json(expected)
+    assert data == expected
+    assert model_path == ([] if fast else [True])
