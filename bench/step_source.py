@@ -29,6 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
+from aiokafka.partitioner import murmur2
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.config import parse_config
@@ -36,17 +37,26 @@ from bench.sink import STEPS, batches, open_store, wire_values, workload
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sluice.events import StepEvent, Trajectory, TrajectoryStep, decode
-from sluice.step_refs import is_step_record_key, step_digest
+from sluice.step_refs import is_step_record_key, key_trajectory_id, step_digest
 from sluice.trajectory_refs import StepCache, inline
 
 PARTITIONS = 4
 STEPS_SQL = "SELECT record FROM store.steps WHERE trajectory_id = ? ORDER BY step_index"
 
 
+def trajectory_partition(trajectory_id: str) -> int:
+    """The partition a record keyed by the trajectory id lands on (murmur2, as the pipeline's producers
+    partition by key): the one its header goes to, and where the join stage sends its step records."""
+    return (murmur2(trajectory_id.encode()) & 0x7FFFFFFF) % PARTITIONS
+
+
 def produce(bootstrap_cfg: dict, topic: str, values: list[tuple[str, bytes]]) -> None:
+    """Send each record under its own key (a step record's is ``step_record_key``) to its trajectory's
+    partition, as the join stage does: a step record lands before its header, and a compacted topic would
+    keep it beside the header rather than in its place."""
     producer = Producer(bootstrap_cfg)
     for key, value in values:
-        producer.produce(topic, key=key.partition("#")[0], value=value)
+        producer.produce(topic, key=key, value=value, partition=trajectory_partition(key_trajectory_id(key)))
         producer.poll(0)
     producer.flush(120)
 
