@@ -150,8 +150,9 @@ class Stack:
         assert dup == []
 
 
-def stack_config(tmp: Path) -> Path:
-    """The embedded default, on free ports and with every file under ``tmp``."""
+def stack_config(tmp: Path, **proxy: object) -> Path:
+    """The embedded default, on free ports and with every file under ``tmp``, with ``proxy`` settings on
+    top."""
     data = yaml.safe_load(DEFAULT_CONFIG.read_text())
     model_port = free_port()
     data["broker"]["bootstrap_servers"] = f"127.0.0.1:{free_port()}"
@@ -159,6 +160,7 @@ def stack_config(tmp: Path) -> Path:
     data["proxy"]["port"] = free_port()
     data["proxy"]["backends"][0]["base_url"] = f"http://127.0.0.1:{model_port}/v1"
     data["proxy"]["spool_dir"] = str(tmp / "spool")
+    data["proxy"].update(proxy)
     data["stages"]["data_dir"] = str(tmp / "stages")
     data["stages"]["workers"] = 2  # one is killed mid-stream while the other keeps its partitions
     data["sink"] = {**data.get("sink", {}), "database": str(tmp / "sluice.duckdb"), "query_port": free_port()}
@@ -177,11 +179,10 @@ def stack_config(tmp: Path) -> Path:
 def late_reward_config(tmp: Path, **proxy: object) -> Path:
     """``stack_config`` where a trajectory waits an hour for its reward (the late reviewer's grade comes
     long after the end), with ``proxy`` settings on top."""
-    path = stack_config(tmp)
+    path = stack_config(tmp, **proxy)
     data = yaml.safe_load(path.read_text())
     data["rewards"]["wait_s"] = 3600
     data["up"]["drain_timeout_s"] = 120
-    data["proxy"].update(proxy)
     path.write_text(yaml.safe_dump(data))
     return path
 

@@ -9,7 +9,6 @@ import io
 from collections.abc import Iterator
 
 import pytest
-import yaml
 
 from app.config import load_config
 from app.up import running_stack
@@ -19,12 +18,9 @@ from tests.system.conftest import Stack, stack_config
 @pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("stack")
-    path = stack_config(tmp)
-    data = yaml.safe_load(path.read_text())
     # raw events stay in the write-ahead log until their segment rotates: a short age, so the checks of
     # what is at rest wait for that bound briefly
-    data["proxy"]["wal_segment_max_age_s"] = 5
-    path.write_text(yaml.safe_dump(data))
+    path = stack_config(tmp, wal_segment_max_age_s=5)
     cfg = load_config(path)
     log = io.StringIO()
     with running_stack(cfg, path, log_path=tmp / "logs" / "up.log", sink=log) as sup:
