@@ -46,7 +46,7 @@ import msgspec
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig, parse_config
-from governance.reward_join.step_refs import on_topic
+from governance.reward_join.step_refs import on_topic, step_payloads
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
 from sinks.arrow_tables import columns, gc_paused
@@ -104,7 +104,7 @@ def wire_values(trajs: list[Trajectory], layout: str) -> list[tuple[str, bytes]]
         return [(t.trajectory_id, encode(t)) for t in trajs]
     out: list[tuple[str, bytes]] = []
     for t in trajs:
-        emitted = on_topic(t, {}, {})
+        emitted = on_topic(t, {}, step_payloads(t, {}))
         out += [(step_record_key(t.trajectory_id, e), record) for e, record in emitted.step_records]
         out.append((t.trajectory_id, encode(emitted.header)))
     return out

@@ -238,7 +238,7 @@ def run_logic(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
             sent = dict(state.sent_steps)
             payloads = step_payloads(emission.trajectory, bodies)
             for role in ("audited", "train") if emission.to_train else ("audited",):
-                out = on_topic(emission.trajectory, bodies, sent.get(role, {}), payloads)
+                out = on_topic(emission.trajectory, sent.get(role, {}), payloads)
                 encode(out.header)
                 sent[role] = out.sent
             state = state.model_copy(

@@ -15,7 +15,7 @@ import random
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig
-from governance.reward_join import on_topic
+from governance.reward_join import on_topic, step_payloads
 from sluice.events import (
     Action,
     Choice,
@@ -95,7 +95,7 @@ def produce_by_reference(cfg: SluiceConfig, versions: list[Trajectory], partitio
     stored = {s.event_id: (s, encode(s)) for v in versions for s in v.steps}
     sent: dict[str, dict[str, str]] = {}
     for v in versions:
-        out = on_topic(v, stored, sent.get(v.trajectory_id, {}))
+        out = on_topic(v, sent.get(v.trajectory_id, {}), step_payloads(v, stored))
         sent[v.trajectory_id] = out.sent
         for event_id, body in out.step_records:
             producer.produce(

@@ -1,11 +1,12 @@
 """A trajectory version as it goes onto one topic: its header referencing its steps, and only the step
 records that topic does not hold yet. Pure: no Kafka.
 
-    on_topic(trajectory, stored, sent, step_payloads(trajectory, stored)) -> TopicEmission
+    on_topic(trajectory, sent, step_payloads(trajectory, stored)) -> TopicEmission
 
 ``trajectory`` is the assembled version (``build_emission``: steps inline, with tool answers and step
 rewards attached); ``stored`` the step bodies the join keeps (``event id -> (step, bytes as received)``);
-``sent`` what the topic already holds (``event id -> digest``, from the join state). A step is sent when
+``step_payloads`` gives each step's wire bytes and digest once per version, for every topic it goes to;
+``sent`` is what one topic already holds (``event id -> digest``, from the join state). A step is sent when
 the topic has no record of it or holds other content for it (assembly attached a late step reward or a
 tool answer): a late trajectory-level reward sends the header only, so the bytes per version stay flat
 as trajectories grow. A step whose assembled content is what was stored is sent as the stored bytes,
@@ -69,18 +70,15 @@ def step_payloads(
 
 
 def on_topic(
-    trajectory: Trajectory,
-    stored: dict[str, tuple[StepEvent, bytes]],
-    sent: dict[str, str],
-    payloads: list[tuple[StepEvent, bytes, str]] | None = None,
+    trajectory: Trajectory, sent: dict[str, str], payloads: list[tuple[StepEvent, bytes, str]]
 ) -> TopicEmission:
     """The records ``trajectory`` (assembled, steps inline) sends on a topic that holds ``sent``;
-    ``payloads``: ``step_payloads(trajectory, stored)`` when the caller already has them."""
+    ``payloads`` is ``step_payloads(trajectory, stored)``, shared by every topic the version goes to."""
     refs: list[StepRef] = []
     records: list[tuple[str, bytes]] = []
     added: list[StepRef] = []
     now_sent = dict(sent)
-    for step, data, digest in step_payloads(trajectory, stored) if payloads is None else payloads:
+    for step, data, digest in payloads:
         ref = StepRef(event_id=step.event_id, digest=digest)
         refs.append(ref)
         if sent.get(step.event_id) != digest:

@@ -274,7 +274,7 @@ class JoinStage:
         for role, topic in topics:
             # steps first, then the header, all on the trajectory's partition: a reader of the topic has
             # every step a header references before the header
-            out = on_topic(emission.trajectory, stored, sent.get(role, {}), payloads)
+            out = on_topic(emission.trajectory, sent.get(role, {}), payloads)
             records += [(topic, step_record_key(tid, e).encode(), None, partition) for e in out.withdrawn]
             records += [
                 (topic, step_record_key(tid, e).encode(), body, partition) for e, body in out.step_records

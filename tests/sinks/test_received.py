@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from governance.reward_join import on_topic
+from governance.reward_join import on_topic, step_payloads
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.flatten import SourceRecord, rows_of, step_record_rows, trajectory_rows
 from sinks.received import receive_step_record, receive_trajectory
@@ -189,7 +189,10 @@ def test_only_the_top_level_steps_array_is_cut_out() -> None:
 
 def _step_records(t: Trajectory) -> list[tuple[str, bytes]]:
     """``t``'s step records as the join sends them (layout 2.0), keyed ``step_record_key``."""
-    return [(step_record_key(t.trajectory_id, e), v) for e, v in on_topic(t, {}, {}).step_records]
+    return [
+        (step_record_key(t.trajectory_id, e), v)
+        for e, v in on_topic(t, {}, step_payloads(t, {})).step_records
+    ]
 
 
 def test_step_records_take_the_fast_path_with_the_model_rows() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from governance.reward_join import on_topic
+from governance.reward_join import on_topic, step_payloads
 from sinks.batch import BatchTopics, PendingBatch
 from sinks.erasure import step_record_keys
 from sinks.flatten import SourceRecord
@@ -25,7 +25,7 @@ def by_reference(versions: list[Trajectory]) -> list[tuple[str, bytes | None]]:
     sent: dict[str, str] = {}
     out: list[tuple[str, bytes | None]] = []
     for v in versions:
-        emitted = on_topic(v, stored, sent)
+        emitted = on_topic(v, sent, step_payloads(v, stored))
         sent = emitted.sent
         tid = v.trajectory_id
         out += [(step_record_key(tid, e), body) for e, body in emitted.step_records]

@@ -52,7 +52,7 @@ class Join:
         assert plan is not None
         steps = [self.stored[i][0] for i in self.state.stored_step_ids]
         emission = build_emission(self.state, steps, plan, CFG, POLICY, ReplayConfig(), self.now)
-        out = on_topic(emission.trajectory, self.stored, self.sent)
+        out = on_topic(emission.trajectory, self.sent, step_payloads(emission.trajectory, self.stored))
         self.sent = out.sent
         decision = emission.trajectory.governance.eligibility
         self.state = mark_emitted(self.state, plan.version, decision, self.now).state
@@ -70,17 +70,15 @@ def test_payloads_computed_once_give_every_topic_what_it_would_compute_itself() 
     half_sent = {join.state.step_ids[0]: payloads[0][2]}
     for sent in ({}, half_sent):
         shared, own = (
-            on_topic(trajectory, join.stored, sent, payloads),
-            on_topic(trajectory, join.stored, sent),
+            on_topic(trajectory, sent, payloads),
+            on_topic(trajectory, sent, step_payloads(trajectory, join.stored)),
         )
         assert shared.sent == own.sent and shared.header.steps_ref == own.header.steps_ref
         assert [e for e, _ in shared.step_records] == [e for e, _ in own.step_records]
         assert [step_bytes_of(b) for _, b in shared.step_records] == [
             step_bytes_of(b) for _, b in own.step_records
         ]
-    assert [
-        e for e, _ in on_topic(trajectory, join.stored, half_sent, payloads).step_records
-    ] == join.state.step_ids[1:]
+    assert [e for e, _ in on_topic(trajectory, half_sent, payloads).step_records] == join.state.step_ids[1:]
 
 
 def wire_bytes(out) -> int:

@@ -7,7 +7,7 @@ import json
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig
-from governance.reward_join import on_topic
+from governance.reward_join import on_topic, step_payloads
 from sluice.events import DeadLetter, Reward, RewardEvent, Trajectory, decode, encode
 from testing.toy_traffic import make_trajectories, produce, produce_by_reference
 from tests.kafka_helpers import read_topic
@@ -113,7 +113,7 @@ def test_versions_by_reference_resolve_from_the_topic_and_across_a_restart(confi
 
 def test_a_version_whose_steps_are_not_held_is_skipped_never_partial(config: SluiceConfig) -> None:
     (t1,) = make_trajectories(1, TaskConfig(kind="reverse_digits"), seed=11)
-    header = on_topic(t1, {}, {}).header  # what the join sends after the step record
+    header = on_topic(t1, {}, step_payloads(t1, {})).header  # what the join sends after the step record
     produce(config, [header])  # read without its step record (evicted, or older than the read-back)
     f = feeder(config)
     tasks, stats = f.take(10, timeout_s=5)
