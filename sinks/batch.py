@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +37,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "dead_letters": ("event_id",),
     "evolution_ledger": ("entry_id",),
 }
+_KEY_OF = {t: itemgetter(*cols) for t, cols in KEYS.items()}  # a row's key: its value, or a tuple of several
 # Tables where a newer version's row replaces an older one only when its content changed.
 _VERSIONED = ("steps",)
 
@@ -70,7 +72,7 @@ class PendingBatch:
     sensitive_headers: tuple[str, ...] = ()
     require_redacted: bool = True
     apply_tombstones: bool = True
-    tables: dict[str, dict[tuple[Any, ...], Row]] = field(default_factory=lambda: {t: {} for t in KEYS})
+    tables: dict[str, dict[Any, Row]] = field(default_factory=lambda: {t: {} for t in KEYS})
     deletes: set[str] = field(default_factory=set)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     counts: RecordCounts = field(default_factory=RecordCounts)
@@ -78,6 +80,7 @@ class PendingBatch:
     records: int = 0
     first_at: float | None = None
     sources: list[SourceRecord] = field(default_factory=list)
+    _rules: TrajectoryRules | None = field(default=None, init=False, repr=False)
 
     def __len__(self) -> int:
         return self.records
@@ -97,8 +100,11 @@ class PendingBatch:
                 self._add(rec, now)
 
     def rules(self) -> TrajectoryRules:
-        """What deciding on a trajectory record depends on in this batch."""
-        return TrajectoryRules(self.sensitive_headers, self.require_redacted)
+        """What deciding on a trajectory record depends on in this batch (built once: the settings it
+        reads are fixed when the batch is made)."""
+        if self._rules is None:
+            self._rules = TrajectoryRules(self.sensitive_headers, self.require_redacted)
+        return self._rules
 
     def _count(self, rec: SourceRecord) -> None:
         if self.first_at is None:
@@ -128,7 +134,7 @@ class PendingBatch:
                 self._put(table, row)
 
     def _put(self, table: str, row: Row) -> None:
-        key = tuple(row[k] for k in KEYS[table])
+        key = _KEY_OF[table](row)
         old = self.tables[table].get(key)
         if old is None:
             self.rows += 1

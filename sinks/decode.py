@@ -13,7 +13,7 @@ step) is one ``steps`` row, the step's JSON cut out of the record as received. N
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -43,9 +43,13 @@ class TrajectoryRules:
 
     sensitive_headers: tuple[str, ...] = ()  # recorded headers dropped before storing (case-insensitive)
     require_redacted: bool = True  # refuse trajectories with unredacted steps
+    banned: frozenset[str] = field(init=False)  # ``sensitive_headers`` lower-cased, built once
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "banned", frozenset(h.lower() for h in self.sensitive_headers))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     """Rows a record adds, by table; ``stored`` False: the one row is a dead letter saying why not."""
 
@@ -90,10 +94,9 @@ def _unredacted(rec: SourceRecord, raw: list[int], now: datetime) -> Outcome:
     return _refused(rec, reason, "Unredacted", now, withhold=True)
 
 
-def _has_headers(steps: list[Any], sensitive: tuple[str, ...]) -> bool:
-    """Whether any step recorded a header named like one of ``sensitive`` (case-insensitive)."""
-    banned = {h.lower() for h in sensitive}
-    return any(k.lower() in banned for s in steps for k in s.metadata.request_headers)
+def _has_headers(steps: list[Any], banned: frozenset[str]) -> bool:
+    """Whether any step recorded a header named like one of ``banned`` (lower-case names)."""
+    return bool(banned) and any(k.lower() in banned for s in steps for k in s.metadata.request_headers)
 
 
 def trajectory_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
@@ -101,9 +104,7 @@ def trajectory_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime)
     if is_step_record_key(rec.key):
         return _step_outcome(rec, rules, now)
     received = receive_trajectory(rec.value or b"")
-    if received is not None and not (
-        rules.sensitive_headers and _has_headers(received.steps, rules.sensitive_headers)
-    ):
+    if received is not None and not _has_headers(received.steps, rules.banned):
         return _received_outcome(received, rec, rules, now)
     return _model_outcome(rec, rules, now)
 
@@ -144,7 +145,7 @@ def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> O
     (``receive_step_record``), else by the model, which explains a refusal."""
     received = receive_step_record(rec.value or b"")
     if received is not None and not (
-        rules.sensitive_headers and _has_headers([received.step], rules.sensitive_headers)
+        rules.banned and _has_headers((received.step,), rules.banned)
     ):
         refused = _step_refused(rec, received.record, received.step, rules, now)
         if refused is not None:
@@ -157,7 +158,7 @@ def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> O
     if refused is not None:
         return refused
     step_json = step_bytes_of(rec.value or b"")
-    if rules.sensitive_headers and _has_headers([event.step], rules.sensitive_headers):
+    if _has_headers([event.step], rules.banned):
         event = event.model_copy(update={"step": scrub_headers(event.step, rules.sensitive_headers)})
         step_json = None
     if step_json is None:

@@ -353,6 +353,11 @@ class SinkRunner:
             f"lag {int(m.value('sluice_sink_lag_total'))}"
         )
 
+    def committed_offsets(self) -> dict[tuple[str, int], int]:
+        """Next offset per (topic, partition) whose records are committed to DuckDB (read by the ingest
+        loop's thread: the same offsets the store holds, without a query)."""
+        return dict(self._committed)
+
     def health(self) -> dict[str, Any]:
         return {
             "database": database_id(self.path),

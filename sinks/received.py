@@ -27,12 +27,12 @@ from typing import Any
 import msgspec
 
 from sinks.wire_mirror import wire_mirror
-from sluice.events import step_bytes_of
 
 _STEPS_KEY = b'"steps":'
+_STEP_KEY = b',"step":'  # how ``encode_step_record`` introduces a record's step (its last field)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReceivedTrajectory:
     """A trajectory record decoded by the mirror types (same attribute names as the models), its JSON."""
 
@@ -60,7 +60,7 @@ def receive_trajectory(value: bytes) -> ReceivedTrajectory | None:
     return ReceivedTrajectory(head, steps, header.decode(), [s.decode() for s in raw])
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReceivedStep:
     """A step record decoded by the mirror types: its fields (``record.step`` raw), its step, its JSON."""
 
@@ -82,7 +82,10 @@ def receive_step_record(value: bytes) -> ReceivedStep | None:
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
     raw = bytes(record.step)
-    if step_bytes_of(value) != raw:
+    # the step is the last field, right after its key: what ``step_bytes_of`` cuts out is what was read
+    end = len(value) - 1
+    start = end - len(raw)
+    if value[end:] != b"}" or value[start - 8 : end] != _STEP_KEY + raw:
         return None
     return ReceivedStep(record, step, raw.decode())
 
