@@ -144,9 +144,7 @@ def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> O
     recorded headers had to be scrubbed. Decoded once by the mirror types when it can be
     (``receive_step_record``), else by the model, which explains a refusal."""
     received = receive_step_record(rec.value or b"")
-    if received is not None and not (
-        rules.banned and _has_headers((received.step,), rules.banned)
-    ):
+    if received is not None and not (rules.banned and _has_headers((received.step,), rules.banned)):
         refused = _step_refused(rec, received.record, received.step, rules, now)
         if refused is not None:
             return refused
