@@ -54,7 +54,11 @@ class BatchTopics:
 
 @dataclass
 class RecordCounts:
+    """Records of a batch by what they were: stored trajectory versions, stored step records (layout 2.0),
+    dead letters read, records refused (invalid), tombstones, ledger entries."""
+
     trajectories: int = 0
+    step_records: int = 0
     dead_letters: int = 0
     invalid: int = 0
     tombstones: int = 0
@@ -122,10 +126,12 @@ class PendingBatch:
         elif rec.value is None:
             self._add_tombstone(rec)
         else:
-            self._apply(trajectory_outcome(rec, self.rules(), now))
+            self._apply(trajectory_outcome(rec, self.rules(), now), is_step_record_key(rec.key))
 
-    def _apply(self, outcome: Outcome) -> None:
-        if outcome.stored:
+    def _apply(self, outcome: Outcome, step_record: bool) -> None:
+        if outcome.stored and step_record:
+            self.counts.step_records += 1
+        elif outcome.stored:
             self.counts.trajectories += 1
         else:
             self.counts.invalid += 1

@@ -72,6 +72,8 @@ def test_both_layouts_give_the_same_views(stores) -> None:
     assert sum(1 for k, _ in records if "#" in k) == 4  # each step once; the late reward: a header only
     batch = write(refs, records)
     assert batch.counts.invalid == 0
+    # two versions and four step records, each counted as what it is
+    assert (batch.counts.trajectories, batch.counts.step_records) == (2, 4)
     assert views(refs) == views(inline)
     schema = refs.con.execute("SELECT list(schema_version ORDER BY version) FROM store.trajectory_versions")
     assert schema.fetchone()[0] == [REFS_SCHEMA_VERSION] * 2
