@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.proxy.forwarding.stream_assembly import ChoiceTail, StreamAssembly
-from pipeline.proxy.recording.step import completion_logprobs
+from pipeline.proxy.recording.step import token_logprobs
 
 
 @dataclass(slots=True)
@@ -35,7 +35,7 @@ class CompletionStreamAssembler(StreamAssembly[_Acc]):
                 acc.text.append(c["text"])
                 if self.first_token_at is None:
                     self.first_token_at = now
-            acc.extend(c, completion_logprobs(c.get("logprobs")))
+            acc.extend(c, token_logprobs(c.get("logprobs")))
             if acc.prompt_token_ids is None and isinstance(c.get("prompt_token_ids"), list):
                 acc.prompt_token_ids = c["prompt_token_ids"]
 

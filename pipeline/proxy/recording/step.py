@@ -11,6 +11,7 @@ from it, so token ids and logprobs reach the event even when the agent did not a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,12 +123,31 @@ class Step:
 def chat_logprobs(lp: Any) -> list[float] | None:
     """Per-token logprobs of a chat choice (``{"content": [{"logprob": ...}, ...]}``)."""
     if isinstance(lp, dict) and isinstance(lp.get("content"), list):
-        return [float(e.get("logprob", 0.0)) for e in lp["content"] if isinstance(e, dict)]
+        return _recordable([e.get("logprob", 0.0) for e in lp["content"] if isinstance(e, dict)])
     return None
 
 
 def completion_logprobs(lp: Any) -> list[float] | None:
     """Per-token logprobs of a completions choice (``{"token_logprobs": [...]}``; null entries -> 0.0)."""
+    values = token_logprobs(lp)
+    return None if values is None else _recordable(values)
+
+
+def token_logprobs(lp: Any) -> list[Any] | None:
+    """A completions choice's ``token_logprobs`` as the backend sent them, null entries as 0.0 (a stream's
+    chunks are joined first, then read by ``completion_logprobs``, so one bad value cannot shift the
+    others)."""
     if isinstance(lp, dict) and isinstance(lp.get("token_logprobs"), list):
-        return [float(v) if v is not None else 0.0 for v in lp["token_logprobs"]]
+        return [v if v is not None else 0.0 for v in lp["token_logprobs"]]
     return None
+
+
+def _recordable(values: list[Any]) -> list[float] | None:
+    """``values`` as floats, or None (the step records no logprobs) when one is not a finite number: a
+    backend may send ``-Infinity`` or ``NaN`` (Python's JSON reader takes them), which the event's JSON
+    cannot hold, and a list with a hole would shift every later token's logprob."""
+    try:
+        out = [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+    return out if all(map(math.isfinite, out)) else None

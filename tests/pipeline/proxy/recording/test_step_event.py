@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime
 from typing import Any, get_args
 
@@ -13,9 +14,10 @@ from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.linking.canonical import event_message
 from pipeline.proxy.linking.history_linker import StepPlan
 from pipeline.proxy.openai_chat.protocol import ChatCompletionRequest
+from pipeline.proxy.openai_completions.assembler import CompletionStreamAssembler
 from pipeline.proxy.openai_completions.protocol import CompletionRequest
 from pipeline.proxy.recording import step_event as step_event_module
-from pipeline.proxy.recording.step import RawChoice, Step
+from pipeline.proxy.recording.step import RawChoice, Step, chat_logprobs, completion_logprobs
 from pipeline.proxy.recording.step_event import build_step_event, step_event_bytes
 from pipeline.proxy.surfaces.auth import Caller
 from pipeline.proxy.surfaces.context import CallContext
@@ -234,3 +236,34 @@ def test_every_byte_string_is_one_the_model_writes_and_reads(
     assert StepEvent.model_validate_json(data) == StepEvent.model_validate_json(expected)
     assert data == expected
     assert model_path == ([] if fast else [True])
+
+
+def test_a_logprob_the_event_cannot_hold_records_no_logprobs_and_the_event_still_reads() -> None:
+    """Python's JSON reader takes ``-Infinity`` and ``NaN`` from a backend; the event's JSON has no literal
+    for them, so such a choice records no logprobs (never a null inside the list, which no reader takes,
+    nor a shorter list, which would shift every later token's logprob)."""
+    answer = json.loads(
+        '{"choices": [{"logprobs": {"content": [{"logprob": -0.5}, {"logprob": -Infinity}]}},'
+        '{"logprobs": {"content": [{"logprob": -0.25}, {"logprob": -1}]}},'
+        '{"logprobs": {"content": [{"logprob": NaN}]}}, {"logprobs": {"content": [{"logprob": "x"}]}}]}'
+    )
+    read = [chat_logprobs(c["logprobs"]) for c in answer["choices"]]
+    assert read == [None, [-0.25, -1.0], None, None]
+    tokens = json.loads('{"token_logprobs": [null, -0.1, -Infinity]}')
+    assert completion_logprobs(tokens) is None
+    assert completion_logprobs({"token_logprobs": [None, -0.1]}) == [0.0, -0.1]
+    for logprobs in read:
+        step = _step(_FULL, choices=[RawChoice(0, {"content": "done"}, "stop", [5, 6], logprobs)])
+        data = step_event_bytes(step)
+        event = decode(data)
+        assert isinstance(event, StepEvent) and encode(event) == data
+        assert event.action.choices[0].logprobs == logprobs
+
+
+def test_a_streamed_completion_with_a_bad_logprob_records_none_rather_than_a_shifted_list() -> None:
+    asm = CompletionStreamAssembler()
+    for text, lp in (("a", -0.5), ("b", float("-inf")), ("c", -0.25)):
+        asm.feed({"choices": [{"index": 0, "text": text, "logprobs": {"token_logprobs": [lp]}}]})
+    (choice,) = asm.result()["choices"]
+    assert choice["logprobs"]["token_logprobs"][1] == float("-inf")  # kept in place while assembling
+    assert completion_logprobs(choice["logprobs"]) is None
