@@ -35,7 +35,8 @@ from bench.proxy import ROOT, _rotate, proxy_config, wait_http
 from bench.server_variants import CLIENTS, SERVERS
 
 
-def _start(tmp: Path, args: list[str], port: int, name: str) -> subprocess.Popen[bytes]:
+def start_variant(tmp: Path, args: list[str], port: int, name: str) -> subprocess.Popen[bytes]:
+    """One ``bench.server_variants`` process on ``port``, once it answers; its output goes to ``tmp``."""
     log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen([sys.executable, "-m", "bench.server_variants", *args, "--port", str(port)],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
@@ -67,13 +68,15 @@ def main() -> None:
         for server in SERVERS:
             port = free_port()
             config = proxy_config(tmp, port, echo_port)
-            proc = _start(tmp, ["--server", server, "--app", "proxy", "--config", str(config)], port, server)
+            proc = start_variant(
+                tmp, ["--server", server, "--app", "proxy", "--config", str(config)], port, server
+            )
             procs.append(proc)
             targets[f"server:{server}"] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
         for client in CLIENTS:
             port = free_port()
             argv = ["--server", "uvicorn", "--app", "forward", "--client", client, "--backend", echo_url]
-            proc = _start(tmp, argv, port, f"forward-{client}")
+            proc = start_variant(tmp, argv, port, f"forward-{client}")
             procs.append(proc)
             targets[f"client:{client}"] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
         for url, _ in targets.values():  # first calls: imports, pools, caches
