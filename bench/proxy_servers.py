@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.loadgen import run_load
+from bench.loadgen import MODEL, run_load
 from bench.peers import tree_cpu_seconds
 from bench.proxy import ROOT, _rotate, proxy_config, wait_http
 from bench.server_variants import CLIENTS, SERVERS
@@ -42,6 +42,35 @@ def start_variant(tmp: Path, args: list[str], port: int, name: str) -> subproces
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     wait_http(f"http://127.0.0.1:{port}/healthz")
     return proc
+
+
+def closed_rounds(
+    targets: dict[str, tuple[str, int, str]], args: argparse.Namespace
+) -> dict[str, list[dict[str, Any]]]:
+    """Closed-loop runs of each target (name -> url, pid, model) for ``args.rounds`` rounds, the order
+    rotated each round; each run with the target process's CPU per request sent (``cpu_us``). Each target
+    is called for a second first (imports, pools, caches)."""
+    for url, _, model in targets.values():
+        run_load(url, "closed", 8, 1.0, 0, 0.0, model)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in targets}
+    for r in range(args.rounds):
+        for name in _rotate(tuple(targets), r):
+            url, pid, model = targets[name]
+            before = tree_cpu_seconds(pid)
+            res = run_load(url, "closed", args.concurrency, args.duration, 0, args.warmup, model)
+            res["cpu_us"] = 1e6 * (tree_cpu_seconds(pid) - before) / max(1, res["sent"])
+            runs[name].append(res)
+        print(f"round {r + 1}: req/s " + json.dumps({k: round(v[-1]["rps"]) for k, v in runs.items()}),
+              flush=True)  # fmt: skip
+    return runs
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Terminate every process, then wait for each (they stop together, not one after another)."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(timeout=30)
 
 
 def main() -> None:
@@ -79,23 +108,9 @@ def main() -> None:
             proc = start_variant(tmp, argv, port, f"forward-{client}")
             procs.append(proc)
             targets[f"client:{client}"] = (f"http://127.0.0.1:{port}/v1/chat/completions", proc.pid)
-        for url, _ in targets.values():  # first calls: imports, pools, caches
-            run_load(url, "closed", args.concurrency, 1.0, 0, 0.0)
-        runs = {name: [] for name in targets}
-        for r in range(args.rounds):
-            for name in _rotate(tuple(targets), r):
-                url, pid = targets[name]
-                before = tree_cpu_seconds(pid)
-                res = run_load(url, "closed", args.concurrency, args.duration, 0, args.warmup)
-                res["cpu_us"] = 1e6 * (tree_cpu_seconds(pid) - before) / max(1, res["sent"])
-                runs[name].append(res)
-            print(f"round {r + 1}: req/s " + json.dumps({k: round(v[-1]["rps"]) for k, v in runs.items()}),
-                  flush=True)  # fmt: skip
+        runs = closed_rounds({n: (url, pid, MODEL) for n, (url, pid) in targets.items()}, args)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
+        stop_all(procs)
 
     def med(name: str, key: str) -> float:
         return statistics.median(run[key] for run in runs[name])

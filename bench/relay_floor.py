@@ -28,10 +28,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.loadgen import MODEL, run_load
-from bench.peers import missing, start_tensorzero, tree_cpu_seconds
-from bench.proxy import ROOT, _rotate, proxy_config, wait_http
-from bench.proxy_servers import start_variant
+from bench.loadgen import MODEL
+from bench.peers import missing, start_tensorzero
+from bench.proxy import ROOT, proxy_config, wait_http
+from bench.proxy_servers import closed_rounds, start_variant, stop_all
 
 
 class _Upstream(asyncio.Protocol):
@@ -157,35 +157,21 @@ def main() -> None:
             peer = start_tensorzero(tmp, echo_port)
             procs.append(peer.proc)
             targets["tensorzero"] = (peer.url, peer.proc.pid, peer.model)
-        for url, _, model in targets.values():  # first calls: imports, pools, caches
-            run_load(url, "closed", 8, 1.0, 0, 0.0, model)
-        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in targets}
-        for r in range(args.rounds):
-            for name in _rotate(tuple(targets), r):
-                url, pid, model = targets[name]
-                before = tree_cpu_seconds(pid)
-                res = run_load(url, "closed", args.concurrency, args.duration, 0, args.warmup, model)
-                res["cpu_us"] = 1e6 * (tree_cpu_seconds(pid) - before) / max(1, res["sent"])
-                runs[name].append(res)
-            print(f"round {r + 1}: req/s " + json.dumps({k: round(v[-1]["rps"]) for k, v in runs.items()}),
-                  flush=True)  # fmt: skip
+        runs = closed_rounds(targets, args)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
-
-    def med(name: str, key: str) -> float:
-        return statistics.median(run[key] for run in runs[name])
-
+        stop_all(procs)
+    med = {
+        name: {k: statistics.median(run[k] for run in rs) for k in ("rps", "cpu_us")}
+        for name, rs in runs.items()
+    }
     result: dict[str, Any] = {"bench": "relay_floor", "rounds": args.rounds, "concurrency": args.concurrency}
     for name in runs:
-        result[f"closed_rps_{name}"] = round(med(name, "rps"), 1)
-        result[f"cpu_us_per_request_{name}"] = round(med(name, "cpu_us"), 1)
+        result[f"closed_rps_{name}"] = round(med[name]["rps"], 1)
+        result[f"cpu_us_per_request_{name}"] = round(med[name]["cpu_us"], 1)
     if "tensorzero" in runs:
-        tz = med("tensorzero", "rps")
+        tz = med["tensorzero"]["rps"]
         for name in ("relay", "forwarder", "proxy_nopub"):
-            result[f"{name}_throughput_vs_tensorzero"] = round(med(name, "rps") / tz, 3)
+            result[f"{name}_throughput_vs_tensorzero"] = round(med[name]["rps"] / tz, 3)
     result["errors"] = sum(run["errors"] for rs in runs.values() for run in rs)
     print(json.dumps(result))
 
