@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.kafka_load import produce_waiting
 from bench.proxy import cpu_seconds
 from infra.broker import LocalBroker
 
@@ -39,13 +40,7 @@ def produce_cost(broker: LocalBroker, topic: str, one_per_batch: bool) -> float:
     assert broker._proc is not None
     cpu0 = cpu_seconds(broker._proc.pid)
     for i in range(RECORDS):
-        while True:
-            try:
-                producer.produce(topic, key=str(i).encode(), value=b"x" * 1500)
-                break
-            except BufferError:
-                producer.poll(0.01)
-        producer.poll(0)
+        produce_waiting(producer, topic, str(i).encode(), b"x" * 1500)
     producer.flush(60)
     return (cpu_seconds(broker._proc.pid) - cpu0) * 1000 / RECORDS
 

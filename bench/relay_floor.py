@@ -77,9 +77,13 @@ class _Downstream(asyncio.Protocol):
         asyncio.get_running_loop().create_task(self._connect())
 
     async def _connect(self) -> None:
-        _, up = await asyncio.get_running_loop().create_connection(
-            lambda: _Upstream(self), self.host, self.port
-        )
+        try:
+            _, up = await asyncio.get_running_loop().create_connection(
+                lambda: _Upstream(self), self.host, self.port
+            )
+        except OSError:  # no backend: the client sees its connection close, not a silent wait
+            self.transport.close()
+            return
         self.up = up
         for request in self.waiting:
             up.transport.write(request)

@@ -46,6 +46,7 @@ import msgspec
 from confluent_kafka import Producer
 
 from app.config import SluiceConfig, parse_config
+from bench.kafka_load import produce_waiting
 from governance.reward_join.step_refs import on_topic, step_payloads
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
@@ -220,13 +221,7 @@ def bench_e2e(
         topic = cfg.topics.name("trajectories_audited")
         producer = Producer(cfg.broker.producer_config())
         for key, value in values:
-            while True:
-                try:
-                    producer.produce(topic, key=key, value=value)
-                    break
-                except BufferError:  # more records than the producer's queue holds: let it drain
-                    producer.poll(0.5)
-            producer.poll(0)
+            produce_waiting(producer, topic, key, value)
         producer.flush(120)
         runner = SinkRunner(cfg.sink_settings())
         runner.start()

@@ -42,6 +42,7 @@ from confluent_kafka import Consumer, Producer
 
 from app.config import SluiceConfig, load_config, parse_config
 from bench.data.agent_trajectories import build_trajectories
+from bench.kafka_load import produce_waiting
 from bench.proxy import cpu_seconds
 from infra.broker import LocalBroker
 from sluice.events import Consent, Governance, Reward, RewardEvent, StepMetadata, TrajectoryEndEvent, encode
@@ -89,13 +90,7 @@ def produce(cfg: SluiceConfig, events: list[tuple[str, str, bytes]]) -> float:
     p = Producer(cfg.broker.producer_config())
     t0 = time.perf_counter()
     for logical, key, value in events:
-        while True:
-            try:
-                p.produce(cfg.topics.name(logical), key=key.encode(), value=value)
-                break
-            except BufferError:
-                p.poll(0.01)
-        p.poll(0)
+        produce_waiting(p, cfg.topics.name(logical), key.encode(), value)
     p.flush()
     return t0
 

@@ -33,6 +33,7 @@ from aiokafka.partitioner import murmur2
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from app.config import parse_config
+from bench.kafka_load import produce_waiting
 from bench.sink import STEPS, batches, open_store, wire_values, workload
 from infra.broker import LocalBroker
 from pipeline.topics import create_topics
@@ -56,8 +57,7 @@ def produce(bootstrap_cfg: dict, topic: str, values: list[tuple[str, bytes]]) ->
     keep it beside the header rather than in its place."""
     producer = Producer(bootstrap_cfg)
     for key, value in values:
-        producer.produce(topic, key=key, value=value, partition=trajectory_partition(key_trajectory_id(key)))
-        producer.poll(0)
+        produce_waiting(producer, topic, key, value, trajectory_partition(key_trajectory_id(key)))
     producer.flush(120)
 
 

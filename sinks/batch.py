@@ -126,10 +126,10 @@ class PendingBatch:
         elif rec.value is None:
             self._add_tombstone(rec)
         else:
-            self._apply(trajectory_outcome(rec, self.rules(), now), is_step_record_key(rec.key))
+            self._apply(trajectory_outcome(rec, self.rules(), now))
 
-    def _apply(self, outcome: Outcome, step_record: bool) -> None:
-        if outcome.stored and step_record:
+    def _apply(self, outcome: Outcome) -> None:
+        if outcome.stored and outcome.step_record:
             self.counts.step_records += 1
         elif outcome.stored:
             self.counts.trajectories += 1

@@ -51,10 +51,12 @@ class TrajectoryRules:
 
 @dataclass(slots=True)
 class Outcome:
-    """Rows a record adds, by table; ``stored`` False: the one row is a dead letter saying why not."""
+    """Rows a record adds, by table; ``stored`` False: the one row is a dead letter saying why not;
+    ``step_record``: what was stored is a step record (layout 2.0), not a trajectory version."""
 
     rows: dict[str, list[Row]]
     stored: bool
+    step_record: bool = False
 
 
 def validation_reason(err: ValidationError, limit: int = 5) -> str:
@@ -144,11 +146,12 @@ def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> O
     recorded headers had to be scrubbed. Decoded once by the mirror types when it can be
     (``receive_step_record``), else by the model, which explains a refusal."""
     received = receive_step_record(rec.value or b"")
-    if received is not None and not (rules.banned and _has_headers((received.step,), rules.banned)):
+    if received is not None and not _has_headers((received.step,), rules.banned):
         refused = _step_refused(rec, received.record, received.step, rules, now)
         if refused is not None:
             return refused
-        return Outcome(step_record_rows(received.record, received.step, received.step_json, now), stored=True)
+        rows = step_record_rows(received.record, received.step, received.step_json, now)
+        return Outcome(rows, stored=True, step_record=True)
     event = decode_as(rec, TrajectoryStep, "a trajectory step")
     if isinstance(event, tuple):
         return _refused(rec, *event, now)
@@ -161,7 +164,9 @@ def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> O
         step_json = None
     if step_json is None:
         step_json = encode(event.step)
-    return Outcome(step_record_rows(event, event.step, step_json.decode(), now), stored=True)
+    return Outcome(
+        step_record_rows(event, event.step, step_json.decode(), now), stored=True, step_record=True
+    )
 
 
 def _step_refused(
