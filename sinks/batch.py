@@ -126,7 +126,7 @@ class PendingBatch:
         elif rec.value is None:
             self._add_tombstone(rec)
         else:
-            self._apply(trajectory_outcome(rec, self.rules(), now))
+            self._apply(trajectory_outcome(rec, self._rules or self.rules(), now))
 
     def _apply(self, outcome: Outcome) -> None:
         if outcome.stored and outcome.step_record:

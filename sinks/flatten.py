@@ -231,10 +231,10 @@ def step_record_rows(t: Any, step: Any, step_json: str, now: datetime) -> dict[s
     """Rows of a step record (layout 2.0; ``t`` a ``TrajectoryStep`` or its wire mirror, ``step`` its step):
     its ``steps`` row, keyed like every step, stored since the version it came with, and the rows of the
     rewards it carries; ``step_json`` is the step's JSON."""
-    return {
-        "steps": [_step_row(t, step, step_json, now)],
-        "rewards": list(_reward_rows(t, step.rewards, now).values()),
-    }
+    row = _step_row(t, step, step_json, now)
+    if not step.rewards:  # the common case: no dictionary of reward rows to build
+        return {"steps": [row], "rewards": []}
+    return {"steps": [row], "rewards": list(_reward_rows(t, step.rewards, now).values())}
 
 
 def dead_letter_row(dl: DeadLetter, rec: SourceRecord, withhold_original: bool, now: datetime) -> Row:

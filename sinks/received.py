@@ -81,13 +81,13 @@ def receive_step_record(value: bytes) -> ReceivedStep | None:
         step = decoders.step.decode(record.step)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    raw = bytes(record.step)
+    raw = record.step  # a view of ``value``: compared and decoded in place, never copied
     # the step is the last field, right after its key: what ``step_bytes_of`` cuts out is what was read
     end = len(value) - 1
     start = end - len(raw)
-    if value[end:] != b"}" or value[start - 8 : end] != _STEP_KEY + raw:
+    if not (value.endswith(b"}") and value.startswith(_STEP_KEY, start - 8) and value.startswith(raw, start)):
         return None
-    return ReceivedStep(record, step, raw.decode())
+    return ReceivedStep(record, step, str(raw, "utf-8"))
 
 
 def _header_without(value: bytes, steps: list[bytes]) -> bytes | None:

@@ -223,6 +223,22 @@ def test_step_records_the_mirror_refuses_go_through_the_model_and_store_the_same
     assert strip(a.tables["steps"]) == strip(b.tables["steps"])
 
 
+def test_a_step_record_read_from_elsewhere_than_its_last_field_is_not_cut_out() -> None:
+    """The step the mirror reads must be the bytes right after the last ``,"step":`` and before the
+    closing brace: a record whose ``step`` key comes twice (the decoder keeps one, the cut could take the
+    other) or whose last field is not its step takes the model's path."""
+    (key, wire), (_, other) = _step_records(_varied()[3])[:2]
+    body, other_body = step_bytes_of(wire), step_bytes_of(other)
+    assert body is not None and other_body is not None and body != other_body
+    head = wire[: -len(body) - 9]  # the record's own fields, before ``,"step":``
+    twice = head + b',"step":' + other_body + b',"step":' + body + b"}"
+    trailing = wire[:-1] + b',"digest":"x"}'
+    got = receive_step_record(twice)
+    assert got is None or got.step_json.encode() == body
+    assert receive_step_record(trailing) is None
+    assert receive_step_record(wire) is not None
+
+
 def test_step_records_refused_on_the_fast_path_name_the_fault() -> None:
     raw = make_trajectory("t-raw2", n_steps=1)
     raw.steps[0].governance.redaction = "raw"
