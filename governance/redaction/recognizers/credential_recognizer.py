@@ -175,9 +175,7 @@ class CredentialRecognizer(SluicePatternRecognizer):
     # ``_triggers``' words in any case, the shapes ``may_match`` looks for; a secret-named key decides alone
     TRIGGER_PATTERNS = (
         any_of(_STARTS[0] + _OTHER_WORDS + ("cookie",) + _OTHER_TRIGGERS_NON_ASCII, caseless=True),
-        # a text that is not ASCII and holds an English stem (in either order)
-        "(?s)[^\\x00-\\x7F].*" + any_of(_ENGLISH_STEMS, caseless=True),
-        "(?s)" + any_of(_ENGLISH_STEMS, caseless=True) + ".*[^\\x00-\\x7F]",
+        "[^\\x00-\\x7F]",  # a text that is not ASCII: the English stems decide there (``_triggers``)
         any_of(("',", '",', "env.", "kubectl", "variable")),
         _PGPASS_HINT.pattern,
     )
