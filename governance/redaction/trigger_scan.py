@@ -33,6 +33,7 @@ from presidio_analyzer import EntityRecognizer
 from governance.redaction.recognizers.base import Prefiltered
 
 _KEYS_KEPT = 4096  # distinct JSON keys whose answer is remembered (then forgotten all at once)
+_HITS_KEPT = 4096  # distinct (patterns fired, JSON key) whose candidates are remembered, the same way
 _MAX_MEM = 64 << 20  # the DFA's cache: far more than the triggers need on long texts
 
 
@@ -91,6 +92,7 @@ class TriggerScan:
         self.always = frozenset(always)
         self._keyable = [(i, r) for i, r in enumerate(recognizers) if isinstance(r, Prefiltered)]
         self._by_key: dict[tuple[str, ...], frozenset[int]] = {}
+        self._by_hits: dict[tuple[tuple[int, ...], tuple[str, ...] | None], tuple[int, ...]] = {}
 
     def keyed(self, context: list[str]) -> frozenset[int]:
         """The recognizers to ask for any text under the JSON key ``context`` (remembered per key)."""
@@ -113,6 +115,16 @@ class TriggerScan:
         hits = self._set.Match(data)
         if not hits:  # not even the empty pattern: the DFA ran out of memory
             return list(self.everyone)
+        # the answer is a function of the patterns that fired and the key: texts repeat a few combinations
+        asked = (tuple(hits), tuple(context) if context else None)
+        found = self._by_hits.get(asked)
+        if found is None:
+            if len(self._by_hits) >= _HITS_KEPT:
+                self._by_hits.clear()
+            found = self._by_hits[asked] = self._decide(hits, context)
+        return list(found)
+
+    def _decide(self, hits: list[int], context: list[str] | None) -> tuple[int, ...]:
         fired = set(self.keyed(context) if context else self.always)
         owner = self._owner
         bits: dict[int, int] = {}
@@ -121,4 +133,4 @@ class TriggerScan:
             bits[i] = bits.get(i, 0) | bit
         needs = self._needs
         fired.update(i for i, b in bits.items() if i >= 0 and b == needs[i])
-        return sorted(fired)
+        return tuple(sorted(fired))

@@ -66,24 +66,39 @@ _STARTS = (
     ("cookie:", ";"),
 )  # fmt: skip
 
-_TRIGGER_WORDS = ("pass", "pwd", "secret", "api_key", "apikey", "_token", "kennwort", "contrasena", "senha", "mdp",
-                  "wachtwoord", "haslo", "losenord", "adgangskode", "salasana", "heslo", "jelszo", "sifre",
-                  "cookie")  # fmt: skip
+# The words a text must hold (lower-cased) for a pattern to be worth running: on ASCII text the first words of
+# the English pattern (``Anchored`` tries it nowhere else), on other text their shorter stems (case folding
+# there is wider, and the pattern runs over the whole text); the other languages' names; a cookie header.
+_ENGLISH_STEMS = ("pass", "pwd", "secret", "api_key", "apikey", "_token")
+_OTHER_WORDS = ("passwort", "passord", "mot de passe", "kennwort", "contrasena", "senha", "mdp", "wachtwoord",
+                "haslo", "losenord", "adgangskode", "salasana", "heslo", "jelszo", "sifre")  # fmt: skip
 
 
 def _triggers(low: str) -> tuple[bool, bool, bool]:
     """Which text patterns can match lower-cased ``low``: (English names, other languages, cookies). Written
     out as ``in`` tests: several times faster than ``any`` over a tuple, and this runs on every new text."""
-    english = (
-        "pass" in low
-        or "pwd" in low
-        or "secret" in low
-        or "api_key" in low
-        or "apikey" in low
-        or ("_token" in low)
-    )
+    if low.isascii():  # the English pattern is tried only where one of its first words occurs
+        english = (
+            ("pass" in low and ("password" in low or "passwd" in low or "passphrase" in low))
+            or "pwd" in low
+            or "client_secret" in low
+            or "secret_key" in low
+            or "api_key" in low
+            or "apikey" in low
+            or "access_token" in low
+            or "auth_token" in low
+        )
+    else:
+        english = (
+            "pass" in low
+            or "pwd" in low
+            or "secret" in low
+            or "api_key" in low
+            or "apikey" in low
+            or ("_token" in low)
+        )
     other = (
-        (english and ("passwort" in low or "passord" in low or "mot de passe" in low))
+        "passwort" in low or "passord" in low or "mot de passe" in low
         or "kennwort" in low or "contrasena" in low or "senha" in low or "mdp" in low or "wachtwoord" in low
         or "haslo" in low or "losenord" in low or "adgangskode" in low or "salasana" in low or "heslo" in low
         or "jelszo" in low or "sifre" in low
@@ -125,19 +140,32 @@ _TF_DEFAULT = re.compile(r"\bdefault[ \t]*=[ \t]*\"(?P<v>[^\"\n]{1,512})\"")
 _NAME_PARTS = ("pass", "pwd", "secret", "key", "token", "auth", "cred")
 
 
+_NAME_PART = re.compile("|".join(_NAME_PARTS))
+
+
 def _may_pair(text: str) -> bool:
     """Whether a quoted name that holds a secret's word ends right before a comma (``"DB_PASS",``), or a
-    ``process.env.NAME`` names one: a few ``find`` calls, no regex over the whole text."""
+    ``process.env.NAME`` names one: a few ``find`` calls, no regex over the whole text. On ASCII text the
+    words are looked for in the shared lower-cased text (same positions), one search per name."""
+    low = lowered(text) if text.isascii() else None
     for q in ("'", '"'):
         end = text.find(q + ",")
         while end != -1:
             start = text.rfind(q, max(0, end - 65), end)
-            if start != -1 and any(p in text[start + 1 : end].lower() for p in _NAME_PARTS):
+            if start != -1 and (
+                _NAME_PART.search(low, start + 1, end) is not None
+                if low is not None
+                else any(p in text[start + 1 : end].lower() for p in _NAME_PARTS)
+            ):
                 return True
             end = text.find(q + ",", end + 2)
     at = text.find("env.")
     while at != -1:
-        if any(p in text[at + 4 : at + 68].lower() for p in _NAME_PARTS):
+        if (
+            _NAME_PART.search(low, at + 4, at + 68) is not None
+            if low is not None
+            else any(p in text[at + 4 : at + 68].lower() for p in _NAME_PARTS)
+        ):
             return True
         at = text.find("env.", at + 4)
     return False
@@ -146,7 +174,8 @@ def _may_pair(text: str) -> bool:
 class CredentialRecognizer(SluicePatternRecognizer):
     # ``_triggers``' words in any case, the shapes ``may_match`` looks for; a secret-named key decides alone
     TRIGGER_PATTERNS = (
-        any_of(_TRIGGER_WORDS + _OTHER_TRIGGERS_NON_ASCII, caseless=True),
+        any_of(_STARTS[0] + _OTHER_WORDS + ("cookie",) + _OTHER_TRIGGERS_NON_ASCII, caseless=True),
+        "[^\\x00-\\x7F]",  # a text that is not ASCII: the English stems decide there (``_triggers``)
         any_of(("',", '",', "env.", "kubectl", "variable")),
         _PGPASS_HINT.pattern,
     )
