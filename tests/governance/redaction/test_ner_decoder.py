@@ -13,12 +13,12 @@ from governance.redaction import Redactor
 from governance.redaction.ner_decoder import BatchNerDecoder, DecodingSpacyNlpEngine, supports
 
 _MODEL = RedactionConfig(ner=True).ner_model
-_WORDS = (
+_WORDS = str.split(
     "Ana Souza Tom Ellis Helga Brandt Priya Raman Olu Adeyemi Kenji Watanabe Lisbon Lyon Berlin Lagos "
     "Microsoft Teams Google Pixel Amazon Redshift Kubernetes Tesla Model Y SEC-2849 Dear Mr. Herr Dr. the a "
     "met flew to from in at and for reviewed shipped called lives said , . ; : ( ) \" ' - 42 2026-03-11 "
     "$533.95 v10.5.19 PID 31319 exit code passed failed ana@example.com +44 20 7946 0958 Monday Acme Corp"
-).split()
+)
 
 
 def _texts(rng: random.Random, n: int) -> list[str]:
