@@ -5,7 +5,8 @@ download ``en_core_web_lg`` and fails offline). ``ner: true`` loads the installe
 ``ner_model`` (never downloads) and adds PERSON/LOCATION; its NER component is read batch by batch
 with array operations (``ner_decoder``: the same entities as ``nlp.pipe``, without spaCy's per-token
 loop). Entity names in ``entities`` may be Sluice's own types, families (``SECRET``, ``PII``, ``NER``)
-or any other Presidio predefined entity (``URL``, ``US_PASSPORT`` …), which then runs Presidio's stock recognizer without a prefilter.
+or any other Presidio predefined entity (``URL``, ``US_PASSPORT`` …), which then runs Presidio's stock
+recognizer without a prefilter.
 
     python -c "from governance.redaction.engine_provider import build_engines; \
 from governance.config import RedactionConfig; print(build_engines(RedactionConfig()).entities)"
