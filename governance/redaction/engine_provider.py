@@ -2,9 +2,11 @@
 
 Pattern-only by default: the ``no_op`` NLP engine loads no model (Presidio's default engine tries to
 download ``en_core_web_lg`` and fails offline). ``ner: true`` loads the installed spaCy package
-``ner_model`` (never downloads) and adds PERSON/LOCATION. Entity names in ``entities`` may be Sluice's
-own types, families (``SECRET``, ``PII``, ``NER``) or any other Presidio predefined entity (``URL``,
-``US_PASSPORT`` …), which then runs Presidio's stock recognizer without a prefilter.
+``ner_model`` (never downloads) and adds PERSON/LOCATION; its NER component is read batch by batch
+with array operations (``ner_decoder``: the same entities as ``nlp.pipe``, without spaCy's per-token
+loop). Entity names in ``entities`` may be Sluice's own types, families (``SECRET``, ``PII``, ``NER``)
+or any other Presidio predefined entity (``URL``, ``US_PASSPORT`` …), which then runs Presidio's stock
+recognizer without a prefilter.
 
     python -c "from governance.redaction.engine_provider import build_engines; \
 from governance.config import RedactionConfig; print(build_engines(RedactionConfig()).entities)"
@@ -20,6 +22,7 @@ from presidio_analyzer.nlp_engine import NlpArtifacts, NlpEngine, NlpEngineProvi
 
 from governance.config import RedactionConfig
 from governance.redaction.exceptions import RedactionConfigError
+from governance.redaction.ner_decoder import DecodingSpacyNlpEngine
 from governance.redaction.recognizers import (
     DEFAULT_ENTITIES,
     FAMILIES,
@@ -88,7 +91,8 @@ def _nlp_engine(cfg: RedactionConfig, ner: bool) -> NlpEngine:
         "models": models,
         "ner_model_configuration": {"labels_to_ignore": _NOT_READ},
     }
-    return NlpEngineProvider(nlp_configuration=conf).create_engine()
+    # Presidio's spaCy engine, its NER read for whole batches at once where the model allows (ner_decoder)
+    return NlpEngineProvider(nlp_engines=(DecodingSpacyNlpEngine,), nlp_configuration=conf).create_engine()
 
 
 def _stock_recognizers(entities: list[str], languages: list[str]) -> list[EntityRecognizer]:
@@ -140,6 +144,8 @@ def build_engines(cfg: RedactionConfig) -> Engines:
     if ner_entities:  # the NER component has its own tok2vec; the rest of the pipeline is not read
         for nlp in getattr(nlp_engine, "nlp", {}).values():
             nlp.select_pipes(disable=[p for p in nlp.pipe_names if p != "ner"])
+        if isinstance(nlp_engine, DecodingSpacyNlpEngine):
+            nlp_engine.use_decoders()
     empty = {lang: _empty_artifacts(analyzer, lang) for lang in cfg.languages}
     version = recognizer_version(recognizers)
     log.info("redaction engine: entities=%s ner=%s recognizers=%s", entities, bool(ner_entities), version)
