@@ -13,6 +13,7 @@ step) is one ``steps`` row, the step's JSON cut out of the record as received. N
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -32,7 +33,7 @@ from sinks.flatten import (
 from sinks.received import ReceivedTrajectory, receive_step_record, receive_trajectory
 from sluice.errors import validation_summary
 from sluice.events import DeadLetter, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
-from sluice.step_refs import STEP_KEY_SEP, step_record_key
+from sluice.step_refs import is_step_record_key, step_record_key
 
 E = TypeVar("E", Trajectory, TrajectoryStep, DeadLetter)
 
@@ -96,15 +97,14 @@ def _unredacted(rec: SourceRecord, raw: list[int], now: datetime) -> Outcome:
     return _refused(rec, reason, "Unredacted", now, withhold=True)
 
 
-def _has_headers(steps: list[Any], banned: frozenset[str]) -> bool:
+def _has_headers(steps: Sequence[Any], banned: frozenset[str]) -> bool:
     """Whether any step recorded a header named like one of ``banned`` (lower-case names)."""
     return bool(banned) and any(k.lower() in banned for s in steps for k in s.metadata.request_headers)
 
 
 def trajectory_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> Outcome:
     """What the audited record ``rec`` (a value, not a tombstone) adds to a batch."""
-    key = rec.key
-    if key is not None and STEP_KEY_SEP in key:  # ``is_step_record_key``, without a call per record
+    if is_step_record_key(rec.key):
         return _step_outcome(rec, rules, now)
     received = receive_trajectory(rec.value or b"")
     if received is not None and not _has_headers(received.steps, rules.banned):
@@ -149,8 +149,7 @@ def _step_outcome(rec: SourceRecord, rules: TrajectoryRules, now: datetime) -> O
     received = receive_step_record(rec.value or b"")
     if received is not None:
         record, step = received.record, received.step
-        headers = step.metadata.request_headers  # mostly none: no scan of the banned names then
-        if not (headers and rules.banned and any(k.lower() in rules.banned for k in headers)):
+        if not _has_headers((step,), rules.banned):
             refused = _step_refused(rec, record, step, rules, now)
             if refused is not None:
                 return refused

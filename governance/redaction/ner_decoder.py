@@ -86,8 +86,6 @@ class BatchNerDecoder:
         self._in = (kinds == _IN) & has_label
         self._last = (kinds == _LAST) & has_label
         self._unit = (kinds == _UNIT) & has_label  # U with no label is valid only inside a preset entity
-        self._opens = self._begin.copy()
-        self._closes = self._last.copy()
 
     def __call__(self, texts: list[str]) -> list[Doc]:
         """Tokenise ``texts`` and set the component's entities on each doc."""
@@ -163,13 +161,13 @@ class BatchNerDecoder:
                 | (self._unit[None, :] & no_space & free),
             )
             best = np.where(valid, scores, -np.inf).argmax(axis=1)
-            for i in np.flatnonzero(self._unit[best] | self._closes[best]):
+            for i in np.flatnonzero(self._unit[best] | self._last[best]):
                 start = step if self._unit[best[i]] else int(ent_start[i])
                 found[doc_ids[i]].append((start, step + 1, int(self._labels[best[i]])))
-            begins = self._opens[best]
+            begins = self._begin[best]
             ent_start[:k][begins] = step
             ent_label[:k][begins] = self._labels[best[begins]]
-            is_open[:k] = (opened & ~self._closes[best]) | begins
+            is_open[:k] = (opened & ~self._last[best]) | begins
         return found
 
 

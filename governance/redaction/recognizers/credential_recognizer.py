@@ -69,7 +69,6 @@ _STARTS = (
 # The words a text must hold (lower-cased) for a pattern to be worth running: on ASCII text the first words of
 # the English pattern (``Anchored`` tries it nowhere else), on other text their shorter stems (case folding
 # there is wider, and the pattern runs over the whole text); the other languages' names; a cookie header.
-_ENGLISH_STEMS = ("pass", "pwd", "secret", "api_key", "apikey", "_token")
 _OTHER_WORDS = ("passwort", "passord", "mot de passe", "kennwort", "contrasena", "senha", "mdp", "wachtwoord",
                 "haslo", "losenord", "adgangskode", "salasana", "heslo", "jelszo", "sifre")  # fmt: skip
 
@@ -143,6 +142,14 @@ _NAME_PARTS = ("pass", "pwd", "secret", "key", "token", "auth", "cred")
 _NAME_PART = re.compile("|".join(_NAME_PARTS))
 
 
+def _names_secret(text: str, low: str | None, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a secret's word: searched in ``low``, the shared lower-cased
+    text, when given (ASCII text: same positions), else in that slice lower-cased."""
+    if low is not None:
+        return _NAME_PART.search(low, start, end) is not None
+    return any(p in text[start:end].lower() for p in _NAME_PARTS)
+
+
 def _may_pair(text: str) -> bool:
     """Whether a quoted name that holds a secret's word ends right before a comma (``"DB_PASS",``), or a
     ``process.env.NAME`` names one: a few ``find`` calls, no regex over the whole text. On ASCII text the
@@ -152,20 +159,12 @@ def _may_pair(text: str) -> bool:
         end = text.find(q + ",")
         while end != -1:
             start = text.rfind(q, max(0, end - 65), end)
-            if start != -1 and (
-                _NAME_PART.search(low, start + 1, end) is not None
-                if low is not None
-                else any(p in text[start + 1 : end].lower() for p in _NAME_PARTS)
-            ):
+            if start != -1 and _names_secret(text, low, start + 1, end):
                 return True
             end = text.find(q + ",", end + 2)
     at = text.find("env.")
     while at != -1:
-        if (
-            _NAME_PART.search(low, at + 4, at + 68) is not None
-            if low is not None
-            else any(p in text[at + 4 : at + 68].lower() for p in _NAME_PARTS)
-        ):
+        if _names_secret(text, low, at + 4, at + 68):
             return True
         at = text.find("env.", at + 4)
     return False
