@@ -35,6 +35,7 @@ OWNERS = {  # a frame's top-level package (py-spy names files relative to their 
     **dict.fromkeys(("aiohttp", "httpx", "httpcore", "yarl", "multidict", "aiohappyeyeballs"), "client"),
     "confluent_kafka": "broker_client",
 }
+CLIENT_FILES = frozenset({"pipeline/proxy/forwarding/http_client.py"})  # the proxy's own upstream client
 LOOP_FILES = frozenset({"asyncio/events.py", "asyncio/base_events.py", "asyncio/runners.py"})
 FRAME_FILE_START = " ("  # py-spy's raw frames: "function (path/to/file.py:line)"
 
@@ -51,6 +52,8 @@ def owner_of(stack: list[str]) -> tuple[str, str | None]:
         if path in LOOP_FILES:  # the event loop running a callback: what is outside it is not the request's
             break
         package = path.lstrip("/").split("/", 1)[0]
+        if path in CLIENT_FILES:
+            return "client", None
         if package in SLUICE_PACKAGES:
             return "sluice", frame
         if package in OWNERS:

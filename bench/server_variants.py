@@ -9,7 +9,8 @@ Servers: ``uvicorn`` (httptools, uvloop), ``uvicorn-asyncio`` (httptools on the 
 supervisor and one worker process on uvloop, as ``granian --interface asgi`` runs). Apps: ``proxy`` (the
 real proxy app of the config, ``pipeline.proxy.app.create_app``) or ``forward`` (reads the body, POSTs it
 to ``--backend`` with ``--client``, answers with the backend's status and body: the upstream client's
-cost alone). Clients: ``aiohttp``, ``httpx``, ``httpx2``, each one pooled, keep-alive client for the run.
+cost alone). Clients: ``aiohttp``, ``httpx``, ``httpx2`` and ``pool`` (the proxy's own,
+``pipeline.proxy.forwarding.http_client``), each one pooled, keep-alive client for the run.
 Every variant has its access log off and runs its app's lifespan.
 """
 
@@ -27,7 +28,7 @@ from sluice.heap import settle_heap
 
 SERVERS = ("uvicorn", "uvicorn-asyncio", "granian", "granian-rusttask", "granian-worker")
 ARGS_ENV = "SLUICE_BENCH_VARIANT_ARGS"  # the app's arguments, for a granian worker process
-CLIENTS = ("aiohttp", "httpx", "httpx2")
+CLIENTS = ("aiohttp", "httpx", "httpx2", "pool")
 
 Post = Callable[[bytes], Awaitable[tuple[int, bytes]]]
 
@@ -57,6 +58,22 @@ async def _open_client(client: str, url: str) -> tuple[Post, Callable[[], Awaita
             return resp.status_code, resp.content
 
         return post, http.aclose
+    if client == "pool":
+        from urllib.parse import urlsplit
+
+        from pipeline.proxy.forwarding.http_client import Pool
+
+        parts = urlsplit(url)
+        pool = Pool(f"{parts.scheme}://{parts.netloc}", 100, 10.0, 30.0, headers=headers)
+
+        async def post(body: bytes) -> tuple[int, bytes]:
+            async with await pool.request("POST", parts.path, body) as resp:
+                return resp.status, await resp.read()
+
+        async def close() -> None:
+            pool.close()
+
+        return post, close
     raise ValueError(f"unknown client {client!r}")
 
 

@@ -20,9 +20,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-import aiohttp
-
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.forwarding.http_client import UpstreamError, UpstreamResponse
 from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.forwarding.upstream import Upstreams, read_error
 from pipeline.proxy.ops.metrics import ProxyMetrics
@@ -108,7 +107,7 @@ class BackendCall:
         """The agent's bytes as received when the recording adds nothing, else serialised once."""
         return self.request.upstream_body(self.body_changes())
 
-    async def _post(self) -> aiohttp.ClientResponse:
+    async def _post(self) -> UpstreamResponse:
         try:
             headers = {POLICY_VERSION_HEADER: self.policy_request} if self.policy_request else {}
             if self.conversation:
@@ -121,10 +120,10 @@ class BackendCall:
             self._end(None, err.status, err.message)
             raise
 
-    async def _fail(self, resp: aiohttp.ClientResponse) -> ApiError:
+    async def _fail(self, resp: UpstreamResponse) -> ApiError:
         try:
             data = await resp.read()
-        except (aiohttp.ClientError, TimeoutError):
+        except (UpstreamError, TimeoutError):
             data = b""
         finally:
             resp.release()
@@ -142,7 +141,7 @@ class BackendCall:
             raise await self._fail(resp)
         try:
             data = await resp.read()
-        except (aiohttp.ClientError, TimeoutError) as err:
+        except (UpstreamError, TimeoutError) as err:
             self._end(None, 502, f"backend response broke: {type(err).__name__}")
             raise ApiError(
                 502, f"backend {self.backend.name!r} broke off its answer", type="upstream_error"
@@ -170,7 +169,7 @@ class BackendCall:
 
     # ------------------------------------------------------------------ streaming
 
-    async def open_stream(self) -> aiohttp.ClientResponse:
+    async def open_stream(self) -> UpstreamResponse:
         resp = await self._post()
         if resp.status >= 400:
             raise await self._fail(resp)
@@ -188,7 +187,7 @@ class BackendCall:
             return False  # the usage-only final chunk only the recording asked for
         return True if self.strip_chunk(chunk) else None
 
-    async def batches(self, resp: aiohttp.ClientResponse) -> AsyncIterator[Batch]:
+    async def batches(self, resp: UpstreamResponse) -> AsyncIterator[Batch]:
         """Parsed chunks as they arrive, one batch per network read; the step ends when the stream ends or
         is closed."""
         asm = self.new_assembler()
@@ -197,7 +196,7 @@ class BackendCall:
         done = False
         try:
             try:
-                async for data in resp.content.iter_any():
+                async for data in resp.iter_any():
                     batch: Batch = []
                     for ev in splitter.feed(data):
                         payload = event_data(ev)
@@ -224,7 +223,7 @@ class BackendCall:
                         batch.append((encode_data(chunk) if changed else ev + b"\n\n", chunk))
                     if batch:
                         yield batch
-            except (aiohttp.ClientError, TimeoutError) as err:
+            except (UpstreamError, TimeoutError) as err:
                 error = f"backend stream broke: {type(err).__name__}"
             if not done and error is None and not asm.finished_all():
                 error = "backend stream ended before it finished"

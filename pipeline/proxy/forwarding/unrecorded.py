@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-import aiohttp
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.forwarding.http_client import UpstreamResponse
 from pipeline.proxy.surfaces.context import call_context
 from pipeline.proxy.surfaces.request import read_body
 from sluice.json_limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded
@@ -90,9 +90,9 @@ def pick_backend(state: ProxyState, model: str | None) -> BackendConfig:
     return backends[0]
 
 
-async def _relay(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+async def _relay(resp: UpstreamResponse) -> AsyncIterator[bytes]:
     try:
-        async for chunk in resp.content.iter_any():
+        async for chunk in resp.iter_any():
             yield chunk
     finally:
         resp.release()

@@ -1,4 +1,4 @@
-"""Forwarding: the backends' pooled aiohttp sessions, each with its own credential.
+"""Forwarding: one pool of kept-alive connections per backend (``http_client.Pool``), each with its credential.
 
 The agent's credentials never travel upstream; the backend's key comes from config or its env var.
 Connection failures and timeouts become ``ApiError`` 502/504 with the backend named (never its key).
@@ -6,15 +6,14 @@ Connection failures and timeouts become ``ApiError`` 502/504 with the backend na
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
 
-import aiohttp
-import yarl
-
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
+from pipeline.proxy.forwarding.http_client import Pool, UpstreamError, UpstreamResponse
 
 log = logging.getLogger(__name__)
 
@@ -22,33 +21,37 @@ log = logging.getLogger(__name__)
 class Upstreams:
     def __init__(self, backends: list[BackendConfig]) -> None:
         self.backends = backends
-        self._sessions: dict[str, aiohttp.ClientSession] = {}
-        self._headers: dict[str, dict[str, str]] = {}
+        self._pools: dict[str, Pool] = {}
+        self._roots: dict[str, Pool] = {}  # the server's root (the base URL without its /v1), made on use
 
     async def start(self) -> None:
         for b in self.backends:
-            connector = aiohttp.TCPConnector(limit=b.max_connections, ttl_dns_cache=300, keepalive_timeout=30)
-            timeout = aiohttp.ClientTimeout(
-                total=None, sock_connect=min(10.0, b.timeout_s), sock_read=b.timeout_s
-            )
-            headers = {"content-type": "application/json"}
-            cred = b.credential()
-            if cred:
-                headers["authorization"] = f"Bearer {cred}"
-            self._headers[b.name] = headers
-            # default headers on the session: per-request header dicts cost a multidict merge per call
-            self._sessions[b.name] = aiohttp.ClientSession(
-                connector=connector, timeout=timeout, headers=headers, raise_for_status=False
-            )
+            self._pools[b.name] = self._pool(b, b.base_url)
+
+    @staticmethod
+    def _pool(backend: BackendConfig, base_url: str) -> Pool:
+        headers = {"content-type": "application/json"}
+        cred = backend.credential()
+        if cred:
+            headers["authorization"] = f"Bearer {cred}"
+        return Pool(
+            base_url,
+            limit=backend.max_connections,
+            connect_timeout_s=min(10.0, backend.timeout_s),
+            read_timeout_s=backend.timeout_s,
+            keepalive_s=30.0,
+            headers=headers,
+        )
 
     async def close(self) -> None:
-        for s in self._sessions.values():
-            await s.close()
-        self._sessions.clear()
+        for pool in (*self._pools.values(), *self._roots.values()):
+            pool.close()
+        self._pools.clear()
+        self._roots.clear()
 
     async def post(
         self, backend: BackendConfig, path: str, body: bytes, headers: dict[str, str] | None = None
-    ) -> aiohttp.ClientResponse:
+    ) -> UpstreamResponse:
         """Send a JSON body; the caller reads (and releases) the response."""
         return await self.request(backend, "POST", path, body, headers)
 
@@ -61,32 +64,44 @@ class Upstreams:
         headers: dict[str, str] | None = None,
         query: str = "",
         at_root: bool = False,
-    ) -> aiohttp.ClientResponse:
+    ) -> UpstreamResponse:
         """Any call to ``backend``: ``path`` below its base URL, or below the server's root with
         ``at_root`` (the base URL without its ``/v1``: vLLM's ``/tokenize``). ``headers`` add to or replace
-        the session's, never its credential. The caller reads (and releases) the response."""
-        session = self._sessions[backend.name]
-        base = backend.base_url.removesuffix("/v1") if at_root else backend.base_url
+        the pool's, never its credential. The caller reads (and releases) the response."""
+        if at_root:
+            pool = self._roots.get(backend.name)
+            if pool is None:
+                pool = self._roots[backend.name] = self._pool(backend, backend.base_url.removesuffix("/v1"))
+        else:
+            pool = self._pools[backend.name]
+        if headers and "authorization" in (h.lower() for h in headers):
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
         # the path and query as the agent sent them: already percent-encoded, not to be encoded again
-        url = yarl.URL(base + path + (f"?{query}" if query else ""), encoded=True)
+        target = path + (f"?{query}" if query else "")
         try:
-            return await session.request(method, url, data=body, headers=headers)
-        except (TimeoutError, aiohttp.ServerTimeoutError):
+            return await pool.request(method, target, body, headers)
+        except TimeoutError:
             raise ApiError(
                 504, f"backend {backend.name!r} did not answer in time", type="upstream_error"
             ) from None
-        except aiohttp.ClientError as err:
+        except UpstreamError as err:
             raise ApiError(
-                502, f"backend {backend.name!r} is unreachable: {type(err).__name__}", type="upstream_error"
+                502, f"backend {backend.name!r} is unreachable: {err}", type="upstream_error"
             ) from None
+        except ValueError as err:  # a header the agent sent that cannot go on a request line
+            raise ApiError(400, str(err), type="invalid_request_error") from None
 
     async def get_json(self, backend: BackendConfig, path: str, timeout_s: float = 5.0) -> Any:
-        session = self._sessions[backend.name]
-        async with session.get(
-            backend.base_url + path, timeout=aiohttp.ClientTimeout(total=timeout_s)
-        ) as resp:
-            resp.raise_for_status()
-            return await resp.json(content_type=None)
+        """A small JSON document from ``backend`` (its model list); any failure raises."""
+
+        async def fetch() -> Any:
+            async with await self._pools[backend.name].request("GET", path) as resp:
+                data = await resp.read()
+                if resp.status >= 400:
+                    raise UpstreamError(f"HTTP {resp.status}")
+                return json.loads(data)
+
+        return await asyncio.wait_for(fetch(), timeout_s)
 
 
 def read_error(status: int, body: bytes, backend: str) -> ApiError:
