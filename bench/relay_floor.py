@@ -4,8 +4,9 @@ The floor: ``relay`` below, uvloop with httptools' C parsers on both sides, one 
 connection per client connection, each request and answer relayed as the bytes received once the parser
 says the message is complete. No framework, no JSON, nothing recorded. Beside it, on the same echo backend
 and load generator (``bench.loadgen``, 64 clients, closed loop, non-streaming chat completions): the
-bare forwarder the proxy's stack makes (uvicorn with httptools and uvloop, one aiohttp POST upstream:
-``bench.server_variants --app forward``), the proxy itself with publishing off (``--app proxy``), and
+bare forwarder the proxy's stack makes (uvicorn with httptools and uvloop, one POST upstream through the
+proxy's own pooled client, ``pipeline.proxy.forwarding.http_client``: ``bench.server_variants --app forward
+--client pool``), the proxy itself with publishing off (``--app proxy``), and
 TensorZero when it is installed (``infra/install_peers.sh``). Rounds rotate the order; medians are
 reported. CPU per request is the target process's user + system CPU over every request sent.
 
@@ -149,7 +150,7 @@ def main() -> None:
         wait_http(f"http://127.0.0.1:{port}/health")  # relayed to the echo backend's
         targets["relay"] = (f"http://127.0.0.1:{port}/v1/chat/completions", procs[-1].pid, MODEL)
         port = free_port()
-        argv = ["--server", "uvicorn", "--app", "forward", "--client", "aiohttp", "--backend", echo_url]
+        argv = ["--server", "uvicorn", "--app", "forward", "--client", "pool", "--backend", echo_url]
         procs.append(start_variant(tmp, argv, port, "forward"))
         targets["forwarder"] = (f"http://127.0.0.1:{port}/v1/chat/completions", procs[-1].pid, MODEL)
         port = free_port()

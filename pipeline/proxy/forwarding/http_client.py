@@ -71,6 +71,7 @@ class UpstreamResponse:
         self.done = False
         self.error: UpstreamError | None = None
         self._released = False
+        self._whole = False
         self.keep_alive = False
         self.on_release: Callable[[], None] | None = None  # frees the pool's slot
 
@@ -84,6 +85,8 @@ class UpstreamResponse:
 
     async def read(self) -> bytes:
         """The whole body."""
+        self._whole = True  # the reader takes everything at once: no reason to hold the backend back
+        self._conn.resume()
         while not self.done and self.error is None:
             await self._wait()
         if self.error is not None:
@@ -177,7 +180,7 @@ class UpstreamResponse:
                 return
         self._chunks.append(data)
         self._buffered += len(data)
-        if self._buffered >= _HIGH_WATER:
+        if self._buffered >= _HIGH_WATER and not self._whole:
             self._conn.pause()
         self._wake()
 
