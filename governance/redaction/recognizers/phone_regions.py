@@ -56,6 +56,8 @@ _SIGNS: dict[str, tuple[str, ...]] = {
     "MX": ("+52",),
 }
 _ALL_WORDS = frozenset().union(*_WORDS.values())
+# Every sign holds a "+", a "$" or a character outside ASCII (a test checks it): an ASCII text with neither
+# holds none of them
 # National numbers written without a leading trunk 0 (Poland, Spain, Italy's mobiles, Portugal, Denmark ...)
 NO_TRUNK_PREFIX = frozenset({"PL", "ES", "IT", "PT", "DK", "NO", "GR", "LU", "CZ", "SK"})
 
@@ -64,8 +66,11 @@ def guess_regions(text: str) -> list[str]:
     """Regions the text points at, in a fixed order (none: the tenant's regions alone)."""
     words = letter_words(text)
     hit = not words.isdisjoint(_ALL_WORDS)
+    signs = "+" in text or "$" in text or not text.isascii()  # else no sign of any region can occur
+    if not hit and not signs:
+        return []
     out: list[str] = []
     for region, vocab in _WORDS.items():
-        if (hit and not words.isdisjoint(vocab)) or any(sign in text for sign in _SIGNS[region]):
+        if (hit and not words.isdisjoint(vocab)) or (signs and any(sign in text for sign in _SIGNS[region])):
             out.append(region)
     return out

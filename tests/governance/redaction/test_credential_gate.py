@@ -4,8 +4,9 @@ On ASCII text the English pattern runs only where one of its first words occurs 
 holding "pass" or "secret" in other words ("122 passed", "secret santa") is not asked; on any other text
 the shorter stems still decide. Checked on every text of the evaluation sets (``corpus``) and on edge
 cases written here: wherever the recognizer finds something, ``may_match`` accepts the text; the
-quoted-pair shortcut answers as a lower-case test per quoted name does; the trigger scan remembers its
-answer per set of fired patterns without changing it.
+quoted-pair shortcut answers as a lower-case test per quoted name does; the words of the three text
+patterns, found in one RE2 pass on ASCII text, are those a substring test per word finds; the trigger scan
+remembers its answer per set of fired patterns without changing it.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from collections.abc import Callable
 
 from governance.redaction import Redactor
 from governance.redaction.recognizers.credential_recognizer import (
+    _ASCII_TRIGGER_WORDS,
     _NAME_PARTS,
     CredentialRecognizer,
     _may_pair,
+    _triggers,
 )
 from tests.governance.redaction.test_speed_gates import corpus
 
@@ -71,6 +74,29 @@ def test_quoted_pair_shortcut_answers_as_the_per_name_test() -> None:
     assert _may_pair('os.getenv("DB_PASS", "Fallb4ck!value")')
     assert _may_pair("Ünïcode 'Api_Token', 'Zx9Qw8Er7Ty6Ui5'")
     assert not _may_pair("f('index', 278)")
+
+
+def _triggers_word_by_word(low: str) -> tuple[bool, bool, bool]:
+    """What ``_triggers`` answers on ASCII text, one substring test per word."""
+    english, other, cookie = (any(w in low for w in words) for words in _ASCII_TRIGGER_WORDS)
+    return english, other, cookie
+
+
+def test_trigger_words_found_in_one_pass_are_those_of_a_test_per_word() -> None:
+    texts = [t.lower() for t in (*corpus(), *EDGE_TEXTS)]
+    ascii_texts = [t for t in texts if t.isascii()]
+    assert [t[:80] for t in ascii_texts if _triggers(t) != _triggers_word_by_word(t)] == []
+    assert _triggers("db_password=x; cookie: a") == (True, False, True)
+    assert _triggers("mot de passe: x") == (False, True, False)
+    assert _triggers("passed; passes; pass") == (False, False, False)
+    # every word, at the start, the middle and the end of a text
+    for words in _ASCII_TRIGGER_WORDS:
+        for w in words:
+            for t in (w, f"x {w} y", f"ab{w}", f"{w}\n"):
+                assert _triggers(t) == _triggers_word_by_word(t), t
+    # other text keeps its substring tests (the stems, and the other languages' own words)
+    assert _triggers("naïve pass") == (True, False, False)
+    assert _triggers("hasło: x") == (False, True, False)
 
 
 def test_trigger_scan_remembers_its_answer_without_changing_it(

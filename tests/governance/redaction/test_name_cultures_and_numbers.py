@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from governance.redaction import Redactor
-from governance.redaction.recognizers.phone_regions import guess_regions
+from governance.redaction.recognizers.phone_regions import _SIGNS, guess_regions
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,14 @@ def test_region_guess() -> None:
     assert (
         "PL" in guess_regions("Biuro w Warszawie? No: Warsaw, 120 zł") and guess_regions("plain text") == []
     )
+    assert guess_regions("call +48 601 234 567") == ["PL"]  # a dialling code alone
+    assert guess_regions("price: R$ 120") == ["BR"] and guess_regions("price: 120 £") == ["GB"]
+    assert guess_regions("price: 120 dollars, ref 48") == []
+
+
+def test_every_region_sign_needs_a_plus_a_dollar_or_a_non_ascii_character() -> None:
+    """``guess_regions`` looks for signs only in texts holding one of those."""
+    assert all("+" in s or "$" in s or not s.isascii() for signs in _SIGNS.values() for s in signs)
 
 
 @pytest.mark.parametrize(
