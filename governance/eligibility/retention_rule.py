@@ -16,10 +16,14 @@ def retention_days(facts: TrajectoryFacts, policy: EligibilityPolicy) -> int:
     return min(policy.retention_days if d is None else d for d in days)
 
 
-def retention_deadline(facts: TrajectoryFacts, policy: EligibilityPolicy) -> datetime | None:
+def retention_deadline(
+    facts: TrajectoryFacts, policy: EligibilityPolicy, days: int | None = None
+) -> datetime | None:
+    """When the trajectory's content must be gone (None before its first step); ``days``:
+    ``retention_days(facts, policy)`` when the caller has it already."""
     if facts.first_step_at is None:
         return None
-    return facts.first_step_at + timedelta(days=retention_days(facts, policy))
+    return facts.first_step_at + timedelta(days=retention_days(facts, policy) if days is None else days)
 
 
 class RetentionRule(EligibilityRule):
@@ -29,7 +33,7 @@ class RetentionRule(EligibilityRule):
         days = retention_days(facts, policy)
         if days == 0:
             return [Finding(outcome="drop", reason="retention_zero")]
-        deadline = retention_deadline(facts, policy)
+        deadline = retention_deadline(facts, policy, days)
         if deadline is not None and deadline <= now:
             return [Finding(outcome="drop", reason=f"retention_expired:{deadline.isoformat()}")]
         return [Finding(outcome="train", reason=f"retention_days:{days}")]

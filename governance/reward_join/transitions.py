@@ -29,7 +29,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from governance.config import EligibilityPolicy, RewardJoinConfig
-from governance.eligibility import TrajectoryFacts, decide_eligibility
+from governance.eligibility import TrajectoryFacts, drop_reasons
 from governance.reward_join.feedback import harvest_feedback, reward_value
 from governance.reward_join.state import JoinState
 from sluice.errors import SluiceError
@@ -100,8 +100,7 @@ def _names(names: list[str], more: list[str]) -> list[str]:
 def _check_drop(state: JoinState, facts: TrajectoryFacts, policy: EligibilityPolicy, now: float) -> list[str]:
     if state.dropped:
         return state.drop_reasons
-    decision = decide_eligibility(facts, policy, datetime.fromtimestamp(now, tz=UTC))
-    return decision.reasons if decision.decision == "drop" else []
+    return drop_reasons(facts, policy, datetime.fromtimestamp(now, tz=UTC))
 
 
 def _dirty(state: JoinState) -> bool:
