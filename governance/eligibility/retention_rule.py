@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -32,8 +32,8 @@ class RetentionRule(EligibilityRule):
     def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
         days = retention_days(facts, policy)
         if days == 0:
-            return [Finding(outcome="drop", reason="retention_zero")]
+            return [finding("drop", "retention_zero")]
         deadline = retention_deadline(facts, policy, days)
         if deadline is not None and deadline <= now:
-            return [Finding(outcome="drop", reason=f"retention_expired:{deadline.isoformat()}")]
-        return [Finding(outcome="train", reason=f"retention_days:{days}")]
+            return [finding("drop", f"retention_expired:{deadline.isoformat()}")]
+        return [finding("train", f"retention_days:{days}")]
