@@ -14,6 +14,7 @@ from pydantic import Field
 
 from sluice.events import Governance, StepEvent, TrajectoryEndEvent
 from sluice.frozen import Frozen
+from sluice.model_update import updated
 
 ConsentValue = Literal["true", "false", "unknown"]
 
@@ -89,14 +90,15 @@ class TrajectoryFacts(Frozen):
         gen = step.metadata.gen_ai
         models = [m for m in (gen.request_model, gen.response_model) if m]
         first = step.created_at if self.first_step_at is None else min(self.first_step_at, step.created_at)
-        return self.model_copy(
-            update={
+        return updated(
+            self,
+            {
                 **self._with_governance(step.governance, step.tenant),
                 "step_count": self.step_count + 1,
                 "models": _union(self.models, models),
                 "unknown_model_steps": self.unknown_model_steps + int(not gen.request_model),
                 "first_step_at": first,
-            }
+            },
         )
 
     def add_end(self, end: TrajectoryEndEvent) -> TrajectoryFacts:
@@ -106,11 +108,12 @@ class TrajectoryFacts(Frozen):
         gov = end.governance
         refused: list[ConsentValue] = ["false"] if gov.consent.training is False else []
         false_flags = [k for k, v in gov.consent.flags.items() if not v]
-        return self.model_copy(
-            update={
+        return updated(
+            self,
+            {
                 "tenants": _union(self.tenants, [end.tenant]),
                 "consent_training": _union(self.consent_training, refused),
                 "flags_false_anywhere": _union(self.flags_false_anywhere, false_flags),
                 "subject_ids": _union(self.subject_ids, gov.subject_ids),
-            }
+            },
         )
