@@ -8,7 +8,7 @@ data class, residual PII after redaction, redaction failures (fail closed), mode
 """
 
 from governance.eligibility.data_class_rule import effective_data_class
-from governance.eligibility.decide import DEFAULT_RULES, decide_eligibility
+from governance.eligibility.decide import DEFAULT_RULES, decide_eligibility, drop_reasons
 from governance.eligibility.facts import TrajectoryFacts
 from governance.eligibility.retention_rule import retention_deadline
 from governance.eligibility.train_gate import train_gate
@@ -19,6 +19,7 @@ __all__ = [
     "GRADE_RANK",
     "TrajectoryFacts",
     "decide_eligibility",
+    "drop_reasons",
     "effective_data_class",
     "grade_at_least",
     "retention_deadline",

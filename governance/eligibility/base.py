@@ -7,6 +7,7 @@ Rules get the time as an argument and never read a clock, so a decision is repro
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import Literal
@@ -25,6 +26,13 @@ class Finding(BaseModel):
 
     outcome: Outcome
     reason: str
+
+
+@functools.lru_cache(maxsize=4096)
+def finding(outcome: Outcome, reason: str) -> Finding:
+    """The finding ``(outcome, reason)``, built once: findings are frozen values, and the join asks the
+    rules on every step, where the same reasons come back (``residual_pii:0``, ``retention_days:30``)."""
+    return Finding(outcome=outcome, reason=reason)
 
 
 class EligibilityRule(ABC):

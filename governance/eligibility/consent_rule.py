@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -17,18 +17,18 @@ class ConsentRule(EligibilityRule):
         out: list[Finding] = []
         for flag in policy.withdrawal_flags:
             if flag in facts.flags_false_anywhere:
-                out.append(Finding(outcome="drop", reason=f"consent_withdrawn:{flag}"))
+                out.append(finding("drop", f"consent_withdrawn:{flag}"))
         if policy.require_consent:
             if "false" in facts.consent_training:
-                out.append(Finding(outcome="audit_only", reason="consent_refused"))
+                out.append(finding("audit_only", "consent_refused"))
             elif "unknown" in facts.consent_training or not facts.consent_training:
-                out.append(Finding(outcome="audit_only", reason="consent_unknown"))
+                out.append(finding("audit_only", "consent_unknown"))
             else:
-                out.append(Finding(outcome="train", reason="consent_given"))
+                out.append(finding("train", "consent_given"))
         else:
-            out.append(Finding(outcome="train", reason="consent_not_required"))
+            out.append(finding("train", "consent_not_required"))
         everywhere = set(facts.flags_true_everywhere or [])
         for flag in policy.required_consent_flags:
             if flag not in everywhere:
-                out.append(Finding(outcome="audit_only", reason=f"consent_flag_missing:{flag}"))
+                out.append(finding("audit_only", f"consent_flag_missing:{flag}"))
         return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -33,9 +33,9 @@ class DataClassRule(EligibilityRule):
     def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
         dropped = [c for c in facts.data_classes if c in policy.drop_data_classes]
         if dropped:
-            return [Finding(outcome="drop", reason="data_class_dropped:" + ",".join(dropped))]
+            return [finding("drop", "data_class_dropped:" + ",".join(dropped))]
         allowed = trainable_classes(facts, policy)
         blocked = [c for c in facts.data_classes if c not in allowed]
         if blocked:
-            return [Finding(outcome="audit_only", reason="data_class_not_trainable:" + ",".join(blocked))]
-        return [Finding(outcome="train", reason="data_class:" + ",".join(facts.data_classes))]
+            return [finding("audit_only", "data_class_not_trainable:" + ",".join(blocked))]
+        return [finding("train", "data_class:" + ",".join(facts.data_classes))]

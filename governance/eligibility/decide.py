@@ -1,6 +1,7 @@
 """The eligibility decision: every rule's findings, the most severe outcome wins.
 
     decide_eligibility(facts, policy, now) -> EligibilityDecision
+    drop_reasons(facts, policy, now) -> list[str]     # the join's question on every event: drop, and why
 
 train: every rule allows training. audit_only: kept (redacted) for audit, never trained on. drop: the
 content is not kept anywhere — the join stops storing the trajectory's steps as soon as a drop finding
@@ -60,3 +61,15 @@ def decide_eligibility(
         policy_version=policy.version,
         retention_deadline=retention_deadline(facts, policy),
     )
+
+
+def drop_reasons(
+    facts: TrajectoryFacts,
+    policy: EligibilityPolicy,
+    now: datetime,
+    rules: Sequence[EligibilityRule] = DEFAULT_RULES,
+) -> list[str]:
+    """The reasons of ``decide_eligibility`` when it decides drop, else none: drop is the most severe
+    outcome, so it is decided exactly when a rule finds it. What the join asks on every step and end,
+    without building the whole decision (outcome ranking, retention deadline) it does not read."""
+    return [f.reason for f in findings(facts, policy, now, rules) if f.outcome == "drop"]

@@ -14,12 +14,18 @@ from pydantic import Field
 
 from sluice.events import Governance, StepEvent, TrajectoryEndEvent
 from sluice.frozen import Frozen
+from sluice.model_update import updated
 
 ConsentValue = Literal["true", "false", "unknown"]
 
 
-def _union(a: list[str], b: list[str] | set[str]) -> list[str]:
-    return sorted(set(a) | set(b))
+def _union(a: list[str], b: list[str] | set[str] | tuple[str, ...]) -> list[str]:
+    """The sorted set of both; ``a`` itself when ``b`` adds nothing to it (the common case on every step:
+    ``a`` is a sorted set already, and facts are frozen, so their lists are shared, never changed)."""
+    for item in b:
+        if item not in a:
+            return sorted(set(a) | set(b))
+    return a
 
 
 class TrajectoryFacts(Frozen):
@@ -49,29 +55,33 @@ class TrajectoryFacts(Frozen):
     def _with_governance(self, gov: Governance, tenant: str) -> dict[str, Any]:
         consent = gov.consent.training
         value: ConsentValue = "unknown" if consent is None else ("true" if consent else "false")
-        true_flags = {k for k, v in gov.consent.flags.items() if v}
-        false_flags = {k for k, v in gov.consent.flags.items() if not v}
+        flags = gov.consent.flags
+        true_flags = {k for k, v in flags.items() if v} if flags else set()
+        false_flags = [k for k, v in flags.items() if not v] if flags else []
         everywhere = (
             sorted(true_flags)
             if self.flags_true_everywhere is None
             else sorted(set(self.flags_true_everywhere) & true_flags)
         )
         report = gov.redaction_report
-        entities = dict(self.entities)
-        for name, n in (report.entities if report else {}).items():
-            entities[name] = entities.get(name, 0) + n
+        entities = self.entities
+        if report is not None and report.entities:
+            merged = dict(entities)
+            for name, n in report.entities.items():
+                merged[name] = merged.get(name, 0) + n
+            entities = dict(sorted(merged.items()))
         return {
-            "tenants": _union(self.tenants, [tenant]),
-            "data_classes": _union(self.data_classes, [gov.data_class]),
-            "consent_training": sorted(set(self.consent_training) | {value}),
+            "tenants": _union(self.tenants, (tenant,)),
+            "data_classes": _union(self.data_classes, (gov.data_class,)),
+            "consent_training": _union(self.consent_training, (value,)),
             "flags_true_everywhere": everywhere,
             "flags_false_anywhere": _union(self.flags_false_anywhere, false_flags),
             "residual_pii": self.residual_pii + (report.residual if report else 0),
             "unredacted_events": self.unredacted_events + int(gov.redaction != "redacted"),
             "redaction_failures": _union(
-                self.redaction_failures, [report.failure] if report and report.failure else []
+                self.redaction_failures, (report.failure,) if report and report.failure else ()
             ),
-            "entities": dict(sorted(entities.items())),
+            "entities": entities,
             "subject_ids": _union(self.subject_ids, gov.subject_ids),
         }
 
@@ -80,14 +90,15 @@ class TrajectoryFacts(Frozen):
         gen = step.metadata.gen_ai
         models = [m for m in (gen.request_model, gen.response_model) if m]
         first = step.created_at if self.first_step_at is None else min(self.first_step_at, step.created_at)
-        return self.model_copy(
-            update={
+        return updated(
+            self,
+            {
                 **self._with_governance(step.governance, step.tenant),
                 "step_count": self.step_count + 1,
                 "models": _union(self.models, models),
                 "unknown_model_steps": self.unknown_model_steps + int(not gen.request_model),
                 "first_step_at": first,
-            }
+            },
         )
 
     def add_end(self, end: TrajectoryEndEvent) -> TrajectoryFacts:
@@ -97,11 +108,12 @@ class TrajectoryFacts(Frozen):
         gov = end.governance
         refused: list[ConsentValue] = ["false"] if gov.consent.training is False else []
         false_flags = [k for k, v in gov.consent.flags.items() if not v]
-        return self.model_copy(
-            update={
+        return updated(
+            self,
+            {
                 "tenants": _union(self.tenants, [end.tenant]),
-                "consent_training": sorted(set(self.consent_training) | set(refused)),
+                "consent_training": _union(self.consent_training, refused),
                 "flags_false_anywhere": _union(self.flags_false_anywhere, false_flags),
                 "subject_ids": _union(self.subject_ids, gov.subject_ids),
-            }
+            },
         )

@@ -7,7 +7,7 @@ import fnmatch
 from datetime import datetime
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -20,9 +20,9 @@ class ModelLicenceRule(EligibilityRule):
             m for m in facts.models if any(fnmatch.fnmatchcase(m, pat) for pat in policy.blocked_models)
         ]
         if blocked:
-            out.append(Finding(outcome="audit_only", reason="model_blocked:" + ",".join(blocked)))
+            out.append(finding("audit_only", "model_blocked:" + ",".join(blocked)))
         if facts.unknown_model_steps:
-            out.append(Finding(outcome="audit_only", reason=f"model_unknown:{facts.unknown_model_steps}"))
+            out.append(finding("audit_only", f"model_unknown:{facts.unknown_model_steps}"))
         if not out:
-            out.append(Finding(outcome="train", reason="models_allowed:" + ",".join(facts.models)))
+            out.append(finding("train", "models_allowed:" + ",".join(facts.models)))
         return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -19,8 +19,5 @@ class RedactionFailureRule(EligibilityRule):
 
     def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
         if facts.redaction_failures:
-            return [
-                Finding(outcome="audit_only", reason=f"redaction_failed:{f}")
-                for f in facts.redaction_failures
-            ]
+            return [finding("audit_only", f"redaction_failed:{f}") for f in facts.redaction_failures]
         return []  # nothing failed: no finding (the other rules give the train reasons)

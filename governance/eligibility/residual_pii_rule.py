@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -15,12 +15,12 @@ class ResidualPiiRule(EligibilityRule):
 
     def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
         if facts.unredacted_events:
-            return [Finding(outcome="drop", reason=f"not_redacted:{facts.unredacted_events}")]
+            return [finding("drop", f"not_redacted:{facts.unredacted_events}")]
         if facts.residual_pii > policy.max_residual_pii:
             return [
-                Finding(
-                    outcome="audit_only",
-                    reason=f"residual_pii:{facts.residual_pii}>{policy.max_residual_pii}",
+                finding(
+                    "audit_only",
+                    f"residual_pii:{facts.residual_pii}>{policy.max_residual_pii}",
                 )
             ]
-        return [Finding(outcome="train", reason=f"residual_pii:{facts.residual_pii}")]
+        return [finding("train", f"residual_pii:{facts.residual_pii}")]

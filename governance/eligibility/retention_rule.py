@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -16,10 +16,14 @@ def retention_days(facts: TrajectoryFacts, policy: EligibilityPolicy) -> int:
     return min(policy.retention_days if d is None else d for d in days)
 
 
-def retention_deadline(facts: TrajectoryFacts, policy: EligibilityPolicy) -> datetime | None:
+def retention_deadline(
+    facts: TrajectoryFacts, policy: EligibilityPolicy, days: int | None = None
+) -> datetime | None:
+    """When the trajectory's content must be gone (None before its first step); ``days``:
+    ``retention_days(facts, policy)`` when the caller has it already."""
     if facts.first_step_at is None:
         return None
-    return facts.first_step_at + timedelta(days=retention_days(facts, policy))
+    return facts.first_step_at + timedelta(days=retention_days(facts, policy) if days is None else days)
 
 
 class RetentionRule(EligibilityRule):
@@ -28,8 +32,8 @@ class RetentionRule(EligibilityRule):
     def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
         days = retention_days(facts, policy)
         if days == 0:
-            return [Finding(outcome="drop", reason="retention_zero")]
-        deadline = retention_deadline(facts, policy)
+            return [finding("drop", "retention_zero")]
+        deadline = retention_deadline(facts, policy, days)
         if deadline is not None and deadline <= now:
-            return [Finding(outcome="drop", reason=f"retention_expired:{deadline.isoformat()}")]
-        return [Finding(outcome="train", reason=f"retention_days:{days}")]
+            return [finding("drop", f"retention_expired:{deadline.isoformat()}")]
+        return [finding("train", f"retention_days:{days}")]

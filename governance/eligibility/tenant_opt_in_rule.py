@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from governance.config import EligibilityPolicy
-from governance.eligibility.base import EligibilityRule, Finding
+from governance.eligibility.base import EligibilityRule, Finding, finding
 from governance.eligibility.facts import TrajectoryFacts
 
 
@@ -14,8 +14,8 @@ class TenantOptInRule(EligibilityRule):
 
     def check(self, facts: TrajectoryFacts, policy: EligibilityPolicy, now: datetime) -> list[Finding]:
         if len(facts.tenants) > 1:
-            return [Finding(outcome="audit_only", reason="tenant_mixed:" + ",".join(facts.tenants))]
+            return [finding("audit_only", "tenant_mixed:" + ",".join(facts.tenants))]
         tenant = facts.tenants[0] if facts.tenants else ""
         if policy.tenant(tenant).training_opt_in:
-            return [Finding(outcome="train", reason=f"tenant_opted_in:{tenant}")]
-        return [Finding(outcome="audit_only", reason=f"tenant_not_opted_in:{tenant}")]
+            return [finding("train", f"tenant_opted_in:{tenant}")]
+        return [finding("audit_only", f"tenant_not_opted_in:{tenant}")]

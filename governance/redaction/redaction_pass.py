@@ -23,6 +23,7 @@ from governance.redaction.key_context import names_a_secret, names_anything, pai
 from governance.redaction.operators import OperatorContext, OperatorTable
 from governance.redaction.text_analyzer import TextAnalyzer
 from governance.redaction.text_redactor import apply_operators
+from sluice.json_text import loads_or_none
 
 PART_STRUCTURAL_KEYS = frozenset(
     {
@@ -115,10 +116,7 @@ class RedactionPass:
         """A string that may hold JSON: walked value by value when it parses, else plain text."""
         stripped = text.lstrip()
         if stripped[:1] in ("{", "["):
-            try:
-                parsed = json.loads(text)
-            except ValueError:
-                parsed = None
+            parsed = loads_or_none(text)
             if isinstance(parsed, dict | list):
                 before = self.total_redacted
                 walked = self.value(parsed, context)

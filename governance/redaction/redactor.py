@@ -133,7 +133,9 @@ class Redactor:
             walker(p, data)
         governance = data.setdefault("governance", {})
         governance["redaction"] = "redacted"
-        governance["redaction_report"] = self.report(p).model_dump()
+        # the report as the model it is: validation takes an instance of the field's model as it is,
+        # rather than dumping the report to a dict here and validating it again there
+        governance["redaction_report"] = self.report(p)
         return model.model_validate(data), p.ctx.state  # type: ignore[return-value]
 
     @contextmanager

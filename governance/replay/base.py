@@ -6,6 +6,7 @@ nothing caps it). Checks read only the recorded envelope of the assembled trajec
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -31,10 +32,14 @@ class ReplayCheck(ABC):
         """Findings that cap the grade (empty: nothing to say)."""
 
 
+# Findings are frozen values and their reasons repeat from one version to the next (``<reason>:<step>``):
+# each is built once and shared.
+@functools.lru_cache(maxsize=4096)
 def approximate(reason: str) -> ReplayFinding:
     return ReplayFinding(ceiling="approximate", reason=reason)
 
 
+@functools.lru_cache(maxsize=4096)
 def non_replayable(reason: str) -> ReplayFinding:
     return ReplayFinding(ceiling="non_replayable", reason=reason)
 

@@ -21,13 +21,13 @@ re-assembling a trajectory (a later version) gives the same rewards.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from typing import Any
 
 from governance.config import NextStateConfig
 from sluice.events import Message, Reward, StepEvent, ToolResult
+from sluice.json_text import loads_or_none
 from sluice.step_refs import compact_step_reasons
 
 TOOL_ERROR, RETRY, CORRECTION = "tool_error", "retry", "correction"
@@ -69,10 +69,7 @@ def is_tool_error(result: ToolResult) -> bool:
     text = _text_of(result.content).strip()
     if not text.startswith("{"):
         return False
-    try:
-        return _error_body(json.loads(text))
-    except ValueError:
-        return False
+    return _error_body(loads_or_none(text))
 
 
 @lru_cache(maxsize=8)

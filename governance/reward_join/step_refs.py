@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sluice.events import REFS_SCHEMA_VERSION, StepEvent, Trajectory, encode, encode_step_record
+from sluice.events.trajectory import record_time
 from sluice.step_refs import StepRef, StepsRef, chain_digest, step_digest
 
 
@@ -78,6 +79,7 @@ def on_topic(
     records: list[tuple[str, bytes]] = []
     added: list[StepRef] = []
     now_sent = dict(sent)
+    created_at = record_time()  # one time for the records of one version on one topic
     for step, data, digest in payloads:
         ref = StepRef(event_id=step.event_id, digest=digest)
         refs.append(ref)
@@ -92,6 +94,7 @@ def on_topic(
                         step.event_id,
                         data,
                         digest,
+                        created_at,
                     ),
                 )
             )

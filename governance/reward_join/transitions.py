@@ -29,11 +29,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from governance.config import EligibilityPolicy, RewardJoinConfig
-from governance.eligibility import TrajectoryFacts, decide_eligibility
+from governance.eligibility import TrajectoryFacts, drop_reasons
 from governance.reward_join.feedback import harvest_feedback, reward_value
 from governance.reward_join.state import JoinState
 from sluice.errors import SluiceError
 from sluice.events import EligibilityDecision, RewardEvent, StepEvent, TrajectoryEndEvent
+from sluice.model_update import updated
 
 
 class TenantMismatch(SluiceError):
@@ -47,17 +48,18 @@ def _claim(state: JoinState, tenant: str) -> JoinState:
             raise TenantMismatch(f"trajectory {state.trajectory_id} belongs to another tenant")
         return state
     if tenant == state.tenant:
-        return state.model_copy(update={"tenant_confirmed": True})
+        return updated(state, {"tenant_confirmed": True})
     foreign = len(state.rewards)  # provisional owner's early rewards: not this tenant's to keep
-    return state.model_copy(
-        update={
+    return updated(
+        state,
+        {
             "tenant": tenant,
             "tenant_confirmed": True,
             "rewards": [],
             "reward_names": [],
             "value_rewards": 0,
             "foreign_rewards_discarded": state.foreign_rewards_discarded + foreign,
-        }
+        },
     )
 
 
@@ -100,8 +102,7 @@ def _names(names: list[str], more: list[str]) -> list[str]:
 def _check_drop(state: JoinState, facts: TrajectoryFacts, policy: EligibilityPolicy, now: float) -> list[str]:
     if state.dropped:
         return state.drop_reasons
-    decision = decide_eligibility(facts, policy, datetime.fromtimestamp(now, tz=UTC))
-    return decision.reasons if decision.decision == "drop" else []
+    return drop_reasons(facts, policy, datetime.fromtimestamp(now, tz=UTC))
 
 
 def _dirty(state: JoinState) -> bool:
@@ -137,8 +138,9 @@ def apply_step(
     state = _claim(state, step.tenant)
     screened, drop = _screened(state, state.facts.add_step(step), policy, now)
     step_rewards = [*step.rewards, *harvest_feedback(step, cfg)]
-    new = state.model_copy(
-        update={
+    new = updated(
+        state,
+        {
             "session_id": state.session_id or step.session_id,
             "last_activity_at": max(state.last_activity_at, now),
             "step_ids": [*state.step_ids, step.event_id],
@@ -148,7 +150,7 @@ def apply_step(
             "value_rewards": state.value_rewards
             + sum(reward_value(r, cfg) is not None for r in step_rewards),
             **screened,
-        }
+        },
     )
     purge = bool(drop) and not state.dropped
     return Transition(state=new, changed=True, store_step=not drop, purge_steps=purge)
@@ -163,14 +165,15 @@ def apply_reward(state: JoinState, event: RewardEvent, now: float, cfg: RewardJo
         raise TenantMismatch(
             f"reward for trajectory {event.trajectory_id} from a tenant that does not own it"
         )
-    new = state.model_copy(
-        update={
+    new = updated(
+        state,
+        {
             "rewards": state.rewards if state.dropped else [*state.rewards, reward],
             "reward_ids": [*state.reward_ids, reward.reward_id],
             "reward_names": _names(state.reward_names, [reward.name]),
             "value_rewards": state.value_rewards + int(reward_value(reward, cfg) is not None),
             "dirty": _dirty(state),
-        }
+        },
     )
     return Transition(state=new, changed=True)
 
@@ -181,14 +184,15 @@ def apply_end(state: JoinState, end: TrajectoryEndEvent, now: float, policy: Eli
         return Transition(state=state, changed=False)
     state = _claim(state, end.tenant)
     screened, drop = _screened(state, state.facts.add_end(end), policy, now)
-    new = state.model_copy(
-        update={
+    new = updated(
+        state,
+        {
             "end_event_id": end.event_id,
             "end_seen_at": state.end_seen_at if state.end_seen_at is not None else now,
             "ended_at": end.created_at,
             "outcome": end.outcome or state.outcome,
             **screened,
-        }
+        },
     )
     return Transition(state=new, changed=True, purge_steps=bool(drop) and not state.dropped)
 

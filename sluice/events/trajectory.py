@@ -7,8 +7,8 @@ step bytes are spliced in as they came (``encode_step_record``, ``step_bytes_of`
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
+from json.encoder import encode_basestring_ascii as _json_string
 from typing import Literal
 
 from pydantic import Field
@@ -52,23 +52,32 @@ class TrajectoryStep(_Event):
     step: StepEvent
 
 
+def record_time() -> str:
+    """The ``created_at`` of records made now, as pydantic writes a UTC datetime (``...Z``)."""
+    return utcnow().isoformat().replace("+00:00", "Z")
+
+
 def encode_step_record(
-    trajectory_id: str, tenant: str, version: int, step_event_id: str, body: bytes, digest: str | None = None
+    trajectory_id: str,
+    tenant: str,
+    version: int,
+    step_event_id: str,
+    body: bytes,
+    digest: str | None = None,
+    created_at: str | None = None,
 ) -> bytes:
     """A ``TrajectoryStep`` record around a step's bytes, which are spliced in as they are (never encoded
     again): the record's own fields first, ``step`` last (``step_bytes_of`` cuts it back out). ``digest``:
-    ``step_digest(body)`` when the caller has it already."""
-    head = {
-        "schema_version": REFS_SCHEMA_VERSION,
-        "event_id": step_event_id,
-        "trajectory_id": trajectory_id,
-        "tenant": tenant,
-        "created_at": utcnow().isoformat().replace("+00:00", "Z"),
-        "event_type": "trajectory_step",
-        "version": version,
-        "digest": digest or step_digest(body),
-    }
-    return json.dumps(head, separators=(",", ":")).encode()[:-1] + b',"step":' + body + b"}"
+    ``step_digest(body)`` when the caller has it already; ``created_at``: ``record_time()`` when the caller
+    makes several records at once (default: now). The fields are written as ``json.dumps`` writes them
+    (compact, ASCII-escaped by the same C escaper), without building a dict per record."""
+    head = (
+        f'{{"schema_version":{_json_string(REFS_SCHEMA_VERSION)},"event_id":{_json_string(step_event_id)},'
+        f'"trajectory_id":{_json_string(trajectory_id)},"tenant":{_json_string(tenant)},'
+        f'"created_at":{_json_string(created_at or record_time())},"event_type":"trajectory_step",'
+        f'"version":{int(version)},"digest":{_json_string(digest or step_digest(body))},"step":'
+    )
+    return head.encode() + body + b"}"
 
 
 def step_bytes_of(value: bytes) -> bytes | None:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from governance.config import EligibilityPolicy, TenantPolicy
-from governance.eligibility import TrajectoryFacts, decide_eligibility, effective_data_class
+from governance.eligibility import TrajectoryFacts, decide_eligibility, drop_reasons, effective_data_class
 from tests.governance.event_builders import T0, end, governance, metadata, step
 
 POLICY = EligibilityPolicy(
@@ -36,45 +36,65 @@ def facts_of(*events) -> TrajectoryFacts:
     return facts
 
 
-@pytest.mark.parametrize(
-    ("events", "decision", "reason"),
-    [
-        ([step()], "train", "tenant_opted_in:acme"),
-        ([step(tenant="globex")], "audit_only", "tenant_not_opted_in:globex"),
-        ([step(tenant="nobody")], "audit_only", "tenant_not_opted_in:nobody"),
-        ([step(), step(index=1, tenant="globex")], "audit_only", "tenant_mixed:acme,globex"),
-        ([step(gov=governance(consent=False))], "audit_only", "consent_refused"),
-        ([step(gov=governance(consent=None))], "audit_only", "consent_unknown"),
-        ([step(), step(index=1, gov=governance(consent=None))], "audit_only", "consent_unknown"),
-        ([step(), end(governance=governance(consent=False))], "audit_only", "consent_refused"),
-        ([step(gov=governance(flags={"retain": False}))], "drop", "consent_withdrawn:retain"),
-        ([step(gov=governance(data_class="prohibited"))], "drop", "data_class_dropped:prohibited"),
-        (
-            [step(gov=governance(data_class="confidential"))],
-            "audit_only",
-            "data_class_not_trainable:confidential",
-        ),
-        ([step(tenant="hooli")], "audit_only", "data_class_not_trainable:internal"),
-        ([step(tenant="hooli", gov=governance(data_class="public"))], "train", "data_class:public"),
-        ([step(gov=governance(residual=2))], "audit_only", "residual_pii:2>1"),
-        ([step(gov=governance(residual=1))], "train", "residual_pii:1"),
-        ([step(gov=governance(redacted=False))], "drop", "not_redacted:1"),
-        ([step(meta=metadata(gen_ai={"request_model": "gpt-4o"}))], "audit_only", "model_blocked:gpt-4o"),
-        (
-            [step(meta=metadata(gen_ai={"request_model": "x", "response_model": "llama-noncommercial"}))],
-            "audit_only",
-            "model_blocked:llama-noncommercial",
-        ),
-        ([step(meta=metadata(gen_ai={"request_model": ""}))], "audit_only", "model_unknown:1"),
-        ([step(tenant="initech")], "drop", "retention_zero"),
-        ([step(created_at=T0 - timedelta(days=91))], "drop", "retention_expired:2026-10-31T12:00:00+00:00"),
-    ],
-)
+DECISION_MATRIX = [
+    ([step()], "train", "tenant_opted_in:acme"),
+    ([step(tenant="globex")], "audit_only", "tenant_not_opted_in:globex"),
+    ([step(tenant="nobody")], "audit_only", "tenant_not_opted_in:nobody"),
+    ([step(), step(index=1, tenant="globex")], "audit_only", "tenant_mixed:acme,globex"),
+    ([step(gov=governance(consent=False))], "audit_only", "consent_refused"),
+    ([step(gov=governance(consent=None))], "audit_only", "consent_unknown"),
+    ([step(), step(index=1, gov=governance(consent=None))], "audit_only", "consent_unknown"),
+    ([step(), end(governance=governance(consent=False))], "audit_only", "consent_refused"),
+    ([step(gov=governance(flags={"retain": False}))], "drop", "consent_withdrawn:retain"),
+    ([step(gov=governance(data_class="prohibited"))], "drop", "data_class_dropped:prohibited"),
+    (
+        [step(gov=governance(data_class="confidential"))],
+        "audit_only",
+        "data_class_not_trainable:confidential",
+    ),
+    ([step(tenant="hooli")], "audit_only", "data_class_not_trainable:internal"),
+    ([step(tenant="hooli", gov=governance(data_class="public"))], "train", "data_class:public"),
+    ([step(gov=governance(residual=2))], "audit_only", "residual_pii:2>1"),
+    ([step(gov=governance(residual=1))], "train", "residual_pii:1"),
+    ([step(gov=governance(redacted=False))], "drop", "not_redacted:1"),
+    ([step(meta=metadata(gen_ai={"request_model": "gpt-4o"}))], "audit_only", "model_blocked:gpt-4o"),
+    (
+        [step(meta=metadata(gen_ai={"request_model": "x", "response_model": "llama-noncommercial"}))],
+        "audit_only",
+        "model_blocked:llama-noncommercial",
+    ),
+    ([step(meta=metadata(gen_ai={"request_model": ""}))], "audit_only", "model_unknown:1"),
+    ([step(tenant="initech")], "drop", "retention_zero"),
+    ([step(created_at=T0 - timedelta(days=91))], "drop", "retention_expired:2026-10-31T12:00:00+00:00"),
+]
+
+
+@pytest.mark.parametrize(("events", "decision", "reason"), DECISION_MATRIX)
 def test_decision_matrix(events, decision, reason) -> None:
     result = decide_eligibility(facts_of(*events), POLICY, NOW)
     assert result.decision == decision
     assert reason in result.reasons
     assert result.policy_version == "2026-11-01"
+
+
+@pytest.mark.parametrize(("events", "decision", "reason"), DECISION_MATRIX)
+def test_drop_reasons_are_the_decisions_reasons_when_it_drops(events, decision, reason) -> None:
+    """The join's per-step question gives what the whole decision gives: its reasons when it is drop."""
+    facts = facts_of(*events)
+    decision = decide_eligibility(facts, POLICY, NOW)
+    assert drop_reasons(facts, POLICY, NOW) == (decision.reasons if decision.decision == "drop" else [])
+
+
+def test_facts_lists_stay_sorted_sets_and_unchanged_lists_are_shared() -> None:
+    first = facts_of(step(tenant="globex", gov=governance(flags={"retain": True, "x": False})))
+    later = first.add_step(step(index=1, tenant="acme", gov=governance(flags={"x": False, "a": False})))
+    assert later.tenants == ["acme", "globex"]
+    assert later.flags_false_anywhere == ["a", "x"]
+    assert later.flags_true_everywhere == []
+    same = later.add_step(step(index=2, tenant="globex"))
+    assert same.tenants is later.tenants and same.data_classes is later.data_classes
+    assert same.entities is later.entities and same.step_count == 3
+    assert first.tenants == ["globex"]  # the earlier facts are untouched
 
 
 def test_train_lists_every_passed_check_and_deadline() -> None:

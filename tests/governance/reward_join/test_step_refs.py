@@ -3,6 +3,8 @@ partial trajectory."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from governance.config import EligibilityPolicy, ReplayConfig, RewardJoinConfig, TenantPolicy
@@ -16,8 +18,16 @@ from governance.reward_join import (
     step_payloads,
 )
 from governance.reward_join.transitions import mark_emitted
-from sluice.events import REFS_SCHEMA_VERSION, Trajectory, TrajectoryStep, decode, encode, step_bytes_of
-from sluice.step_refs import is_step_record_key, key_trajectory_id, step_record_key
+from sluice.events import (
+    REFS_SCHEMA_VERSION,
+    Trajectory,
+    TrajectoryStep,
+    decode,
+    encode,
+    encode_step_record,
+    step_bytes_of,
+)
+from sluice.step_refs import is_step_record_key, key_trajectory_id, step_digest, step_record_key
 from sluice.trajectory_refs import StepCache, StepsMissing
 from tests.governance.event_builders import end, governance, reward_event, step
 
@@ -169,3 +179,34 @@ def test_a_dropped_version_withdraws_the_step_records() -> None:
     _, v2 = join.emit()
     assert v2.header.steps_ref.count == 0 and v2.step_records == []
     assert v2.withdrawn == [e for e, _ in v1.step_records] and v2.sent == {}
+
+
+@pytest.mark.parametrize(
+    ("tid", "tenant", "event_id"),
+    [("acme~run-7", "acme", "e1"), ('od"d\\~\u00e9\u2028\x01', "t\u00fcnant", "\ud83d\ude00id")],
+)
+def test_a_step_record_is_the_json_its_fields_make_with_the_step_bytes_spliced_in(tid, tenant, event_id):
+    body = encode(step(tid=tid, tenant=tenant))
+    record = encode_step_record(tid, tenant, 3, event_id, body, created_at="2026-12-06T14:00:00.000001Z")
+    fields = {
+        "schema_version": REFS_SCHEMA_VERSION,
+        "event_id": event_id,
+        "trajectory_id": tid,
+        "tenant": tenant,
+        "created_at": "2026-12-06T14:00:00.000001Z",
+        "event_type": "trajectory_step",
+        "version": 3,
+        "digest": step_digest(body),
+    }
+    assert record == json.dumps(fields, separators=(",", ":")).encode()[:-1] + b',"step":' + body + b"}"
+    parsed = decode(record)
+    assert isinstance(parsed, TrajectoryStep) and parsed.step.trajectory_id == tid
+    assert step_bytes_of(record) == body
+
+
+def test_the_step_records_of_a_version_on_a_topic_carry_one_time() -> None:
+    join = Join()
+    join.feed(*(step(index=i) for i in range(4)), end(), reward_event(value=1.0))
+    _, out = join.emit()
+    times = {json.loads(b)["created_at"] for _, b in out.step_records}
+    assert len(out.step_records) == 4 and len(times) == 1
