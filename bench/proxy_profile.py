@@ -35,7 +35,9 @@ OWNERS = {  # a frame's top-level package (py-spy names files relative to their 
     **dict.fromkeys(("aiohttp", "httpx", "httpcore", "yarl", "multidict", "aiohappyeyeballs"), "client"),
     "confluent_kafka": "broker_client",
 }
-CLIENT_FILES = frozenset({"pipeline/proxy/forwarding/http_client.py"})  # the proxy's own upstream client
+CLIENT_FILES = frozenset(  # the proxy's own upstream client
+    {"pipeline/proxy/forwarding/http_client.py", "pipeline/proxy/forwarding/upstream_response.py"}
+)
 LOOP_FILES = frozenset({"asyncio/events.py", "asyncio/base_events.py", "asyncio/runners.py"})
 FRAME_FILE_START = " ("  # py-spy's raw frames: "function (path/to/file.py:line)"
 

@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.forwarding.http_client import UpstreamError, UpstreamResponse
 from pipeline.proxy.forwarding.token_strip import TokenStrip
 from pipeline.proxy.forwarding.upstream import Upstreams, read_error
+from pipeline.proxy.forwarding.upstream_response import UpstreamError, UpstreamResponse
 from pipeline.proxy.ops.metrics import ProxyMetrics
 from pipeline.proxy.recording.recorder import StepRecorder
 from pipeline.proxy.recording.step import RawChoice, Step, UpstreamRequest

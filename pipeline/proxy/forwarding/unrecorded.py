@@ -25,7 +25,7 @@ from starlette.responses import Response, StreamingResponse
 
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.forwarding.http_client import UpstreamResponse
+from pipeline.proxy.forwarding.upstream_response import UpstreamResponse
 from pipeline.proxy.surfaces.context import call_context
 from pipeline.proxy.surfaces.request import read_body
 from sluice.json_limits import MAX_JSON_DEPTH, JsonTooDeep, loads_bounded

@@ -13,7 +13,8 @@ from typing import Any
 
 from pipeline.proxy.config import BackendConfig
 from pipeline.proxy.exceptions import ApiError
-from pipeline.proxy.forwarding.http_client import Pool, UpstreamError, UpstreamResponse
+from pipeline.proxy.forwarding.http_client import Pool
+from pipeline.proxy.forwarding.upstream_response import UpstreamError, UpstreamResponse
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from pipeline.proxy.forwarding.http_client import (
-    Pool,
-    UpstreamBroken,
-    UpstreamConnectError,
-    UpstreamTimeout,
-)
+from pipeline.proxy.forwarding.http_client import Pool
+from pipeline.proxy.forwarding.upstream_response import UpstreamBroken, UpstreamConnectError, UpstreamTimeout
 
 pytestmark = pytest.mark.anyio
 
